@@ -1,0 +1,30 @@
+//! One module per subcommand. Each exposes an `Args` struct and `run(&GlobalArgs, Args, &Output)`
+//! returning the process exit code (errors map through `exit::code_for`).
+
+use clap::Subcommand;
+
+use crate::cli::Cli;
+use crate::output::Output;
+
+pub mod detect;
+pub mod doctor;
+pub mod env;
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the compute devices of this machine (AMD and NVIDIA GPUs, the CPU backend)
+    Detect(detect::DetectArgs),
+    /// Check the toolchains and libraries each backend needs, and say how to fix what is missing
+    Doctor(doctor::DoctorArgs),
+    /// Print the environment for the selected ROCm toolchain (sh, fish or JSON)
+    Env(env::EnvArgs),
+}
+
+pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
+    let global = cli.global;
+    match cli.command {
+        Command::Detect(args) => detect::run(&global, args, out),
+        Command::Doctor(args) => doctor::run(&global, args, out),
+        Command::Env(args) => env::run(&global, args, out),
+    }
+}

@@ -1,0 +1,1 @@
+//! Finding the compute devices of this machine (being written).

@@ -1,0 +1,1 @@
+//! `rocm-test`: check every kernel against its Rust reference (being written).
