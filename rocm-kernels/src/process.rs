@@ -18,7 +18,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum ProbeError {
     /// The program is not on `PATH` or not executable.
     NotFound,
-    /// It ran but exited unsuccessfully; the first line of its stderr, if any.
+    /// It ran but exited unsuccessfully; the first line of its stderr (else stdout), if any.
     Failed { status: String, stderr: String },
     /// It ran past [`PROBE_TIMEOUT`] and was killed.
     TimedOut,
@@ -75,12 +75,14 @@ pub fn probe(program: impl AsRef<Path>, args: &[&str]) -> Result<String, ProbeEr
     if status.success() {
         Ok(String::from_utf8_lossy(&out).into_owned())
     } else {
-        let stderr = String::from_utf8_lossy(&err)
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim()
-            .to_owned();
+        // Some tools (nvidia-smi) print their complaint on stdout.
+        let first = |bytes: &[u8]| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_owned())
+        };
+        let stderr = first(&err).or_else(|| first(&out)).unwrap_or_default();
         Err(ProbeError::Failed {
             status: status.to_string(),
             stderr,
