@@ -123,6 +123,22 @@ pub fn version_line(program: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The existing folders on a Python's `sys.path` (where pip installs packages). A missing
+/// Python is an empty list, not an error: there is nothing pip-installed to find then.
+pub fn python_sys_path(python: &Path) -> Result<Vec<std::path::PathBuf>, ProbeError> {
+    const SCRIPT: &str = "import sys\nfor p in sys.path:\n    print(p)";
+    match probe(python, &["-c", SCRIPT]) {
+        Ok(out) => Ok(out
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_dir())
+            .collect()),
+        Err(ProbeError::NotFound) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Find `name` on `PATH` (the way a shell would), returning the full path.
 pub fn which(name: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;

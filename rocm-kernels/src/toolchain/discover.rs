@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{inspect, version_numbers, Toolchain, ToolchainSource};
-use crate::process::{probe, ProbeError};
+use crate::process::python_sys_path;
 
 /// Folder names a pip-installed ROCm SDK (TheRock's `rocm-sdk-core` wheel) uses in
 /// site-packages.
@@ -137,7 +137,10 @@ pub fn discover_with(options: &DiscoverOptions) -> Discovery {
     if let Some(python) = &options.python {
         match python_sys_path(python) {
             Ok(dirs) => site_dirs.extend(dirs),
-            Err(note) => search.found.notes.push(note),
+            Err(e) => search.found.notes.push(format!(
+                "could not ask {} for its sys.path to look for a pip-installed ROCm SDK: {e}",
+                python.display()
+            )),
         }
     }
     for dir in site_dirs {
@@ -228,23 +231,4 @@ impl Search {
 
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// The folders on a Python's `sys.path`, or a note saying why it could not be asked.
-fn python_sys_path(python: &Path) -> Result<Vec<PathBuf>, String> {
-    const SCRIPT: &str = "import sys\nfor p in sys.path:\n    print(p)";
-    match probe(python, &["-c", SCRIPT]) {
-        Ok(out) => Ok(out
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir())
-            .collect()),
-        // No Python, no pip-installed SDK: nothing worth a note.
-        Err(ProbeError::NotFound) => Ok(Vec::new()),
-        Err(e) => Err(format!(
-            "could not ask {} for its sys.path to look for a pip-installed ROCm SDK: {e}",
-            python.display()
-        )),
-    }
 }

@@ -80,7 +80,7 @@ fn toolchain_name(root: &Path, source: &ToolchainSource, version: Option<&str>) 
             Some(v) => format!("pip-{v}"),
             None => "pip".to_owned(),
         },
-        ToolchainSource::Opt | ToolchainSource::EnvVar { .. } => root
+        ToolchainSource::Opt | ToolchainSource::EnvVar { .. } | ToolchainSource::Path => root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| root.display().to_string()),

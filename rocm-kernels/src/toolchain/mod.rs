@@ -44,6 +44,8 @@ pub enum ToolchainSource {
     Pip,
     /// A toolchain managed by `cargo rocm toolchain` under `$CARGO_ROCM_HOME/toolchains/<name>`.
     Managed { name: String },
+    /// A prefix named explicitly: `--toolchain-path`, or a path in a pin file.
+    Path,
 }
 
 /// Which program compiles HIP for AMD GPUs.
