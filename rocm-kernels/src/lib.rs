@@ -6,6 +6,7 @@
 
 pub mod detect;
 pub mod embedded;
+pub mod nvcc;
 pub mod toolchain;
 
 pub use embedded::{Backend, KernelLibrary};
