@@ -7,6 +7,7 @@
 
 pub mod detect;
 pub mod embedded;
+pub mod nvcc;
 pub mod process;
 pub mod toolchain;
 
