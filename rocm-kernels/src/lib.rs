@@ -6,6 +6,7 @@
 
 pub mod detect;
 pub mod embedded;
+pub mod runtime;
 pub mod toolchain;
 
 pub use embedded::{Backend, KernelLibrary};
