@@ -4,6 +4,7 @@
 //! * [`detect`] finds the compute devices of this machine.
 //! * [`embedded`] is the data a build script embeds into the user's crate.
 
+pub mod build;
 pub mod detect;
 pub mod embedded;
 pub mod runtime;
