@@ -11,6 +11,7 @@ pub mod embedded;
 pub mod nvcc;
 pub mod process;
 pub mod runtime;
+pub mod symbols;
 pub mod toolchain;
 
 pub use embedded::{Backend, KernelLibrary};

@@ -94,6 +94,28 @@ fn python_site_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     dirs
 }
 
+/// Folders holding CUDA's headers (`cuda_fp16.h`, ...), for NVRTC at run time: `CUDA_PATH`,
+/// `CUDA_HOME`, `/usr/local/cuda` and the PyPI wheels' `nvidia/cu13` / `nvidia/cuda_runtime` layout.
+pub fn cuda_include_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(|v| env(v).map(PathBuf::from))
+        .collect();
+    roots.push("/usr/local/cuda".into());
+    for site in python_site_dirs(env) {
+        for sub in ["nvidia/cu13", "nvidia/cuda_runtime", "nvidia/cuda_nvrtc"] {
+            roots.push(site.join(sub));
+        }
+    }
+    let mut dirs: Vec<PathBuf> = roots
+        .into_iter()
+        .map(|r| r.join("include"))
+        .filter(|d| d.join("cuda_fp16.h").is_file() || d.join("cuda_runtime.h").is_file())
+        .collect();
+    dirs.dedup();
+    dirs
+}
+
 /// `13.0.88` from the last line of `nvcc --version` (`Cuda compilation tools, release 13.0, V13.0.88`).
 pub fn nvcc_version(nvcc: &Path) -> Option<String> {
     let out = Command::new(nvcc).arg("--version").output().ok()?;
@@ -289,11 +311,21 @@ ptxas info    : Used 10 registers, used 1 barriers, 400 bytes smem
         let k = parse_ptxas_report(REPORT);
         assert_eq!(k.len(), 2);
         assert_eq!(k[0].symbol, "_Z5scaleIfEvPT_S0_");
-        assert_eq!((k[0].registers, k[0].barriers, k[0].shared_bytes), (8, 0, 0));
-        assert_eq!(k[1].symbol, "s");
-        assert_eq!((k[1].registers, k[1].barriers, k[1].shared_bytes), (10, 1, 400));
         assert_eq!(
-            (k[1].stack_frame_bytes, k[1].spill_store_bytes, k[1].spill_load_bytes),
+            (k[0].registers, k[0].barriers, k[0].shared_bytes),
+            (8, 0, 0)
+        );
+        assert_eq!(k[1].symbol, "s");
+        assert_eq!(
+            (k[1].registers, k[1].barriers, k[1].shared_bytes),
+            (10, 1, 400)
+        );
+        assert_eq!(
+            (
+                k[1].stack_frame_bytes,
+                k[1].spill_store_bytes,
+                k[1].spill_load_bytes
+            ),
             (24, 16, 12)
         );
     }
