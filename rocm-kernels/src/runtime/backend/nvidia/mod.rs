@@ -240,6 +240,20 @@ impl Core {
         api(call, e)
     }
 
+    /// Streams and events die with the context they were made in.
+    fn check_generation(&self, state: &Context, generation: u64, what: &str) -> Result<()> {
+        if generation == state.generation {
+            return Ok(());
+        }
+        Err(RuntimeError::Api {
+            backend: Backend::Nvidia,
+            call: what.to_string(),
+            message: format!(
+                "this {what} was created before a kernel fault reset the device; create a new one"
+            ),
+        })
+    }
+
     /// After a reset, memory of the old generation is gone: refuse to touch it.
     fn check_live(&self, state: &Context, ptr: DevicePtr) -> Result<()> {
         if state.generation > 0 && !state.allocations.contains_key(&ptr) {
@@ -287,6 +301,7 @@ impl DeviceBackend for NvDevice {
         let mut state = self.core.enter()?;
         match cu::stream::create(cu::stream::StreamKind::Default) {
             Ok(stream) => Ok(Box::new(NvStream {
+                core: self.core.clone(),
                 stream,
                 generation: state.generation,
             })),
@@ -298,6 +313,7 @@ impl DeviceBackend for NvDevice {
         let mut state = self.core.enter()?;
         match cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
             Ok(event) => Ok(Box::new(NvEvent {
+                core: self.core.clone(),
                 event,
                 generation: state.generation,
             })),
@@ -386,6 +402,7 @@ impl DeviceBackend for NvDevice {
 
 #[derive(Debug)]
 struct NvStream {
+    core: Arc<Core>,
     stream: sys::CUstream,
     generation: u64,
 }
@@ -395,8 +412,11 @@ unsafe impl Sync for NvStream {}
 
 impl StreamBackend for NvStream {
     fn synchronize(&self) -> Result<()> {
-        // Safety: a stream created by this backend; a stale one is skipped.
-        unsafe { cu::stream::synchronize(self.stream) }.map_err(|e| api("cuStreamSynchronize", e))
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "stream")?;
+        // Safety: a stream of the live context.
+        unsafe { cu::stream::synchronize(self.stream) }
+            .map_err(|e| self.core.fail(&mut state, "cuStreamSynchronize", e))
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -405,16 +425,20 @@ impl StreamBackend for NvStream {
 
 impl Drop for NvStream {
     fn drop(&mut self) {
-        let _ = self.generation;
-        // Safety: destroying our own stream; a failure (context gone) is harmless here.
-        unsafe {
-            let _ = cu::stream::destroy(self.stream);
+        if let Ok(state) = self.core.enter() {
+            if state.generation == self.generation {
+                // Safety: destroying our own stream of the live context.
+                unsafe {
+                    let _ = cu::stream::destroy(self.stream);
+                }
+            }
         }
     }
 }
 
 #[derive(Debug)]
 struct NvEvent {
+    core: Arc<Core>,
     event: sys::CUevent,
     generation: u64,
 }
@@ -428,17 +452,19 @@ impl EventBackend for NvEvent {
             .as_any()
             .downcast_ref::<NvStream>()
             .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
-        if stream.generation != self.generation {
-            return Err(RuntimeError::WrongDevice(
-                "event and stream belong to different device contexts".into(),
-            ));
-        }
-        // Safety: both handles were created by this backend in the same context.
-        unsafe { cu::event::record(self.event, stream.stream) }.map_err(|e| api("cuEventRecord", e))
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "event")?;
+        self.core.check_generation(&state, stream.generation, "stream")?;
+        // Safety: both handles were created by this backend in the live context.
+        unsafe { cu::event::record(self.event, stream.stream) }
+            .map_err(|e| self.core.fail(&mut state, "cuEventRecord", e))
     }
     fn synchronize(&self) -> Result<()> {
-        // Safety: our own event.
-        unsafe { cu::event::synchronize(self.event) }.map_err(|e| api("cuEventSynchronize", e))
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "event")?;
+        // Safety: our own event of the live context.
+        unsafe { cu::event::synchronize(self.event) }
+            .map_err(|e| self.core.fail(&mut state, "cuEventSynchronize", e))
     }
     fn elapsed_ms(&self, end: &dyn EventBackend) -> Result<f32> {
         let end = end
@@ -456,9 +482,13 @@ impl EventBackend for NvEvent {
 
 impl Drop for NvEvent {
     fn drop(&mut self) {
-        // Safety: destroying our own event.
-        unsafe {
-            let _ = cu::event::destroy(self.event);
+        if let Ok(state) = self.core.enter() {
+            if state.generation == self.generation {
+                // Safety: destroying our own event of the live context.
+                unsafe {
+                    let _ = cu::event::destroy(self.event);
+                }
+            }
         }
     }
 }
@@ -716,13 +746,7 @@ impl FunctionBackend for NvFunction {
             })?;
         let device = &self.module.device;
         let mut state = device.enter()?;
-        if stream.generation != state.generation {
-            return Err(RuntimeError::Api {
-                backend: Backend::Nvidia,
-                call: "cuLaunchKernel".into(),
-                message: "the stream was created before a device reset; create a new one".into(),
-            });
-        }
+        device.check_generation(&state, stream.generation, "stream")?;
         if config.shared_mem_bytes > 48 * 1024 {
             // Above 48 KiB a kernel must opt in to more dynamic shared memory.
             let _ = sys::cuFuncSetAttribute(
