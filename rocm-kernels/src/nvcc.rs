@@ -289,11 +289,21 @@ ptxas info    : Used 10 registers, used 1 barriers, 400 bytes smem
         let k = parse_ptxas_report(REPORT);
         assert_eq!(k.len(), 2);
         assert_eq!(k[0].symbol, "_Z5scaleIfEvPT_S0_");
-        assert_eq!((k[0].registers, k[0].barriers, k[0].shared_bytes), (8, 0, 0));
-        assert_eq!(k[1].symbol, "s");
-        assert_eq!((k[1].registers, k[1].barriers, k[1].shared_bytes), (10, 1, 400));
         assert_eq!(
-            (k[1].stack_frame_bytes, k[1].spill_store_bytes, k[1].spill_load_bytes),
+            (k[0].registers, k[0].barriers, k[0].shared_bytes),
+            (8, 0, 0)
+        );
+        assert_eq!(k[1].symbol, "s");
+        assert_eq!(
+            (k[1].registers, k[1].barriers, k[1].shared_bytes),
+            (10, 1, 400)
+        );
+        assert_eq!(
+            (
+                k[1].stack_frame_bytes,
+                k[1].spill_store_bytes,
+                k[1].spill_load_bytes
+            ),
             (24, 16, 12)
         );
     }
