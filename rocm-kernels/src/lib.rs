@@ -5,10 +5,12 @@
 //! * [`embedded`] is the data a build script embeds into the user's crate.
 //! * [`process`] runs probe programs with a time limit.
 
+pub mod build;
 pub mod detect;
 pub mod embedded;
 pub mod nvcc;
 pub mod process;
+pub mod runtime;
 pub mod toolchain;
 
 pub use embedded::{Backend, KernelLibrary};
