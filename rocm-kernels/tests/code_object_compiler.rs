@@ -11,7 +11,10 @@ use std::process::Command;
 
 use rocm_kernels::code_object::{self, Container, FeatureMode, KernelMetadata};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/resource_usage.hip");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/resource_usage.hip"
+);
 const KERNELS: [&str; 5] = [
     "axpy",
     "_Z9block_sumPKfPf",
@@ -24,13 +27,21 @@ const KERNELS: [&str; 5] = [
 fn clang() -> Option<PathBuf> {
     let candidates: Vec<PathBuf> = match std::env::var_os("ROCM_KERNELS_TEST_CLANG") {
         Some(c) => vec![c.into()],
-        None => ["clang++-19", "/opt/rocm/lib/llvm/bin/clang++", "/opt/rocm/llvm/bin/clang++"]
-            .iter()
-            .map(PathBuf::from)
-            .collect(),
+        None => [
+            "clang++-19",
+            "/opt/rocm/lib/llvm/bin/clang++",
+            "/opt/rocm/llvm/bin/clang++",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect(),
     };
     for c in &candidates {
-        if Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        if Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
             return Some(c.clone());
         }
     }
@@ -45,8 +56,19 @@ fn clang() -> Option<PathBuf> {
 /// output bytes and the compiler's stderr.
 fn compile(clang: &Path, source: &Path, extra: &[&str], out: &Path) -> (Vec<u8>, String) {
     let output = Command::new(clang)
-        .args(["-x", "hip", "-nogpuinc", "-nogpulib", "--cuda-device-only", "-O3", "-c"])
-        .args(["-fhip-kernel-arg-name", "-Rpass-analysis=kernel-resource-usage"])
+        .args([
+            "-x",
+            "hip",
+            "-nogpuinc",
+            "-nogpulib",
+            "--cuda-device-only",
+            "-O3",
+            "-c",
+        ])
+        .args([
+            "-fhip-kernel-arg-name",
+            "-Rpass-analysis=kernel-resource-usage",
+        ])
         .args(extra)
         .arg(source)
         .arg("-o")
@@ -76,15 +98,23 @@ fn parse_remarks(stderr: &str) -> BTreeMap<String, Remarks> {
     let mut out = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in stderr.lines() {
-        let Some((_, rest)) = line.split_once(" remark: ") else { continue };
-        let rest = rest.trim_end_matches(" [-Rpass-analysis=kernel-resource-usage]").trim();
-        let Some((key, value)) = rest.split_once(": ") else { continue };
+        let Some((_, rest)) = line.split_once(" remark: ") else {
+            continue;
+        };
+        let rest = rest
+            .trim_end_matches(" [-Rpass-analysis=kernel-resource-usage]")
+            .trim();
+        let Some((key, value)) = rest.split_once(": ") else {
+            continue;
+        };
         if key == "Function Name" {
             current = Some(value.to_owned());
             out.insert(value.to_owned(), Remarks::default());
             continue;
         }
-        let Some(r) = current.as_ref().and_then(|name| out.get_mut(name)) else { continue };
+        let Some(r) = current.as_ref().and_then(|name| out.get_mut(name)) else {
+            continue;
+        };
         let n = value.parse::<u32>().ok();
         match key {
             "SGPRs" => r.sgprs = n,
@@ -116,9 +146,17 @@ fn assert_matches(target: &str, k: &KernelMetadata, r: &Remarks) {
     let ctx = format!("{target} {}", k.name);
     assert_eq!(Some(k.sgpr_count), r.sgprs, "{ctx}: SGPRs");
     let agprs = r.agprs.unwrap_or(0);
-    assert_eq!(k.vgpr_count, total_vgprs(target, r.vgprs.unwrap(), agprs), "{ctx}: VGPRs");
+    assert_eq!(
+        k.vgpr_count,
+        total_vgprs(target, r.vgprs.unwrap(), agprs),
+        "{ctx}: VGPRs"
+    );
     assert_eq!(k.agpr_count.unwrap_or(0), agprs, "{ctx}: AGPRs");
-    assert_eq!(Some(k.private_segment_fixed_size), r.scratch, "{ctx}: scratch");
+    assert_eq!(
+        Some(k.private_segment_fixed_size),
+        r.scratch,
+        "{ctx}: scratch"
+    );
     assert_eq!(Some(k.group_segment_fixed_size), r.lds, "{ctx}: LDS");
     assert_eq!(k.sgpr_spill_count, r.sgpr_spill, "{ctx}: SGPR spills");
     assert_eq!(k.vgpr_spill_count, r.vgpr_spill, "{ctx}: VGPR spills");
@@ -131,7 +169,12 @@ fn metadata_equals_compiler_resource_usage_remarks() {
     for target in ["gfx90a", "gfx1030"] {
         // One target per compile: the remarks do not say which target they are for.
         let out = dir.path().join(format!("{target}.hipfb"));
-        let (bytes, stderr) = compile(&clang, FIXTURE.as_ref(), &[&format!("--offload-arch={target}")], &out);
+        let (bytes, stderr) = compile(
+            &clang,
+            FIXTURE.as_ref(),
+            &[&format!("--offload-arch={target}")],
+            &out,
+        );
         let remarks = parse_remarks(&stderr);
         let objects = code_object::parse(&bytes).unwrap();
         let entry = objects.entry_for(target).unwrap();
@@ -151,11 +194,20 @@ fn metadata_equals_compiler_resource_usage_remarks() {
         // The kernels really differ in what is compared (else the equality above is weak).
         let by_name = |n: &str| kernels.iter().find(|k| k.name == n).unwrap();
         assert_eq!(by_name("_Z9block_sumPKfPf").group_segment_fixed_size, 4096);
-        assert!(by_name("_Z8pressurePKfPf").vgpr_count > 32, "{target}: pressure");
-        assert!(by_name("_Z6spillsPKfPfi").private_segment_fixed_size > 0, "{target}: scratch");
+        assert!(
+            by_name("_Z8pressurePKfPf").vgpr_count > 32,
+            "{target}: pressure"
+        );
+        assert!(
+            by_name("_Z6spillsPKfPfi").private_segment_fixed_size > 0,
+            "{target}: scratch"
+        );
         assert_eq!(by_name("_Z8pressurePKfPf").max_flat_workgroup_size, 64);
         let wave = if target == "gfx1030" { 32 } else { 64 };
-        assert!(kernels.iter().all(|k| k.wavefront_size == wave), "{target}: wave size");
+        assert!(
+            kernels.iter().all(|k| k.wavefront_size == wave),
+            "{target}: wave size"
+        );
         if target == "gfx90a" {
             assert_eq!(by_name("uses_agprs").agpr_count, Some(8));
         } else {
@@ -165,8 +217,14 @@ fn metadata_equals_compiler_resource_usage_remarks() {
 
         // Parameters, with names from -fhip-kernel-arg-name and hidden args left out.
         let params = by_name("axpy").params();
-        let summary: Vec<_> = params.iter().map(|p| (p.name.as_str(), p.size, p.offset)).collect();
-        assert_eq!(summary, [("a", 4, 0), ("x", 8, 8), ("y", 8, 16), ("n", 4, 24)]);
+        let summary: Vec<_> = params
+            .iter()
+            .map(|p| (p.name.as_str(), p.size, p.offset))
+            .collect();
+        assert_eq!(
+            summary,
+            [("a", 4, 0), ("x", 8, 8), ("y", 8, 16), ("n", 4, 24)]
+        );
     }
 }
 
@@ -220,7 +278,9 @@ fn every_container_clang_writes_parses_to_the_same_code_objects() {
     };
     assert!(header.version >= 2, "clang 19 writes CCOB v2 or later");
     for entry in plain.gpu_entries() {
-        let twin = compressed.entry_for(&entry.target.as_ref().unwrap().processor).unwrap();
+        let twin = compressed
+            .entry_for(&entry.target.as_ref().unwrap().processor)
+            .unwrap();
         assert_eq!(twin.elf().unwrap(), entry.elf().unwrap());
         assert_eq!(twin.kernels().unwrap(), entry.kernels().unwrap());
         let (a, b) = (twin.bytes().len(), entry.bytes().len());
@@ -265,36 +325,67 @@ fn host_objects_carry_bundles_in_hip_fatbin() {
     for (name, kernel, compress) in [("a.hip", "first", false), ("b.hip", "second", true)] {
         let obj = dir.path().join(format!("{name}.o"));
         let mut cmd = Command::new(&clang);
-        cmd.args(["-x", "hip", "-nogpuinc", "-nogpulib", "--offload-arch=gfx1030", "-O2", "-c"])
-            .arg(source(name, kernel))
-            .arg("-o")
-            .arg(&obj);
+        cmd.args([
+            "-x",
+            "hip",
+            "-nogpuinc",
+            "-nogpulib",
+            "--offload-arch=gfx1030",
+            "-O2",
+            "-c",
+        ])
+        .arg(source(name, kernel))
+        .arg("-o")
+        .arg(&obj);
         if compress {
             cmd.arg("--offload-compress");
         }
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         objects.push(obj);
     }
 
     let one = std::fs::read(&objects[0]).unwrap();
     let parsed = code_object::parse(&one).unwrap();
-    assert!(matches!(parsed.container, Container::HostElf { bundles: 1, .. }));
+    assert!(matches!(
+        parsed.container,
+        Container::HostElf { bundles: 1, .. }
+    ));
     let kernels = parsed.entry_for("gfx1030").unwrap().kernels().unwrap();
     assert_eq!(kernels[0].name, "first");
 
     // A relocatable link concatenates the sections: two bundles, one of them compressed.
     let linked = dir.path().join("ab.o");
-    let lld = ["ld.lld-19", "ld.lld"].into_iter().find(|l| Command::new(l).arg("--version").output().is_ok());
+    let lld = ["ld.lld-19", "ld.lld"]
+        .into_iter()
+        .find(|l| Command::new(l).arg("--version").output().is_ok());
     let Some(lld) = lld else {
         eprintln!("skipped the linked case: no ld.lld found");
         return;
     };
-    let out = Command::new(lld).arg("-r").args(&objects).arg("-o").arg(&linked).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(lld)
+        .arg("-r")
+        .args(&objects)
+        .arg("-o")
+        .arg(&linked)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let both = std::fs::read(&linked).unwrap();
     let parsed = code_object::parse(&both).unwrap();
-    assert!(matches!(parsed.container, Container::HostElf { bundles: 2, .. }), "{:?}", parsed.container);
+    assert!(
+        matches!(parsed.container, Container::HostElf { bundles: 2, .. }),
+        "{:?}",
+        parsed.container
+    );
     let names: Vec<String> = parsed
         .gpu_entries()
         .flat_map(|e| e.kernels().unwrap())

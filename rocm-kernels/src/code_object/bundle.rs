@@ -118,7 +118,9 @@ pub fn parse_plain(data: &[u8]) -> Result<PlainBundle, CodeObjectError> {
         let id_bytes = usize::try_from(id_len)
             .ok()
             .and_then(|n| data.get(at..at.checked_add(n)?))
-            .ok_or_else(|| CodeObjectError::truncated("bundle entry id", at as u64, id_len, data.len()))?;
+            .ok_or_else(|| {
+                CodeObjectError::truncated("bundle entry id", at as u64, id_len, data.len())
+            })?;
         at += id_bytes.len();
         let id = std::str::from_utf8(id_bytes)
             .map_err(|_| CodeObjectError::Bundle(format!("entry {index}: id is not UTF-8")))?
@@ -126,11 +128,13 @@ pub fn parse_plain(data: &[u8]) -> Result<PlainBundle, CodeObjectError> {
         let end = offset
             .checked_add(size)
             .filter(|&end| end <= data.len() as u64)
-            .ok_or_else(|| CodeObjectError::Bundle(format!(
-                "entry {index} (`{id}`) claims bytes {offset}..{} but the bundle has {}",
-                offset.saturating_add(size),
-                data.len()
-            )))?;
+            .ok_or_else(|| {
+                CodeObjectError::Bundle(format!(
+                    "entry {index} (`{id}`) claims bytes {offset}..{} but the bundle has {}",
+                    offset.saturating_add(size),
+                    data.len()
+                ))
+            })?;
         let range = offset as usize..end as usize;
         extent = extent.max(range.end);
         entries.push(RawEntry { id, range });
@@ -157,7 +161,12 @@ pub fn parse_compressed_header(data: &[u8]) -> Result<CompressedHeader, CodeObje
         }
     };
     let (total_size, uncompressed_size, hash, header_len) = match version {
-        1 => (None, read_u32(data, 8, "uncompressed size")? as u64, read_u64(data, 12, "hash")?, 20),
+        1 => (
+            None,
+            read_u32(data, 8, "uncompressed size")? as u64,
+            read_u64(data, 12, "hash")?,
+            20,
+        ),
         2 => (
             Some(read_u32(data, 8, "total size")? as u64),
             read_u32(data, 12, "uncompressed size")? as u64,
@@ -221,11 +230,9 @@ pub fn decompress(data: &[u8]) -> Result<(CompressedHeader, Vec<u8>, usize), Cod
     let mut out = Vec::with_capacity(wanted.min(MAX_PREALLOC) as usize);
     // Read one byte past the claimed size so a lying header is caught, not silently trimmed.
     let read = match header.method {
-        CompressionMethod::Zlib => {
-            flate2::read::ZlibDecoder::new(payload)
-                .take(wanted + 1)
-                .read_to_end(&mut out)
-        }
+        CompressionMethod::Zlib => flate2::read::ZlibDecoder::new(payload)
+            .take(wanted + 1)
+            .read_to_end(&mut out),
         CompressionMethod::Zstd => zstd::stream::read::Decoder::with_buffer(payload)
             .and_then(|d| d.take(wanted + 1).read_to_end(&mut out)),
     };
@@ -265,12 +272,17 @@ pub(crate) mod tests {
     }
 
     /// Wrap `plain` in a `CCOB` header of `version` with `method`.
-    pub(crate) fn compressed_bundle(plain: &[u8], version: u16, method: CompressionMethod) -> Vec<u8> {
+    pub(crate) fn compressed_bundle(
+        plain: &[u8],
+        version: u16,
+        method: CompressionMethod,
+    ) -> Vec<u8> {
         use std::io::Write;
         let payload = match method {
             CompressionMethod::Zstd => zstd::encode_all(plain, 3).unwrap(),
             CompressionMethod::Zlib => {
-                let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                let mut e =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
                 e.write_all(plain).unwrap();
                 e.finish().unwrap()
             }
@@ -301,7 +313,10 @@ pub(crate) mod tests {
 
     #[test]
     fn plain_bundle_entries_and_extent() {
-        let b = plain_bundle(&[("host-x86_64-unknown-linux--", b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"ELF!")]);
+        let b = plain_bundle(&[
+            ("host-x86_64-unknown-linux--", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"ELF!"),
+        ]);
         let parsed = parse_plain(&b).unwrap();
         assert_eq!(parsed.entries.len(), 2);
         assert_eq!(parsed.entries[1].id, "hipv4-amdgcn-amd-amdhsa--gfx90a");
@@ -315,12 +330,18 @@ pub(crate) mod tests {
         // Entry count far beyond what the bytes can hold.
         let mut huge = b.clone();
         huge[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(matches!(parse_plain(&huge), Err(CodeObjectError::Bundle(_))));
+        assert!(matches!(
+            parse_plain(&huge),
+            Err(CodeObjectError::Bundle(_))
+        ));
         // Entry size past the end.
         b[40..48].copy_from_slice(&1000u64.to_le_bytes());
         assert!(matches!(parse_plain(&b), Err(CodeObjectError::Bundle(_))));
         // Truncated in the middle of an entry id.
-        assert!(matches!(parse_plain(&b[..60]), Err(CodeObjectError::Truncated { .. })));
+        assert!(matches!(
+            parse_plain(&b[..60]),
+            Err(CodeObjectError::Truncated { .. })
+        ));
     }
 
     #[test]
@@ -344,15 +365,24 @@ pub(crate) mod tests {
         // A claimed uncompressed size far beyond any real compression ratio.
         let mut greedy = c.clone();
         greedy[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        assert!(matches!(decompress(&greedy), Err(CodeObjectError::Compressed(_))));
+        assert!(matches!(
+            decompress(&greedy),
+            Err(CodeObjectError::Compressed(_))
+        ));
         // A claimed size that does not match what the stream holds.
         let mut short = c.clone();
         short[16..24].copy_from_slice(&10u64.to_le_bytes());
-        assert!(matches!(decompress(&short), Err(CodeObjectError::Compressed(_))));
+        assert!(matches!(
+            decompress(&short),
+            Err(CodeObjectError::Compressed(_))
+        ));
         // A total size past the end of the input.
         let mut long = c.clone();
         long[8..16].copy_from_slice(&(c.len() as u64 + 1).to_le_bytes());
-        assert!(matches!(decompress(&long), Err(CodeObjectError::Compressed(_))));
+        assert!(matches!(
+            decompress(&long),
+            Err(CodeObjectError::Compressed(_))
+        ));
         // Unknown method and version.
         let mut method = c.clone();
         method[6] = 9;

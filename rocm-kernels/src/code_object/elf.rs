@@ -99,13 +99,19 @@ pub fn machine(data: &[u8]) -> Result<u16, CodeObjectError> {
             let h = elf::FileHeader32::<Endianness>::parse(data).map_err(elf_err)?;
             Ok(h.e_machine(h.endian().map_err(elf_err)?).0)
         }
-        _ => Err(CodeObjectError::Elf("unknown ELF class (neither 32- nor 64-bit)".into())),
+        _ => Err(CodeObjectError::Elf(
+            "unknown ELF class (neither 32- nor 64-bit)".into(),
+        )),
     }
 }
 
-fn amdgpu_header(data: &[u8]) -> Result<(&elf::FileHeader64<Endianness>, Endianness), CodeObjectError> {
+fn amdgpu_header(
+    data: &[u8],
+) -> Result<(&elf::FileHeader64<Endianness>, Endianness), CodeObjectError> {
     if data.get(4) != Some(&elf::ELFCLASS64.0) {
-        return Err(CodeObjectError::Elf("AMDGPU code objects are 64-bit ELF".into()));
+        return Err(CodeObjectError::Elf(
+            "AMDGPU code objects are 64-bit ELF".into(),
+        ));
     }
     let header = elf::FileHeader64::<Endianness>::parse(data).map_err(elf_err)?;
     let endian = header.endian().map_err(elf_err)?;
@@ -196,7 +202,9 @@ pub fn metadata_note(data: &[u8]) -> Result<&[u8], CodeObjectError> {
 /// The `.hip_fatbin` section of a host ELF (object file, executable or shared library) and its
 /// offset in `data`.
 pub fn hip_fatbin(data: &[u8]) -> Result<(&[u8], usize), CodeObjectError> {
-    fn find<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<(&[u8], usize), CodeObjectError> {
+    fn find<H: FileHeader<Endian = Endianness>>(
+        data: &[u8],
+    ) -> Result<(&[u8], usize), CodeObjectError> {
         let header = H::parse(data).map_err(elf_err)?;
         let endian = header.endian().map_err(elf_err)?;
         let sections = header.sections(endian, data).map_err(elf_err)?;
@@ -207,12 +215,16 @@ pub fn hip_fatbin(data: &[u8]) -> Result<(&[u8], usize), CodeObjectError> {
             return Err(CodeObjectError::NoFatbin);
         }
         let bytes = section.data(endian, data).map_err(elf_err)?;
-        let offset = section.file_range(endian).map_or(0, |(offset, _)| offset as usize);
+        let offset = section
+            .file_range(endian)
+            .map_or(0, |(offset, _)| offset as usize);
         Ok((bytes, offset))
     }
     match data.get(4) {
         Some(&c) if c == elf::ELFCLASS64.0 => find::<elf::FileHeader64<Endianness>>(data),
         Some(&c) if c == elf::ELFCLASS32.0 => find::<elf::FileHeader32<Endianness>>(data),
-        _ => Err(CodeObjectError::Elf("unknown ELF class (neither 32- nor 64-bit)".into())),
+        _ => Err(CodeObjectError::Elf(
+            "unknown ELF class (neither 32- nor 64-bit)".into(),
+        )),
     }
 }

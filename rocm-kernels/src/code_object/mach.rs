@@ -57,12 +57,18 @@ const MACHS: &[(u32, &str)] = &[
 
 /// The processor name of an `EF_AMDGPU_MACH_*` value, `None` when unknown to this table.
 pub fn processor_name(mach: u32) -> Option<&'static str> {
-    MACHS.iter().find(|(m, _)| *m == mach).map(|(_, name)| *name)
+    MACHS
+        .iter()
+        .find(|(m, _)| *m == mach)
+        .map(|(_, name)| *name)
 }
 
 /// The `EF_AMDGPU_MACH_*` value of a processor name.
 pub fn mach_of(processor: &str) -> Option<u32> {
-    MACHS.iter().find(|(_, name)| *name == processor).map(|(m, _)| *m)
+    MACHS
+        .iter()
+        .find(|(_, name)| *name == processor)
+        .map(|(m, _)| *m)
 }
 
 #[cfg(test)]

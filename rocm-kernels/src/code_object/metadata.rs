@@ -136,7 +136,10 @@ impl<'a> Map<'a> {
     fn new(value: &'a Value, context: String) -> Result<Self, CodeObjectError> {
         match value {
             Value::Map(entries) => Ok(Map { entries, context }),
-            other => Err(bad(format!("{context}: expected a map, found {}", kind_of(other)))),
+            other => Err(bad(format!(
+                "{context}: expected a map, found {}",
+                kind_of(other)
+            ))),
         }
     }
 
@@ -344,7 +347,10 @@ pub(crate) mod tests {
 
     pub(crate) fn document(kernels: Vec<Value>) -> Vec<u8> {
         let root = Value::Map(vec![
-            (s("amdhsa.version"), Value::Array(vec![Value::from(1), Value::from(2)])),
+            (
+                s("amdhsa.version"),
+                Value::Array(vec![Value::from(1), Value::from(2)]),
+            ),
             (s("amdhsa.target"), s("amdgcn-amd-amdhsa--gfx90a:xnack-")),
             (s("amdhsa.kernels"), Value::Array(kernels)),
         ]);
@@ -357,13 +363,29 @@ pub(crate) mod tests {
     fn reads_every_documented_kernel_field() {
         let m = parse_metadata(&document(vec![sample_kernel("k")])).unwrap();
         assert_eq!(m.version, Some((1, 2)));
-        assert_eq!(m.target.as_deref(), Some("amdgcn-amd-amdhsa--gfx90a:xnack-"));
+        assert_eq!(
+            m.target.as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx90a:xnack-")
+        );
         let k = &m.kernels[0];
         assert_eq!((k.name.as_str(), k.symbol.as_str()), ("k", "k.kd"));
-        assert_eq!((k.vgpr_count, k.agpr_count, k.sgpr_count), (12, Some(4), 20));
+        assert_eq!(
+            (k.vgpr_count, k.agpr_count, k.sgpr_count),
+            (12, Some(4), 20)
+        );
         assert_eq!((k.vgpr_spill_count, k.sgpr_spill_count), (Some(0), Some(0)));
-        assert_eq!((k.group_segment_fixed_size, k.private_segment_fixed_size), (4096, 16));
-        assert_eq!((k.kernarg_segment_size, k.wavefront_size, k.max_flat_workgroup_size), (280, 64, 1024));
+        assert_eq!(
+            (k.group_segment_fixed_size, k.private_segment_fixed_size),
+            (4096, 16)
+        );
+        assert_eq!(
+            (
+                k.kernarg_segment_size,
+                k.wavefront_size,
+                k.max_flat_workgroup_size
+            ),
+            (280, 64, 1024)
+        );
         assert_eq!(k.args.len(), 3);
         assert_eq!(k.args[1].address_space.as_deref(), Some("global"));
         assert!(k.args[2].is_hidden());
@@ -374,20 +396,37 @@ pub(crate) mod tests {
         let m = parse_metadata(&document(vec![sample_kernel("k")])).unwrap();
         let p = m.kernels[0].params();
         assert_eq!(p.len(), 2);
-        assert_eq!((p[0].name.as_str(), p[0].kind, p[0].size), ("a", ParamKind::ByValue, 4));
-        assert_eq!((p[1].name.as_str(), p[1].kind, p[1].offset), ("arg1", ParamKind::GlobalBuffer, 8));
+        assert_eq!(
+            (p[0].name.as_str(), p[0].kind, p[0].size),
+            ("a", ParamKind::ByValue, 4)
+        );
+        assert_eq!(
+            (p[1].name.as_str(), p[1].kind, p[1].offset),
+            ("arg1", ParamKind::GlobalBuffer, 8)
+        );
     }
 
     #[test]
     fn missing_or_mistyped_fields_are_named_in_the_error() {
-        let Value::Map(mut k) = sample_kernel("k") else { unreachable!() };
+        let Value::Map(mut k) = sample_kernel("k") else {
+            unreachable!()
+        };
         k.retain(|(key, _)| key.as_str() != Some(".sgpr_count"));
         let err = parse_metadata(&document(vec![Value::Map(k.clone())])).unwrap_err();
-        assert!(err.to_string().contains("`.sgpr_count` is missing"), "{err}");
+        assert!(
+            err.to_string().contains("`.sgpr_count` is missing"),
+            "{err}"
+        );
         k.push((s(".sgpr_count"), s("many")));
         let err = parse_metadata(&document(vec![Value::Map(k)])).unwrap_err();
         assert!(err.to_string().contains("kernel 0 (`k`)"), "{err}");
-        assert!(matches!(parse_metadata(b"\xc1"), Err(CodeObjectError::Metadata(_))));
-        assert!(matches!(parse_metadata(&[0x91; 100]), Err(CodeObjectError::Metadata(_))));
+        assert!(matches!(
+            parse_metadata(b"\xc1"),
+            Err(CodeObjectError::Metadata(_))
+        ));
+        assert!(matches!(
+            parse_metadata(&[0x91; 100]),
+            Err(CodeObjectError::Metadata(_))
+        ));
     }
 }

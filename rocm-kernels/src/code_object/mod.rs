@@ -33,7 +33,9 @@ pub use bundle::{
     decompress, parse_compressed_header, parse_plain, CompressedHeader, CompressionMethod,
     PlainBundle, RawEntry, COMPRESSED_MAGIC, PLAIN_MAGIC,
 };
-pub use elf::{hip_fatbin, metadata_note, read_header, AmdgpuElf, FeatureMode, EM_AMDGPU, NT_AMDGPU_METADATA};
+pub use elf::{
+    hip_fatbin, metadata_note, read_header, AmdgpuElf, FeatureMode, EM_AMDGPU, NT_AMDGPU_METADATA,
+};
 pub use error::CodeObjectError;
 pub use mach::{mach_of, processor_name};
 pub use metadata::{parse_metadata, KernelArg, KernelMetadata, Metadata, ParamInfo};
@@ -177,7 +179,9 @@ pub fn parse(data: &[u8]) -> Result<CodeObjects<'_>, CodeObjectError> {
                 entries: vec![Entry {
                     bundle_id: None,
                     target: header.target_id(),
-                    location: Location::Input { range: 0..data.len() },
+                    location: Location::Input {
+                        range: 0..data.len(),
+                    },
                     bytes: Bytes::Borrowed(data),
                 }],
             });
@@ -199,7 +203,11 @@ pub fn parse(data: &[u8]) -> Result<CodeObjects<'_>, CodeObjectError> {
 
 /// Entries of the plain bundle at `data[0]`, which sits at `base` in the input. Returns the
 /// bundle's extent.
-fn plain_entries<'a>(data: &'a [u8], base: usize, out: &mut Vec<Entry<'a>>) -> Result<usize, CodeObjectError> {
+fn plain_entries<'a>(
+    data: &'a [u8],
+    base: usize,
+    out: &mut Vec<Entry<'a>>,
+) -> Result<usize, CodeObjectError> {
     let bundle = parse_plain(data)?;
     out.extend(bundle.entries.into_iter().map(|raw| {
         let id = BundleEntryId::parse(&raw.id);
@@ -267,7 +275,9 @@ fn fatbin_entries(section: &[u8], base: usize) -> Result<(Vec<Entry<'_>>, usize)
         at += extent.max(1);
     }
     if bundles == 0 {
-        return Err(CodeObjectError::Bundle("`.hip_fatbin` section is empty".into()));
+        return Err(CodeObjectError::Bundle(
+            "`.hip_fatbin` section is empty".into(),
+        ));
     }
     Ok((entries, bundles))
 }
@@ -280,14 +290,19 @@ mod tests {
     #[test]
     fn unknown_input_is_an_error_naming_its_first_bytes() {
         let err = parse(b"MZ\x90\x00 not a code object").unwrap_err();
-        assert!(matches!(err, CodeObjectError::UnknownFormat { ref start } if start == b"MZ\x90\x00 not"));
+        assert!(
+            matches!(err, CodeObjectError::UnknownFormat { ref start } if start == b"MZ\x90\x00 not")
+        );
         assert!(parse(b"").is_err());
         assert!(parse(b"\x7fELF").is_err());
     }
 
     #[test]
     fn bundle_entries_carry_target_and_location() {
-        let b = plain_bundle(&[("host-x86_64-unknown-linux--", b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", b"abc")]);
+        let b = plain_bundle(&[
+            ("host-x86_64-unknown-linux--", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", b"abc"),
+        ]);
         let objects = parse(&b).unwrap();
         assert_eq!(objects.container, Container::OffloadBundle);
         assert_eq!(objects.entries.len(), 2);
@@ -295,7 +310,9 @@ mod tests {
         let gpu = objects.entry_for("gfx90a").unwrap();
         assert_eq!(gpu.target_string(), "gfx90a:xnack-");
         assert_eq!(gpu.bytes(), b"abc");
-        let Location::Input { range } = &gpu.location else { panic!() };
+        let Location::Input { range } = &gpu.location else {
+            panic!()
+        };
         assert_eq!(&b[range.clone()], b"abc");
         // Its bytes are no ELF: asking for kernels is an error, not a panic.
         assert!(gpu.kernels().is_err());
@@ -306,15 +323,27 @@ mod tests {
         let plain = plain_bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", b"device code")]);
         let c = compressed_bundle(&plain, 2, CompressionMethod::Zlib);
         let objects = parse(&c).unwrap();
-        assert!(matches!(objects.container, Container::CompressedBundle { ref header } if header.version == 2));
+        assert!(
+            matches!(objects.container, Container::CompressedBundle { ref header } if header.version == 2)
+        );
         assert_eq!(objects.entries[0].bytes(), b"device code");
-        assert!(matches!(objects.entries[0].location, Location::Decompressed { bundle_offset: 0, .. }));
+        assert!(matches!(
+            objects.entries[0].location,
+            Location::Decompressed {
+                bundle_offset: 0,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn fatbin_sections_hold_several_padded_bundles() {
         let a = plain_bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", b"one")]);
-        let b = compressed_bundle(&plain_bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", b"two")]), 3, CompressionMethod::Zstd);
+        let b = compressed_bundle(
+            &plain_bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", b"two")]),
+            3,
+            CompressionMethod::Zstd,
+        );
         let mut section = a.clone();
         section.resize(4096, 0);
         section.extend(&b);
@@ -323,7 +352,13 @@ mod tests {
         assert_eq!(bundles, 2);
         assert_eq!(entries[0].bytes(), b"one");
         assert_eq!(entries[1].bytes(), b"two");
-        assert!(matches!(entries[1].location, Location::Decompressed { bundle_offset: 4196, .. }));
+        assert!(matches!(
+            entries[1].location,
+            Location::Decompressed {
+                bundle_offset: 4196,
+                ..
+            }
+        ));
         section[4096] = b'X';
         assert!(fatbin_entries(&section, 0).is_err());
     }

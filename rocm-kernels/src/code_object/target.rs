@@ -149,7 +149,10 @@ mod tests {
         assert_eq!(id.triple, "amdgcn-amd-amdhsa-");
         assert!(id.is_amdgpu());
         let t = id.target.unwrap();
-        assert_eq!((t.processor.as_str(), t.feature("xnack")), ("gfx90a", Some(false)));
+        assert_eq!(
+            (t.processor.as_str(), t.feature("xnack")),
+            ("gfx90a", Some(false))
+        );
 
         let generic = BundleEntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx10-3-generic");
         assert_eq!(generic.target.unwrap().processor, "gfx10-3-generic");
