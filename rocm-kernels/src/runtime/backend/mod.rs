@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::embedded::{Backend, KernelLibrary};
 
+pub mod amd;
 pub mod cpu;
 
 /// A device address. On the cpu backend it is a host address.
@@ -130,10 +131,7 @@ pub(crate) type ProbeResult = std::result::Result<Vec<Arc<dyn DeviceBackend>>, S
 /// them). A backend not compiled into this version reports why.
 pub(crate) fn probe_all() -> Vec<(Backend, ProbeResult)> {
     vec![
-        (
-            Backend::Amd,
-            Err("the amd backend is not part of this build of rocm-kernels yet".to_string()),
-        ),
+        (Backend::Amd, amd::probe()),
         (
             Backend::Nvidia,
             Err("the nvidia backend is not part of this build of rocm-kernels yet".to_string()),
