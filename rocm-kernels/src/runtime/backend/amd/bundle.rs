@@ -193,3 +193,123 @@ pub fn available_targets(entries: &[BundleEntry<'_>]) -> String {
         targets.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bundle in the layout clang writes, entries placed after the header.
+    fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let header_len: usize = BUNDLE_MAGIC.len()
+            + 8
+            + entries.iter().map(|(id, _)| 24 + id.len()).sum::<usize>();
+        let mut out = BUNDLE_MAGIC.to_vec();
+        out.extend((entries.len() as u64).to_le_bytes());
+        let mut offset = header_len;
+        for (id, data) in entries {
+            out.extend((offset as u64).to_le_bytes());
+            out.extend((data.len() as u64).to_le_bytes());
+            out.extend((id.len() as u64).to_le_bytes());
+            out.extend(id.as_bytes());
+            offset += data.len();
+        }
+        for (_, data) in entries {
+            out.extend(*data);
+        }
+        out
+    }
+
+    fn target(text: &str) -> TargetId {
+        TargetId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn entries_are_read_with_their_ids_and_bytes() {
+        let bytes = bundle(&[
+            ("host-x86_64-unknown-linux-gnu-", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", b"ELF-A"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", b"ELF-B"),
+        ]);
+        let entries = read_bundle(&bytes).unwrap();
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[1].bytes, b"ELF-A");
+        assert_eq!(entries[2].id, "hipv4-amdgcn-amd-amdhsa--gfx1030");
+        assert_eq!(entries[0].target(), None);
+        assert_eq!(entries[1].target(), Some(target("gfx90a:xnack-")));
+        assert_eq!(available_targets(&entries), "gfx90a:xnack-, gfx1030");
+    }
+
+    #[test]
+    fn old_three_part_triples_are_understood() {
+        let entry = BundleEntry {
+            id: "hip-amdgcn-amd-amdhsa-gfx906",
+            bytes: b"",
+        };
+        assert_eq!(entry.target(), Some(target("gfx906")));
+    }
+
+    #[test]
+    fn corrupt_bundles_are_errors_not_panics() {
+        let good = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", b"0123456789")]);
+        for len in 0..good.len() {
+            assert!(read_bundle(&good[..len]).is_err(), "truncated to {len}");
+        }
+        assert!(read_bundle(b"CCOB....").unwrap_err().contains("magic"));
+        // An entry pointing past the end.
+        let mut bad = good.clone();
+        let offset_at = BUNDLE_MAGIC.len() + 8;
+        bad[offset_at..offset_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(read_bundle(&bad).unwrap_err().contains("spans"));
+        // An absurd entry count.
+        let mut bad = good;
+        bad[BUNDLE_MAGIC.len()..BUNDLE_MAGIC.len() + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(read_bundle(&bad).unwrap_err().contains("claims"));
+    }
+
+    #[test]
+    fn target_ids_parse_and_print() {
+        let t = target("gfx942:sramecc+:xnack-");
+        assert_eq!(t.processor, "gfx942");
+        assert_eq!(
+            t.features,
+            vec![("sramecc".to_string(), true), ("xnack".to_string(), false)]
+        );
+        assert_eq!(t.to_string(), "gfx942:sramecc+:xnack-");
+        for bad in ["", "gfx", "sm_90", "gfx90a:xnack", "gfx90a:+", "gfx9-0a"] {
+            assert_eq!(TargetId::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn features_decide_compatibility() {
+        let device = target("gfx90a:sramecc+:xnack-");
+        assert!(target("gfx90a").runs_on(&device));
+        assert!(target("gfx90a:xnack-").runs_on(&device));
+        assert!(!target("gfx90a:xnack+").runs_on(&device));
+        assert!(!target("gfx908").runs_on(&device));
+        // A device that does not report a feature accepts either setting.
+        assert!(target("gfx90a:xnack+").runs_on(&target("gfx90a")));
+    }
+
+    #[test]
+    fn selection_prefers_the_most_specific_compatible_entry() {
+        let bytes = bundle(&[
+            ("host-x86_64-unknown-linux-gnu-", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"generic"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", b"xnack-off"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", b"xnack-on"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", b"rdna2"),
+        ]);
+        let entries = read_bundle(&bytes).unwrap();
+        let pick = |device: &str| select_entry(&entries, &target(device)).map(|e| e.bytes);
+        assert_eq!(pick("gfx90a:sramecc+:xnack-").unwrap(), b"xnack-off");
+        assert_eq!(pick("gfx90a:xnack+").unwrap(), b"xnack-on");
+        assert_eq!(pick("gfx1030").unwrap(), b"rdna2");
+        let error = pick("gfx942:sramecc+:xnack-").unwrap_err();
+        assert_eq!(
+            error,
+            "gfx90a, gfx90a:xnack-, gfx90a:xnack+, gfx1030",
+            "the error lists what the bundle has"
+        );
+    }
+}
