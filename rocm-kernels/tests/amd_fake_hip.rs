@@ -113,7 +113,12 @@ fn events_time_work_on_a_stream() {
 fn modules_load_the_entry_for_the_device_and_launch() {
     let Some(clang) = clang() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let bundle = hip_bundle(&clang, KERNELS_HIP, &["gfx90a:xnack-", "gfx1030"], dir.path());
+    let bundle = hip_bundle(
+        &clang,
+        KERNELS_HIP,
+        &["gfx90a:xnack-", "gfx1030"],
+        dir.path(),
+    );
     let library = amd_library(
         "demo",
         "gfx90a:xnack-,gfx1030",
@@ -143,7 +148,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
     let saxpy = module.kernel("saxpy").unwrap();
     let n = 300usize;
     let x = devices[0].upload(&vec![2.0f32; n]).unwrap();
-    let mut y = devices[0].upload(&vec![1.0f32; n]).unwrap();
+    let y = devices[0].upload(&vec![1.0f32; n]).unwrap();
     let stream = devices[0].stream().unwrap();
     // Make the other device current on this thread: the launch must switch back.
     let _other = devices[1].upload(&[0.0f32; 4]).unwrap();
@@ -151,7 +156,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
         .launch(LaunchConfig::for_elements(n, 128))
         .arg(&3.0f32)
         .arg(&x)
-        .arg(&mut y)
+        .arg(&y)
         .arg(&(n as i32))
         .run(&stream)
         .unwrap();
@@ -165,16 +170,22 @@ fn modules_load_the_entry_for_the_device_and_launch() {
         .arg(&3.0f32)
         .arg(&x)
         .run(&stream);
-    assert!(matches!(wrong, Err(RuntimeError::ArgMismatch { .. })), "{wrong:?}");
+    assert!(
+        matches!(wrong, Err(RuntimeError::ArgMismatch { .. })),
+        "{wrong:?}"
+    );
     let elsewhere = devices[1].upload(&vec![0.0f32; n]).unwrap();
     let wrong = saxpy
         .launch(LaunchConfig::for_elements(n, 128))
         .arg(&3.0f32)
         .arg(&elsewhere)
-        .arg(&mut y)
+        .arg(&y)
         .arg(&(n as i32))
         .run(&stream);
-    assert!(matches!(wrong, Err(RuntimeError::ArgMismatch { .. })), "{wrong:?}");
+    assert!(
+        matches!(wrong, Err(RuntimeError::ArgMismatch { .. })),
+        "{wrong:?}"
+    );
     assert_eq!(counter(&fake, "fake_launches"), 1);
     assert_eq!(counter(&fake, "fake_device_mismatches"), 0);
 
@@ -207,7 +218,12 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
     }
 
     let Some(clang) = clang() else { return };
-    let other_archs = hip_bundle(&clang, KERNELS_HIP, &["gfx942", "gfx90a:xnack+"], dir.path());
+    let other_archs = hip_bundle(
+        &clang,
+        KERNELS_HIP,
+        &["gfx942", "gfx90a:xnack+"],
+        dir.path(),
+    );
     let library = amd_library(
         "elsewhere",
         "gfx942,gfx90a:xnack+",
@@ -225,7 +241,10 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
         }
         other => panic!("expected NoMatchingCodeObject, got {other:?}"),
     }
-    assert!(error.to_string().contains("add `gfx90a:sramecc+:xnack-`"), "{error}");
+    assert!(
+        error.to_string().contains("add `gfx90a:sramecc+:xnack-`"),
+        "{error}"
+    );
     assert_eq!(counter(&fake, "fake_loaded_mach"), -1, "nothing was loaded");
 
     // A bare ELF code object is matched by the targets the build recorded.
@@ -263,7 +282,10 @@ fn a_library_lacking_device_functions_gives_a_reason() {
     let path = fake_hip(dir.path(), "libfake-minimal.so", &["-DFAKE_MINIMAL"]);
     let hip = HipLibrary::open_path(&path).unwrap();
     let reason = amd::devices(hip).unwrap_err();
-    assert!(reason.starts_with("no usable AMD device: device 0:"), "{reason}");
+    assert!(
+        reason.starts_with("no usable AMD device: device 0:"),
+        "{reason}"
+    );
     assert!(reason.contains("no function `hipSetDevice`"), "{reason}");
 }
 

@@ -45,9 +45,20 @@ pub fn clang() -> Option<String> {
 pub fn hip_bundle(clang: &str, source: &str, archs: &[&str], dir: &Path) -> Vec<u8> {
     let src = dir.join("kernels.hip");
     std::fs::write(&src, source).unwrap();
-    let out = dir.join(format!("kernels-{}.bundle", archs.join("-").replace(':', "_")));
+    let out = dir.join(format!(
+        "kernels-{}.bundle",
+        archs.join("-").replace(':', "_")
+    ));
     let mut command = Command::new(clang);
-    command.args(["-x", "hip", "--cuda-device-only", "-nogpuinc", "-nogpulib", "-O1", "-c"]);
+    command.args([
+        "-x",
+        "hip",
+        "--cuda-device-only",
+        "-nogpuinc",
+        "-nogpulib",
+        "-O1",
+        "-c",
+    ]);
     for arch in archs {
         command.arg(format!("--offload-arch={arch}"));
     }

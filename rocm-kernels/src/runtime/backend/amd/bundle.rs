@@ -97,7 +97,9 @@ impl<'a> Cursor<'a> {
 
     fn u64(&mut self, what: &str) -> Result<u64, String> {
         let field = self.take(8, what)?;
-        Ok(u64::from_le_bytes(field.try_into().expect("take returned 8 bytes")))
+        Ok(u64::from_le_bytes(
+            field.try_into().expect("take returned 8 bytes"),
+        ))
     }
 }
 
@@ -200,9 +202,8 @@ mod tests {
 
     /// A bundle in the layout clang writes, entries placed after the header.
     fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let header_len: usize = BUNDLE_MAGIC.len()
-            + 8
-            + entries.iter().map(|(id, _)| 24 + id.len()).sum::<usize>();
+        let header_len: usize =
+            BUNDLE_MAGIC.len() + 8 + entries.iter().map(|(id, _)| 24 + id.len()).sum::<usize>();
         let mut out = BUNDLE_MAGIC.to_vec();
         out.extend((entries.len() as u64).to_le_bytes());
         let mut offset = header_len;
@@ -307,8 +308,7 @@ mod tests {
         assert_eq!(pick("gfx1030").unwrap(), b"rdna2");
         let error = pick("gfx942:sramecc+:xnack-").unwrap_err();
         assert_eq!(
-            error,
-            "gfx90a, gfx90a:xnack-, gfx90a:xnack+, gfx1030",
+            error, "gfx90a, gfx90a:xnack-, gfx90a:xnack+, gfx1030",
             "the error lists what the bundle has"
         );
     }

@@ -182,7 +182,9 @@ impl HipLibrary {
 
     /// Open the library at `path` (a file path, or a bare name for the dynamic loader to find).
     pub fn open_path(path: &Path) -> Result<&'static HipLibrary> {
-        let mut opened = OPENED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut opened = OPENED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(library) = opened.iter().find(|l| l.path == path) {
             return Ok(library);
         }

@@ -79,10 +79,14 @@ fn open_devices(hip: &'static HipLibrary) -> ProbeResult {
         .device_count()
         .map_err(|e| format!("no AMD device: {}{}", api_text(&e), hint()))?;
     if count == 0 {
-        let filter = ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"]
-            .iter()
-            .find_map(|var| std::env::var(var).ok().map(|v| format!(" ({var}={v})")))
-            .unwrap_or_default();
+        let filter = [
+            "HIP_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().map(|v| format!(" ({var}={v})")))
+        .unwrap_or_default();
         return Err(format!("no AMD device: HIP reports 0 devices{filter}"));
     }
     let mut devices: Vec<Arc<dyn DeviceBackend>> = Vec::new();
@@ -94,10 +98,7 @@ fn open_devices(hip: &'static HipLibrary) -> ProbeResult {
         }
     }
     if devices.is_empty() {
-        return Err(format!(
-            "no usable AMD device: {}",
-            failures.join("; ")
-        ));
+        return Err(format!("no usable AMD device: {}", failures.join("; ")));
     }
     Ok(devices)
 }

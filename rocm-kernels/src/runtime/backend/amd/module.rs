@@ -59,7 +59,9 @@ pub(crate) fn image_for<'a>(
 /// Kernel symbols of an AMDGPU code object by the name people use: the demangled name without
 /// parameters (`saxpy`, `scale<float>`) → the symbol (`_Z5scaleIfEvPT_S0_`). A kernel is a
 /// symbol with a `<name>.kd` kernel descriptor beside it.
-pub(crate) fn kernel_symbols(elf: &[u8]) -> std::result::Result<BTreeMap<String, Vec<String>>, String> {
+pub(crate) fn kernel_symbols(
+    elf: &[u8],
+) -> std::result::Result<BTreeMap<String, Vec<String>>, String> {
     use object::{Object, ObjectSymbol};
     let file = object::File::parse(elf).map_err(|e| format!("not a readable ELF: {e}"))?;
     let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -162,10 +164,7 @@ impl AmdModule {
                 |error| match error {
                     RuntimeError::Api { message, .. } => RuntimeError::Api {
                         backend: Backend::Amd,
-                        call: format!(
-                            "hipModuleLoadData({} for {})",
-                            object.source, device.target
-                        ),
+                        call: format!("hipModuleLoadData({} for {})", object.source, device.target),
                         message,
                     },
                     other => other,
@@ -302,5 +301,44 @@ impl FunctionBackend for AmdFunction {
             stream.raw.0,
             args,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_named_as_in_the_source() {
+        assert_eq!(short_name("saxpy"), "saxpy");
+        assert_eq!(short_name("_Z5plainPi"), "plain");
+        assert_eq!(short_name("_Z5scaleIfEvPT_S0_"), "scale<float>");
+        assert_eq!(
+            short_name("_ZN2ns6reduceILi256EEEvPKfPfi"),
+            "ns::reduce<256>"
+        );
+    }
+
+    #[test]
+    fn unreadable_objects_are_refused_with_what_they_are() {
+        let object = EmbeddedObject {
+            backend: Backend::Amd,
+            targets: "gfx90a",
+            source: "k.hip",
+            format: "mystery",
+            bytes: b"garbage",
+        };
+        let device = TargetId::parse("gfx90a").unwrap();
+        let error = image_for(&object, &device).unwrap_err();
+        assert!(error.contains("neither an offload bundle"), "{error}");
+        let compressed = EmbeddedObject {
+            bytes: b"CCOB\x01\x00",
+            ..object
+        };
+        assert_eq!(
+            image_for(&compressed, &device),
+            Ok(Image::Compressed(b"CCOB\x01\x00"))
+        );
+        assert!(kernel_symbols(b"\x7fELF broken").is_err());
     }
 }

@@ -13,7 +13,11 @@ use crate::runtime::{Result, RuntimeError};
 /// Text of a NUL-terminated C string owned by HIP, if any.
 fn c_text(ptr: *const c_char) -> Option<String> {
     // Safety: HIP returns pointers to static strings (or null).
-    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
+    (!ptr.is_null()).then(|| {
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 impl HipLibrary {

@@ -50,4 +50,6 @@ pub mod props_r0000 {
     /// `sizeof(hipDeviceProp_tR0000)` is 792 on x86_64; the buffer handed to HIP is 8 KiB.
     pub const STRUCT_SIZE: usize = 792;
     pub const BUFFER_SIZE: usize = 8192;
+    // Room for the struct to have grown several times over.
+    const _: () = assert!(BUFFER_SIZE >= 4 * STRUCT_SIZE);
 }
