@@ -15,6 +15,8 @@
  *   FAKE_INIT_ERROR=n  hipInit returns n;
  *   FAKE_MINIMAL       only hipInit, hipGetDeviceCount and hipGetErrorString/Name exist;
  *   FAKE_NO_MALLOC     hipMalloc does not exist.
+ *
+ * Its bookkeeping has no locks: each test loads its own copy and uses it from one thread.
  */
 #include <stdint.h>
 #include <stdlib.h>

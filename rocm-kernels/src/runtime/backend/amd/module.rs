@@ -154,6 +154,7 @@ impl AmdModule {
         }
         let mut objects = Vec::new();
         for (object, image) in images {
+            let compressed = matches!(image, Image::Compressed(_));
             let (bytes, kernels) = match image {
                 Image::Elf(elf) => (elf, kernel_symbols(elf).ok()),
                 Image::Compressed(bytes) => (bytes, None),
@@ -165,7 +166,14 @@ impl AmdModule {
                     RuntimeError::Api { message, .. } => RuntimeError::Api {
                         backend: Backend::Amd,
                         call: format!("hipModuleLoadData({} for {})", object.source, device.target),
-                        message,
+                        message: if compressed {
+                            format!(
+                                "{message}; this is a compressed offload bundle, which needs \
+                                 ROCm 6.2 or newer (or build without --offload-compress)"
+                            )
+                        } else {
+                            message
+                        },
                     },
                     other => other,
                 },
