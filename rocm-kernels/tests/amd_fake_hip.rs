@@ -302,3 +302,28 @@ fn init_failure_is_a_clean_no_device_reason() {
         "{reason}"
     );
 }
+
+#[test]
+fn the_first_library_that_loads_is_used_and_broken_ones_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("absent/libamdhip64.so");
+    let broken = dir.path().join("libbroken.so");
+    std::fs::write(&broken, "not a shared library").unwrap();
+    let fake = fake_hip(dir.path(), "libfake-search.so", &[]);
+
+    let hip = HipLibrary::open_first(&[missing.clone(), broken.clone(), fake.clone()]).unwrap();
+    assert_eq!(hip.path(), fake);
+
+    match HipLibrary::open_first(&[missing.clone(), broken.clone()]) {
+        Err(RuntimeError::LibraryLoad { library, reason }) => {
+            assert_eq!(library, "libamdhip64");
+            assert!(reason.contains(&missing.display().to_string()), "{reason}");
+            assert!(reason.contains(&broken.display().to_string()), "{reason}");
+            // Why the existing file did not load is shown; the missing one is just listed.
+            assert!(reason.contains("libbroken.so:"), "{reason}");
+            assert!(!reason.contains("No such file"), "{reason}");
+            assert!(reason.ends_with("or set ROCM_KERNELS_HIP_LIB to the library's path"));
+        }
+        other => panic!("expected LibraryLoad, got {other:?}"),
+    }
+}

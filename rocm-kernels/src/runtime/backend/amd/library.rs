@@ -140,9 +140,13 @@ impl HipLibrary {
     ///
     /// The error lists every file tried and says how to get one.
     pub fn open() -> Result<&'static HipLibrary> {
-        let candidates = library_candidates();
+        HipLibrary::open_first(&library_candidates())
+    }
+
+    /// Open the first of `candidates` that loads (see [`open`](Self::open)).
+    pub fn open_first(candidates: &[PathBuf]) -> Result<&'static HipLibrary> {
         let mut failures = Vec::new();
-        for candidate in &candidates {
+        for candidate in candidates {
             match HipLibrary::open_path(candidate) {
                 Ok(library) => return Ok(library),
                 Err(error) => failures.push(error),
