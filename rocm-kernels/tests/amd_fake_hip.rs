@@ -322,6 +322,7 @@ fn the_first_library_that_loads_is_used_and_broken_ones_are_explained() {
             // Why the existing file did not load is shown; the missing one is just listed.
             assert!(reason.contains("libbroken.so:"), "{reason}");
             assert!(!reason.contains("No such file"), "{reason}");
+            assert!(reason.starts_with("not loadable (tried"), "{reason}");
             assert!(reason.ends_with("or set ROCM_KERNELS_HIP_LIB to the library's path"));
         }
         other => panic!("expected LibraryLoad, got {other:?}"),

@@ -15,6 +15,10 @@ use crate::runtime::{Result, RuntimeError};
 /// Environment variable naming the library file to use instead of searching for one.
 pub const HIP_LIB_ENV: &str = "ROCM_KERNELS_HIP_LIB";
 
+/// What to do when no library loads.
+const INSTALL_HINT: &str =
+    "install ROCm (cargo rocm toolchain install) or set ROCM_KERNELS_HIP_LIB to the library's path";
+
 /// File names tried, newest ABI first.
 const LIBRARY_NAMES: [&str; 3] = ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"];
 
@@ -172,15 +176,14 @@ impl HipLibrary {
             .collect::<Vec<_>>();
         Err(RuntimeError::LibraryLoad {
             library: "libamdhip64".into(),
-            reason: format!(
-                "not found (tried {tried}){}: install ROCm (cargo rocm toolchain install) or set \
-                 {HIP_LIB_ENV} to the library's path",
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", detail.join("; "))
-                }
-            ),
+            reason: if detail.is_empty() {
+                format!("not found (tried {tried}): {INSTALL_HINT}")
+            } else {
+                format!(
+                    "not loadable (tried {tried}; {}): {INSTALL_HINT}",
+                    detail.join("; ")
+                )
+            },
         })
     }
 
