@@ -254,10 +254,16 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
     let bare = amd_library("bare", "gfx1030", "amdgpu-elf", elf.bytes.to_vec());
     devices[1].load(bare).unwrap();
     assert_eq!(counter(&fake, "fake_loaded_mach") as u32, MACH_GFX1030);
-    assert!(matches!(
-        devices[0].load(bare),
-        Err(RuntimeError::NoMatchingCodeObject { .. })
-    ));
+    // No gfx90a code at all: the processor is the target to add.
+    match devices[0].load(bare) {
+        Err(RuntimeError::NoMatchingCodeObject {
+            arch, available, ..
+        }) => {
+            assert_eq!(arch, "gfx90a");
+            assert_eq!(available, "src/kernels.hip: gfx1030");
+        }
+        other => panic!("expected NoMatchingCodeObject, got {other:?}"),
+    }
 }
 
 #[test]

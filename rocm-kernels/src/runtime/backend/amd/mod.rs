@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use bundle::{read_bundle, select_entry, BundleEntry, TargetId};
-pub use device::{AmdDevice, AmdEvent, AmdStream};
+pub use device::AmdDevice;
 pub use library::{library_candidates, HipLibrary, HIP_LIB_ENV};
 
 use super::{DeviceBackend, ProbeResult};
@@ -55,7 +55,8 @@ pub(crate) fn probe() -> ProbeResult {
 
 /// The devices of an opened library: `hipInit`, `hipGetDeviceCount`, then each ordinal.
 ///
-/// Errors are the reasons [`Device::probe`] reports (`no AMD device: ...`). A device that fails
+/// Unlike the probe behind [`Device::probe`], this calls HIP even without `/dev/kfd`. Errors are
+/// the reasons the probe reports (`no AMD device: ...`). A device that fails
 /// to open is left out while others work; the error lists every failure when none does.
 pub fn devices(hip: &'static HipLibrary) -> Result<Vec<Device>, String> {
     Ok(open_devices(hip)?

@@ -24,16 +24,35 @@ pub(crate) enum Image<'a> {
     Compressed(&'a [u8]),
 }
 
-/// What a device can load from `object`, or the targets the object has (for the error).
+/// Why an object has nothing a device can load.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct NoImage {
+    /// What the object has, for people: `gfx942, gfx90a:xnack+`.
+    pub has: String,
+    /// Some target has the device's processor but other feature settings (`xnack+` for an
+    /// `xnack-` device): then the full target id is what the build must add.
+    pub same_processor: bool,
+}
+
+/// What a device can load from `object`, or what the object has instead.
 pub(crate) fn image_for<'a>(
     object: &'a EmbeddedObject,
     device: &TargetId,
-) -> std::result::Result<Image<'a>, String> {
+) -> std::result::Result<Image<'a>, NoImage> {
     let bytes = object.bytes;
+    let no_image = |targets: &[TargetId], has: String| NoImage {
+        has,
+        same_processor: targets.iter().any(|t| t.processor == device.processor),
+    };
     if bytes.starts_with(bundle::BUNDLE_MAGIC) {
         let entries = bundle::read_bundle(bytes)
-            .map_err(|e| format!("{} (unreadable bundle: {e})", object.targets))?;
-        return bundle::select_entry(&entries, device).map(|entry| Image::Elf(entry.bytes));
+            .map_err(|e| no_image(&[], format!("{} (unreadable bundle: {e})", object.targets)))?;
+        return bundle::select_entry(&entries, device)
+            .map(|entry| Image::Elf(entry.bytes))
+            .map_err(|has| {
+                let targets: Vec<TargetId> = entries.iter().filter_map(|e| e.target()).collect();
+                no_image(&targets, has)
+            });
     }
     if bytes.starts_with(COMPRESSED_BUNDLE_MAGIC) {
         return Ok(Image::Compressed(bytes));
@@ -48,11 +67,14 @@ pub(crate) fn image_for<'a>(
         if targets.is_empty() || targets.iter().any(|t| t.runs_on(device)) {
             return Ok(Image::Elf(bytes));
         }
-        return Err(object.targets.to_string());
+        return Err(no_image(&targets, object.targets.to_string()));
     }
-    Err(format!(
-        "{} (format `{}` is neither an offload bundle nor an ELF code object)",
-        object.targets, object.format
+    Err(no_image(
+        &[],
+        format!(
+            "{} (format `{}` is neither an offload bundle nor an ELF code object)",
+            object.targets, object.format
+        ),
     ))
 }
 
@@ -139,16 +161,26 @@ impl AmdModule {
         // Choose every image before loading any, so a missing target is reported up front.
         let mut images = Vec::new();
         let mut missing = Vec::new();
+        let mut same_processor = false;
         for object in &amd {
             match image_for(object, &device.target) {
                 Ok(image) => images.push((*object, image)),
-                Err(has) => missing.push(format!("{}: {has}", object.source)),
+                Err(no) => {
+                    same_processor |= no.same_processor;
+                    missing.push(format!("{}: {}", object.source, no.has));
+                }
             }
         }
         if !missing.is_empty() {
             return Err(RuntimeError::NoMatchingCodeObject {
                 library: library.name.to_string(),
-                arch: device.target.to_string(),
+                // The plain processor (`gfx90a`) is the target to add, unless the library has it
+                // with feature settings this device does not run (`gfx90a:xnack+`).
+                arch: if same_processor {
+                    device.target.to_string()
+                } else {
+                    device.target.processor.clone()
+                },
                 available: missing.join("; "),
             });
         }
@@ -338,7 +370,7 @@ mod tests {
         };
         let device = TargetId::parse("gfx90a").unwrap();
         let error = image_for(&object, &device).unwrap_err();
-        assert!(error.contains("neither an offload bundle"), "{error}");
+        assert!(error.has.contains("neither an offload bundle"), "{error:?}");
         let compressed = EmbeddedObject {
             bytes: b"CCOB\x01\x00",
             ..object
