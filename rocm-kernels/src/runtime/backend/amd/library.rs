@@ -200,7 +200,7 @@ impl HipLibrary {
         let library = unsafe { libloading::Library::new(path) }.map_err(|error| {
             RuntimeError::LibraryLoad {
                 library: path.display().to_string(),
-                reason: error.to_string(),
+                reason: dlopen_error_text(&error),
             }
         })?;
         let library: &'static HipLibrary = Box::leak(Box::new(HipLibrary {
@@ -225,5 +225,14 @@ impl HipLibrary {
                  libamdhip64?); install a current ROCm or point {HIP_LIB_ENV} at one"
             ),
         }
+    }
+}
+
+/// libloading keeps `dlerror()`'s text in the error's source, not in its `Display`.
+fn dlopen_error_text(error: &libloading::Error) -> String {
+    use std::error::Error;
+    match error.source() {
+        Some(source) => format!("{error}: {source}"),
+        None => error.to_string(),
     }
 }
