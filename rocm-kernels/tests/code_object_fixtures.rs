@@ -15,13 +15,23 @@ fn raw_elf_fixture_reads_as_written() {
     let entry = &objects.entries[0];
     assert_eq!(entry.target_string(), "gfx1030");
     let header = entry.elf().unwrap();
-    assert_eq!((header.mach, header.xnack), (0x036, FeatureMode::Unsupported));
+    assert_eq!(
+        (header.mach, header.xnack),
+        (0x036, FeatureMode::Unsupported)
+    );
     let metadata = entry.metadata().unwrap();
-    assert_eq!(metadata.target.as_deref(), Some("amdgcn-amd-amdhsa--gfx1030"));
+    assert_eq!(
+        metadata.target.as_deref(),
+        Some("amdgcn-amd-amdhsa--gfx1030")
+    );
     let k = &metadata.kernels[0];
     assert_eq!((k.name.as_str(), k.symbol.as_str()), ("axpy", "axpy.kd"));
     assert_eq!(k.wavefront_size, 32);
-    let params: Vec<_> = k.params().into_iter().map(|p| (p.name, p.size, p.kind)).collect();
+    let params: Vec<_> = k
+        .params()
+        .into_iter()
+        .map(|p| (p.name, p.size, p.kind))
+        .collect();
     assert_eq!(
         params,
         [
@@ -36,7 +46,9 @@ fn raw_elf_fixture_reads_as_written() {
 #[test]
 fn compressed_fixture_reads_as_written() {
     let objects = code_object::parse(CCOB).unwrap();
-    let Container::CompressedBundle { header } = &objects.container else { panic!() };
+    let Container::CompressedBundle { header } = &objects.container else {
+        panic!()
+    };
     assert_eq!(header.version, 2);
     assert_eq!(header.total_size, Some(CCOB.len() as u64));
     let entry = objects.entry_for("gfx90a").unwrap();
