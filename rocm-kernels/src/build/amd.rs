@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::cache::{self, Hasher, Record, VersionCache};
 use super::diagnostics;
-use super::error::BuildError;
+use super::error::{BuildError, CompileFailure};
 use super::settings::processor;
 use super::source::SourceFile;
 use super::{CompileOptions, ObjectOut};
@@ -90,7 +90,7 @@ pub(crate) fn query_version(compiler: &Path) -> Result<String, BuildError> {
         .filter(|l| l.to_ascii_lowercase().contains("version"))
         .collect();
     if !out.status.success() || lines.is_empty() {
-        return Err(BuildError::CompileFailed {
+        return Err(BuildError::CompileFailed(Box::new(CompileFailure {
             backend: Backend::Amd,
             source_file: "(none)".into(),
             targets: String::new(),
@@ -98,7 +98,7 @@ pub(crate) fn query_version(compiler: &Path) -> Result<String, BuildError> {
             command: format!("{} --version", compiler.display()),
             output: format!("{text}{}", String::from_utf8_lossy(&out.stderr)),
             diagnostics: Vec::new(),
-        });
+        })));
     }
     Ok(lines.join(" | "))
 }
@@ -267,7 +267,7 @@ impl AmdCompiler {
                 }
             }
         }
-        BuildError::CompileFailed {
+        BuildError::CompileFailed(Box::new(CompileFailure {
             backend: Backend::Amd,
             source_file: src.rel.clone(),
             targets: self.targets.join(","),
@@ -275,7 +275,7 @@ impl AmdCompiler {
             command,
             diagnostics: diagnostics::parse(&text),
             output: text,
-        }
+        }))
     }
 }
 

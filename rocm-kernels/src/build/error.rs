@@ -49,6 +49,45 @@ fn list_diagnostics(diags: &[Diagnostic]) -> String {
     errors.concat()
 }
 
+/// A compiler that ran and failed: what it was compiling, the command, and what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileFailure {
+    pub backend: Backend,
+    /// The source file, crate-relative.
+    pub source_file: String,
+    /// The targets it compiled for, comma-separated (empty for the cpu backend).
+    pub targets: String,
+    /// How the compiler exited (`exit status: 1`).
+    pub status: String,
+    /// The full command line, runnable from a shell.
+    pub command: String,
+    /// Everything the compiler printed.
+    pub output: String,
+    /// The located diagnostics found in `output`.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl std::fmt::Display for CompileFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "failed to compile `{}` for the {} backend",
+            self.source_file, self.backend
+        )?;
+        if !self.targets.is_empty() {
+            write!(f, " ({})", self.targets)?;
+        }
+        write!(
+            f,
+            " ({}){}\ncommand: {}\ncompiler output:\n{}",
+            self.status,
+            list_diagnostics(&self.diagnostics),
+            self.command,
+            self.output
+        )
+    }
+}
+
 /// Why `Build::try_compile` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -107,23 +146,9 @@ pub enum BuildError {
         source: std::io::Error,
     },
 
-    /// The compiler ran and failed.
-    #[error(
-        "failed to compile `{source_file}` for the {backend} backend{for_targets} ({status}){diags}\n\
-         command: {command}\n\
-         compiler output:\n{output}",
-        for_targets = if targets.is_empty() { String::new() } else { format!(" ({})", targets) },
-        diags = list_diagnostics(diagnostics)
-    )]
-    CompileFailed {
-        backend: Backend,
-        source_file: String,
-        targets: String,
-        status: String,
-        command: String,
-        output: String,
-        diagnostics: Vec<Diagnostic>,
-    },
+    /// The compiler ran and failed (boxed: it carries the whole compiler output).
+    #[error("{0}")]
+    CompileFailed(Box<CompileFailure>),
 
     /// Reading or writing under OUT_DIR failed.
     #[error("{what} `{}`: {source}", path.display())]

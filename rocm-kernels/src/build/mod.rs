@@ -41,7 +41,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-pub use error::{BuildError, Diagnostic};
+pub use error::{BuildError, CompileFailure, Diagnostic};
 pub use manifest::{BuildManifest, ManifestObject};
 pub use settings::{ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_OFFLOAD_ARCH};
 pub use source::SourceFile;
