@@ -185,9 +185,11 @@ impl AmdCompiler {
             cache::command_fingerprint(&self.compiler.path, &self.version, &args, &self.env);
 
         if let Some(mut rec) = Record::load(&record_path) {
-            if rec.is_fresh(&fingerprint, &out, hasher) {
-                // Save refreshed stats so touched-but-unchanged files are not hashed again.
-                let _ = rec.store(&record_path);
+            if let Some(restat) = rec.freshness(&fingerprint, &out, hasher) {
+                if restat {
+                    // Keep the new stats so touched-but-unchanged files are not hashed again.
+                    let _ = rec.store(&record_path);
+                }
                 return Ok(self.object(src, out, &rec, true, Vec::new(), 0));
             }
         }

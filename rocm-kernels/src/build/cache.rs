@@ -138,23 +138,33 @@ impl Record {
     }
 
     /// Whether `output` can be reused for a compile with fingerprint `command`: same command,
-    /// output present, and every recorded input has the same content. Updates the recorded stats
-    /// so a touched-but-unchanged file is not re-hashed next time.
-    pub(crate) fn is_fresh(&mut self, command: &str, output: &Path, hasher: &Hasher) -> bool {
+    /// output present, and every recorded input has the same content. `None` when stale;
+    /// `Some(true)` when fresh but some file's stat changed (touched, same content): the record
+    /// was updated and should be stored so that file is not hashed again next time.
+    pub(crate) fn freshness(
+        &mut self,
+        command: &str,
+        output: &Path,
+        hasher: &Hasher,
+    ) -> Option<bool> {
         if self.command != command {
-            return false;
+            return None;
         }
         match Stat::of(output) {
             Ok(s) if s.size == self.output_size => {}
-            _ => return false,
+            _ => return None,
         }
+        let mut restat = false;
         for dep in &mut self.deps {
             match hasher.hash(&dep.path, Some((dep.stat, &dep.sha256))) {
-                Ok((stat, sha)) if sha == dep.sha256 => dep.stat = stat,
-                _ => return false,
+                Ok((stat, sha)) if sha == dep.sha256 => {
+                    restat |= stat != dep.stat;
+                    dep.stat = stat;
+                }
+                _ => return None,
             }
         }
-        true
+        Some(restat)
     }
 
     /// Builds the record of a finished compile from its depfile's list of inputs.
@@ -355,19 +365,20 @@ mod tests {
         rec.store(&path).unwrap();
         assert_eq!(Record::load(&path).unwrap(), rec);
 
-        assert!(rec.is_fresh("cmd", &out, &Hasher::default()));
-        assert!(!rec.is_fresh("other cmd", &out, &Hasher::default()));
-        // Same content, new mtime: still fresh.
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), Some(false));
+        assert_eq!(rec.freshness("other cmd", &out, &Hasher::default()), None);
+        // Same content, new mtime: still fresh, and the new stat is recorded.
         std::thread::sleep(std::time::Duration::from_millis(5));
         std::fs::write(&hdr, "#define A 1").unwrap();
-        assert!(rec.is_fresh("cmd", &out, &Hasher::default()));
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), Some(true));
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), Some(false));
         // New content: stale.
         std::fs::write(&hdr, "#define A 2").unwrap();
-        assert!(!rec.is_fresh("cmd", &out, &Hasher::default()));
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), None);
         // Missing output: stale.
         std::fs::write(&hdr, "#define A 1").unwrap();
         std::fs::remove_file(&out).unwrap();
-        assert!(!rec.is_fresh("cmd", &out, &Hasher::default()));
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), None);
     }
 
     #[test]
