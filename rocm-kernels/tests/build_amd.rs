@@ -325,3 +325,39 @@ fn metadata_sets_targets_and_no_targets_skips_amd_with_a_warning() {
     );
     assert!(stderr.contains("ROCM_OFFLOAD_ARCH"), "{stderr}");
 }
+
+#[test]
+fn amd_install_layout_is_used_through_rocm_path() {
+    require!("clang++-19");
+    let libs = std::path::Path::new("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
+    if !libs.join("ocml.bc").is_file() || !std::path::Path::new("/usr/include/hip").is_dir() {
+        eprintln!("skipped: needs Debian's rocm-device-libs and HIP headers");
+        return;
+    }
+    // An install laid out like AMD's /opt/rocm: lib/llvm/bin/clang++, amdgcn/bitcode, include/hip.
+    let root = tempfile::tempdir().unwrap();
+    let link = |target: &str, at: &str| {
+        let at = root.path().join(at);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    };
+    link(
+        &fixture::which("clang++-19").unwrap().display().to_string(),
+        "lib/llvm/bin/clang++",
+    );
+    link(libs.to_str().unwrap(), "amdgcn/bitcode");
+    link("/usr/include/hip", "include/hip");
+    let f = Fixture::new("rk_optrocm", BUILD_RS, &[("kernels/b/k.hip", B_K)], "");
+    let rocm = root.path().display().to_string();
+    let (stdout, _) = f.run_ok(&[
+        ("ROCM_BACKENDS", "amd"),
+        ("ROCM_OFFLOAD_ARCH", "gfx90a,gfx1030"),
+        ("ROCM_PATH", rocm.as_str()),
+    ]);
+    let objs = objects(&stdout);
+    assert_eq!(objs.len(), 1, "{stdout}");
+    assert_eq!(objs[0][5], "magic=true");
+    let run = f.last_run("kernels");
+    let expected = format!("amd compiler {rocm}/lib/llvm/bin/clang++ ");
+    assert!(run.iter().any(|l| l.starts_with(&expected)), "{run:?}");
+}

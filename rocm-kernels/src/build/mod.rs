@@ -371,8 +371,16 @@ impl Build {
                     });
                 };
                 log.line(&format!("amd targets {} from {origin}", t.join(",")));
-                let amd_objects =
-                    self.build_amd(&toolchain, env, &t, &sources, &crate_root, &lib_dir, &opts)?;
+                let amd_objects = self.build_amd(
+                    &toolchain,
+                    env,
+                    &t,
+                    &sources,
+                    &crate_root,
+                    &lib_dir,
+                    &opts,
+                    &mut log,
+                )?;
                 for o in &amd_objects {
                     amd_kernels.extend(amd_kernels_of(o)?);
                 }
@@ -550,6 +558,7 @@ impl Build {
         crate_root: &Path,
         lib_dir: &Path,
         opts: &CompileOptions,
+        log: &mut Log,
     ) -> Result<Vec<ObjectOut>, BuildError> {
         amd::check_targets(toolchain, targets)?;
         let compiler =
@@ -584,6 +593,12 @@ impl Build {
             &version_cache,
             fingerprint_env,
         )?;
+        log.line(&format!(
+            "amd compiler {} ({}) rocm {}",
+            amd.compiler.path.display(),
+            amd.version,
+            toolchain.root.display()
+        ));
         let hasher = cache::Hasher::default();
         let results = jobs::run_parallel(sources.to_vec(), |src| {
             amd.compile(&src, &dir, crate_root, opts, &hasher)
