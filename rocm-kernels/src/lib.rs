@@ -3,11 +3,15 @@
 //! * [`toolchain`] finds ROCm installs (compiler, device libraries, targets).
 //! * [`detect`] finds the compute devices of this machine.
 //! * [`embedded`] is the data a build script embeds into the user's crate.
+//! * [`process`] runs probe programs with a time limit.
 //! * [`build`] compiles kernels from `build.rs` ([`Build`]); [`include_kernels!`] embeds them.
 
 pub mod build;
 pub mod detect;
 pub mod embedded;
+pub mod nvcc;
+pub mod process;
+pub mod runtime;
 pub mod toolchain;
 
 pub use build::Build;

@@ -10,8 +10,9 @@ use super::diagnostics;
 use super::error::{BuildError, CompileFailure};
 use super::settings::processor;
 use super::source::SourceFile;
+use super::toolchain_cache::{CompilerInfo, ToolchainInfo};
 use super::{CompileOptions, ObjectOut};
-use crate::toolchain::{CompilerKind, HipCompiler, Toolchain};
+use crate::toolchain::CompilerKind;
 use crate::Backend;
 
 /// What `hipcc` reads from the environment; part of the cache key when hipcc compiles.
@@ -27,10 +28,10 @@ pub(crate) const HIPCC_ENV: [&str; 6] = [
 /// Everything needed to compile any source for the `amd` backend.
 #[derive(Debug)]
 pub(crate) struct AmdCompiler {
-    pub compiler: HipCompiler,
+    pub compiler: CompilerInfo,
     /// `--version` first line (from the version cache).
     pub version: String,
-    pub toolchain: Toolchain,
+    pub toolchain: ToolchainInfo,
     pub targets: Vec<String>,
     /// Environment variables that change the compiler's output, with their values.
     pub env: Vec<(String, String)>,
@@ -38,7 +39,10 @@ pub(crate) struct AmdCompiler {
 
 /// Fails when a target is not covered by the toolchain's device libraries (e.g. gfx942 on
 /// ROCm 5.2), naming what the toolchain does cover.
-pub(crate) fn check_targets(toolchain: &Toolchain, targets: &[String]) -> Result<(), BuildError> {
+pub(crate) fn check_targets(
+    toolchain: &ToolchainInfo,
+    targets: &[String],
+) -> Result<(), BuildError> {
     if toolchain.device_lib_targets.is_empty() {
         // Unknown coverage: let the compiler decide (its error is translated below).
         return Ok(());
@@ -52,7 +56,7 @@ pub(crate) fn check_targets(toolchain: &Toolchain, targets: &[String]) -> Result
     Ok(())
 }
 
-fn unsupported(toolchain: &Toolchain, target: &str) -> BuildError {
+fn unsupported(toolchain: &ToolchainInfo, target: &str) -> BuildError {
     let name = match &toolchain.version {
         Some(v) => format!(
             "{} (ROCm {v}) at {}",
@@ -105,8 +109,8 @@ pub(crate) fn query_version(compiler: &Path) -> Result<String, BuildError> {
 
 impl AmdCompiler {
     pub(crate) fn new(
-        toolchain: Toolchain,
-        compiler: HipCompiler,
+        toolchain: ToolchainInfo,
+        compiler: CompilerInfo,
         targets: Vec<String>,
         version_cache: &Path,
         env: Vec<(String, String)>,
@@ -126,7 +130,7 @@ impl AmdCompiler {
     /// The compiler arguments except output and depfile paths (those go in [`Self::command`]).
     pub(crate) fn args(&self, source_arg: &str, opts: &CompileOptions) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
-        match self.compiler.kind {
+        match self.compiler.kind() {
             CompilerKind::Clang => {
                 a.extend(["-x", "hip", "--cuda-device-only"].map(String::from));
                 for t in &self.targets {
@@ -315,18 +319,14 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolchain::ToolchainSource;
-
-    fn debian() -> Toolchain {
-        Toolchain {
+    fn debian() -> ToolchainInfo {
+        ToolchainInfo {
             name: "system".into(),
             root: "/usr".into(),
-            source: ToolchainSource::Distro,
             version: Some("5.2.3".into()),
             compilers: vec![],
             device_lib_path: Some("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode".into()),
             device_lib_targets: vec!["gfx1030".into(), "gfx90a".into(), "gfx940".into()],
-            hip_runtime_lib: None,
         }
     }
 
@@ -350,10 +350,9 @@ mod tests {
             opt_level: 3,
         };
         let mut c = AmdCompiler {
-            compiler: HipCompiler {
-                kind: CompilerKind::Clang,
+            compiler: CompilerInfo {
+                hipcc: false,
                 path: "/usr/bin/clang++-19".into(),
-                version: None,
             },
             version: "clang 19".into(),
             toolchain: debian(),
@@ -366,7 +365,7 @@ mod tests {
              --rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode \
              -O3 -I/c/include -DN=4 -DFAST -ffast-math k.hip"
         );
-        c.compiler.kind = CompilerKind::Hipcc;
+        c.compiler.hipcc = true;
         assert_eq!(
             c.args("k.hip", &opts).join(" "),
             "--genco --offload-arch=gfx90a --offload-arch=gfx1030 -O3 -I/c/include -DN=4 -DFAST \

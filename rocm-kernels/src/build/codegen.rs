@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use super::contract::{CpuKernelGen, KernelGen, ParamGen};
+use super::contract::{KernelGen, ParamGen};
+use super::cpu::CpuKernelGen;
 use super::ObjectOut;
 use crate::embedded::ParamKind;
 
@@ -99,7 +100,20 @@ pub(crate) fn merge_kernels(amd: Vec<KernelGen>, cpu: &[CpuKernelGen]) -> Vec<Ke
     let cpu = cpu.iter().map(|c| KernelGen {
         name: c.name.clone(),
         source_rel: c.source_rel.clone(),
-        params: c.params.clone(),
+        params: c
+            .params
+            .iter()
+            .map(|p| ParamGen {
+                name: p.name.clone(),
+                type_name: p.type_name.clone(),
+                size: p.size,
+                kind: if p.is_pointer {
+                    ParamKind::GlobalBuffer
+                } else {
+                    ParamKind::ByValue
+                },
+            })
+            .collect(),
     });
     for k in amd.into_iter().chain(cpu) {
         match out
@@ -143,7 +157,12 @@ mod tests {
             name: "saxpy".into(),
             symbol: "rocm_cpu_saxpy".into(),
             source_rel: "k/a.hip".into(),
-            params: vec![p.clone()],
+            params: vec![crate::build::cpu::ParamGen {
+                name: "x".into(),
+                type_name: "const float*".into(),
+                size: 8,
+                is_pointer: true,
+            }],
         }];
         let kernels = merge_kernels(
             vec![KernelGen {

@@ -159,9 +159,9 @@ pub enum BuildError {
         source: std::io::Error,
     },
 
-    /// A backend-specific failure that has no variant of its own (the cpu build uses this).
-    #[error("{backend} backend: {message}")]
-    Backend { backend: Backend, message: String },
+    /// The cpu backend's build failed.
+    #[error("cpu backend: {0}")]
+    Cpu(#[from] super::cpu::CpuBuildError),
 }
 
 impl BuildError {

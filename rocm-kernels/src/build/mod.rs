@@ -28,14 +28,14 @@ mod amd;
 mod cache;
 mod codegen;
 mod contract;
-mod cpu;
+pub mod cpu;
 mod diagnostics;
 mod error;
 mod jobs;
 mod manifest;
 mod settings;
 mod source;
-mod toolchain_fallback;
+mod toolchain_cache;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,13 +46,13 @@ pub use manifest::{BuildManifest, ManifestObject};
 pub use settings::{ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_OFFLOAD_ARCH};
 pub use source::SourceFile;
 
-// The cpu backend (`cpu.rs`) builds these.
-#[allow(unused_imports)]
-pub(crate) use contract::{CpuBuildOutput, CpuBuildRequest, CpuKernelGen, KernelGen, ParamGen};
+use contract::KernelGen;
+use cpu::{CpuBuildRequest, CpuKernelGen};
+use toolchain_cache::{CompilerInfo, ToolchainInfo};
 
 use settings::{EnvReader, Metadata};
 
-use crate::toolchain::{CompilerKind, HipCompiler, Toolchain};
+use crate::toolchain::{CompilerKind, Toolchain};
 use crate::Backend;
 
 /// Builds HIP kernel sources for every enabled backend and writes `$OUT_DIR/<name>.rs`.
@@ -68,7 +68,7 @@ pub struct Build {
     includes: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
     flags: Vec<String>,
-    opt_level: u32,
+    opt_level: Option<u32>,
     targets: Vec<String>,
     backends: Vec<Backend>,
     cargo_metadata: bool,
@@ -141,16 +141,14 @@ pub struct CompiledObject {
 }
 
 impl Build {
-    /// A builder with no files, `-O3`, and cargo metadata printing on.
+    /// A builder with no files and cargo metadata printing on.
     pub fn new() -> Build {
         Build {
             files: Vec::new(),
             includes: Vec::new(),
             defines: Vec::new(),
             flags: Vec::new(),
-            // Device code is built optimised in every cargo profile: an -O0 kernel is slow and
-            // has different register usage from the one that ships.
-            opt_level: 3,
+            opt_level: None,
             targets: Vec::new(),
             backends: Vec::new(),
             cargo_metadata: true,
@@ -195,9 +193,11 @@ impl Build {
         self
     }
 
-    /// Sets the optimisation level (`-O<level>`, default 3).
+    /// Sets the optimisation level (`-O<level>`). Kernels are built optimised in every cargo
+    /// profile unless this says otherwise: `-O3` for GPU code (an unoptimised kernel is slow and
+    /// uses other registers than the one that ships), the cpu backend's own default for it.
     pub fn opt_level(&mut self, level: u32) -> &mut Build {
-        self.opt_level = level;
+        self.opt_level = Some(level);
         self
     }
 
@@ -322,7 +322,7 @@ impl Build {
             out.watch(&s.abs);
         }
 
-        let toolchain = self.find_toolchain(env);
+        let toolchain = self.find_toolchain(env, &out_dir.join("rocm-kernels"));
         let (backends, backend_origin) =
             settings::resolve_backends(&self.backends, env, &metadata, || toolchain.is_some())?;
 
@@ -339,7 +339,7 @@ impl Build {
                         .unwrap_or_default(),
                 )
                 .collect(),
-            opt_level: self.opt_level,
+            opt_level: self.opt_level.unwrap_or(3),
         };
 
         let mut built = Vec::new();
@@ -347,12 +347,8 @@ impl Build {
         let mut targets = Vec::new();
         let mut amd_kernels: Vec<KernelGen> = Vec::new();
         if backends.contains(&Backend::Amd) {
-            let (t, origin) = settings::resolve_targets(
-                &self.targets,
-                env,
-                &metadata,
-                toolchain_fallback::detect_gfx_targets,
-            )?;
+            let (t, origin) =
+                settings::resolve_targets(&self.targets, env, &metadata, detect_gfx_targets)?;
             if t.is_empty() {
                 out.warn(&format!(
                     "the amd backend of `{name}` is skipped: no GPU targets were given and none \
@@ -393,17 +389,19 @@ impl Build {
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
         if backends.contains(&Backend::Cpu) {
             let cpu_dir = lib_dir.join("cpu");
-            std::fs::create_dir_all(&cpu_dir)
-                .map_err(|e| BuildError::io("cannot create", &cpu_dir, e))?;
             let started = Instant::now();
             let cpu_out = cpu::build_cpu(&CpuBuildRequest {
-                lib_name: name,
-                sources: &sources,
-                includes: &opts.includes,
-                defines: &opts.defines,
-                flags: &opts.flags,
-                opt_level: opts.opt_level,
-                out_dir: &cpu_dir,
+                name: name.to_string(),
+                sources: sources.iter().map(|s| s.abs.clone()).collect(),
+                crate_root: crate_root.clone(),
+                out_dir: cpu_dir,
+                header_dir: cpu::cpu_include_dir(),
+                include_dirs: opts.includes.clone(),
+                defines: opts.defines.clone(),
+                // Only the builder's flags: ROCM_HIPFLAGS is for the HIP compiler.
+                flags: self.flags.clone(),
+                opt_level: self.opt_level,
+                cargo_metadata: self.cargo_metadata,
             })?;
             log.line(&format!(
                 "built cpu {} kernels {}ms",
@@ -516,34 +514,23 @@ impl Build {
         Ok(out)
     }
 
-    /// The toolchain to use: the builder's, else discovery. The compiler override
-    /// (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred compiler.
-    fn find_toolchain(&self, env: &EnvReader) -> Option<Toolchain> {
+    /// The toolchain to use: the builder's, else discovery (remembered under OUT_DIR). The
+    /// compiler override (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred
+    /// compiler.
+    fn find_toolchain(&self, env: &EnvReader, store_dir: &Path) -> Option<ToolchainInfo> {
         let mut tc = match &self.toolchain {
-            Some(t) => Some(t.clone()),
-            None => toolchain_fallback::find(env),
-        }?;
+            Some(t) => ToolchainInfo::from(t),
+            None => toolchain_cache::find(env, &store_dir.join("toolchain.json"), || {
+                crate::toolchain::discover().best().cloned()
+            })?,
+        };
         let forced = self
             .compiler
             .clone()
             .or_else(|| env.get(ENV_HIP_COMPILER).map(PathBuf::from));
         if let Some(path) = forced {
             let path = which(&path).unwrap_or(path);
-            let is_hipcc = path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("hipcc"));
-            tc.compilers.insert(
-                0,
-                HipCompiler {
-                    kind: if is_hipcc {
-                        CompilerKind::Hipcc
-                    } else {
-                        CompilerKind::Clang
-                    },
-                    path,
-                    version: None,
-                },
-            );
+            tc.compilers.insert(0, CompilerInfo::from_path(path));
         }
         Some(tc)
     }
@@ -551,7 +538,7 @@ impl Build {
     #[allow(clippy::too_many_arguments)]
     fn build_amd(
         &self,
-        toolchain: &Toolchain,
+        toolchain: &ToolchainInfo,
         env: &EnvReader,
         targets: &[String],
         sources: &[SourceFile],
@@ -573,7 +560,7 @@ impl Build {
                     ),
                 })?;
         let mut fingerprint_env = Vec::new();
-        if compiler.kind == CompilerKind::Hipcc {
+        if compiler.kind() == CompilerKind::Hipcc {
             for var in amd::HIPCC_ENV {
                 if let Some(v) = env.get(var) {
                     fingerprint_env.push((var.to_string(), v));
@@ -605,6 +592,19 @@ impl Build {
         });
         results.into_iter().collect()
     }
+}
+
+/// gfx targets of this machine's AMD GPUs (the last resort for targets).
+fn detect_gfx_targets() -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in crate::detect::detect().devices_of(Backend::Amd) {
+        if let Some(arch) = &d.arch {
+            if !out.contains(arch) {
+                out.push(arch.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Kernels found in an AMD object's metadata.
