@@ -361,3 +361,40 @@ fn amd_install_layout_is_used_through_rocm_path() {
     let expected = format!("amd compiler {rocm}/lib/llvm/bin/clang++ ");
     assert!(run.iter().any(|l| l.starts_with(&expected)), "{run:?}");
 }
+
+#[test]
+fn default_backends_are_cpu_and_amd_with_one_kernel_table() {
+    require!("clang++-19");
+    let f = Fixture::new(
+        "rk_default",
+        BUILD_RS,
+        &[
+            ("include/common.h", COMMON_H),
+            ("kernels/a/k.hip", A_K),
+            ("kernels/reduce.hip", REDUCE),
+        ],
+        "",
+    );
+    let (stdout, _) = f.run_ok(&[("ROCM_OFFLOAD_ARCH", "gfx90a,gfx1030")]);
+    assert_eq!(objects(&stdout).len(), 2, "{stdout}");
+    let mut cpu: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cpu ")).collect();
+    cpu.sort();
+    assert_eq!(
+        cpu,
+        [
+            "cpu block_sum entry_null=false",
+            "cpu saxpy entry_null=false"
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l
+            == "kernel saxpy kernels/a/k.hip a:float:4:ByValue,x:const_float*:8:GlobalBuffer,y:float*:8:GlobalBuffer,n:int:4:ByValue"),
+        "{stdout}"
+    );
+    let run = f.last_run("kernels");
+    assert!(
+        run.iter().any(|l| l.starts_with("built cpu 2 kernels")),
+        "{run:?}"
+    );
+}
