@@ -128,8 +128,8 @@ MK=$WORK/make
 mkdir -p "$MK"
 ARCHS=$(echo "$TARGETS" | tr ',' '\n' | sed 's/^/--offload-arch=/' | tr '\n' ' ')
 case "$(basename "$COMPILER_PATH")" in
-  hipcc*) FLAGS="--genco $ARCHS" ;;
-  *) FLAGS="-x hip --cuda-device-only $ARCHS --rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" ;;
+  hipcc*) FLAGS="--genco $ARCHS -fhip-kernel-arg-name" ;;
+  *) FLAGS="-x hip --cuda-device-only $ARCHS --rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode -fhip-kernel-arg-name" ;;
 esac
 {
   echo "all: $(for f in kernels/*.hip; do b=$(basename "$f" .hip); printf '%s ' "$MK/$b.hipfb"; done)"

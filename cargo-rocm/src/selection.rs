@@ -68,3 +68,37 @@ fn no_toolchain_error(found: &Discovery) -> anyhow::Error {
     message.push_str(&fix::rocm_install());
     exit::coded(exit::ENVIRONMENT, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_found_is_an_environment_error_that_says_what_to_do() {
+        let found = Discovery {
+            toolchains: vec![],
+            notes: vec!["ROCM_PATH=/x is not a folder".into()],
+        };
+        // Only meaningful when the test process has no +NAME selection.
+        if std::env::var_os(TOOLCHAIN_VAR).is_some() {
+            return;
+        }
+        let err = select_toolchain(None, &found).unwrap_err();
+        assert_eq!(exit::code_for(&err), exit::ENVIRONMENT);
+        let text = err.to_string();
+        assert!(text.contains("no ROCm toolchain found"), "{text}");
+        assert!(
+            text.contains("note: ROCM_PATH=/x is not a folder"),
+            "{text}"
+        );
+        assert!(text.contains("fix: "), "{text}");
+    }
+
+    #[test]
+    fn a_path_that_is_not_rocm_is_an_environment_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = select_toolchain(Some(tmp.path()), &Discovery::default()).unwrap_err();
+        assert_eq!(exit::code_for(&err), exit::ENVIRONMENT);
+        assert!(err.to_string().contains("is not a ROCm install"));
+    }
+}

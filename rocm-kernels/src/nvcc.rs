@@ -94,6 +94,28 @@ fn python_site_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
     dirs
 }
 
+/// Folders holding CUDA's headers (`cuda_fp16.h`, ...), for NVRTC at run time: `CUDA_PATH`,
+/// `CUDA_HOME`, `/usr/local/cuda` and the PyPI wheels' `nvidia/cu13` / `nvidia/cuda_runtime` layout.
+pub fn cuda_include_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(|v| env(v).map(PathBuf::from))
+        .collect();
+    roots.push("/usr/local/cuda".into());
+    for site in python_site_dirs(env) {
+        for sub in ["nvidia/cu13", "nvidia/cuda_runtime", "nvidia/cuda_nvrtc"] {
+            roots.push(site.join(sub));
+        }
+    }
+    let mut dirs: Vec<PathBuf> = roots
+        .into_iter()
+        .map(|r| r.join("include"))
+        .filter(|d| d.join("cuda_fp16.h").is_file() || d.join("cuda_runtime.h").is_file())
+        .collect();
+    dirs.dedup();
+    dirs
+}
+
 /// `13.0.88` from the last line of `nvcc --version` (`Cuda compilation tools, release 13.0, V13.0.88`).
 pub fn nvcc_version(nvcc: &Path) -> Option<String> {
     let out = Command::new(nvcc).arg("--version").output().ok()?;

@@ -42,6 +42,8 @@ extern "C" __global__ void block_sum(const float* x, float* out) {
     }
     if (threadIdx.x == 0) out[blockIdx.x] = tile[0];
 }
+template <typename T> __global__ void fill(T* y, T v) { y[threadIdx.x] = v; }
+template __global__ void fill<float>(float*, float);
 "#;
 
 fn three_kernel_crate(name: &str) -> Fixture {
@@ -144,6 +146,15 @@ fn clang_builds_every_target_and_rebuilds_only_what_changed() {
     ];
     let (stdout, _) = f.run_ok(&env);
     assert_two_target_bundles(&f, &stdout);
+    // The kernels table comes from the AMDGPU metadata: names (demangled), sizes, kinds.
+    for line in [
+        "kernel saxpy kernels/a/k.hip a::4:ByValue,x::8:GlobalBuffer,y::8:GlobalBuffer,n::4:ByValue",
+        "kernel scale kernels/b/k.hip y::8:GlobalBuffer,s::4:ByValue,n::4:ByValue",
+        "kernel block_sum kernels/reduce.hip x::8:GlobalBuffer,out::8:GlobalBuffer",
+        "kernel fill<float> kernels/reduce.hip y::8:GlobalBuffer,v::4:ByValue",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "{line}\n{stdout}");
+    }
     assert_eq!(f.runs("kernels"), 1);
     let first = f.last_run("kernels");
     assert_eq!(
@@ -383,6 +394,7 @@ fn default_backends_are_cpu_and_amd_with_one_kernel_table() {
         cpu,
         [
             "cpu block_sum entry_null=false",
+            "cpu fill<float> entry_null=false",
             "cpu saxpy entry_null=false"
         ],
         "{stdout}"
@@ -394,7 +406,19 @@ fn default_backends_are_cpu_and_amd_with_one_kernel_table() {
     );
     let run = f.last_run("kernels");
     assert!(
-        run.iter().any(|l| l.starts_with("built cpu 2 kernels")),
+        run.iter().any(|l| l.starts_with("built cpu 3 kernels")),
         "{run:?}"
+    );
+    // One table for both backends, with the cpu build's source types.
+    let kernels: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("kernel "))
+        .collect();
+    assert_eq!(kernels.len(), 3, "{stdout}");
+    assert!(
+        kernels.contains(
+            &"kernel fill<float> kernels/reduce.hip y:float*:8:GlobalBuffer,v:float:4:ByValue"
+        ),
+        "{stdout}"
     );
 }

@@ -16,6 +16,11 @@ pub struct DetectArgs {
 
 pub fn run(_global: &GlobalArgs, args: DetectArgs, out: &Output) -> anyhow::Result<u8> {
     let found = detect();
+    out.verbose(format_args!(
+        "read KFD sysfs, rocminfo/lspci where needed, nvidia-smi or /proc/driver/nvidia, \
+         /proc/cpuinfo: {} device(s)",
+        found.devices.len()
+    ));
     let mut stdout = out.stdout();
     if args.format.json() {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&found)?)?;
@@ -96,9 +101,6 @@ fn row(index: usize, d: &Device) -> [String; 9] {
         },
         d.lds_bytes.map(format_bytes).unwrap_or_else(dash),
         d.memory_bytes.map(format_bytes).unwrap_or_else(dash),
-        serde_json::to_value(d.source)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        d.source.to_string(),
     ]
 }

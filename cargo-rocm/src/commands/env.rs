@@ -41,7 +41,18 @@ pub enum Shell {
 
 pub fn run(_global: &GlobalArgs, args: EnvArgs, out: &Output) -> anyhow::Result<u8> {
     let found = discover();
+    // Discovery notes here are about the environment the user set up (a ROCM_PATH that is not
+    // an install, say), which this command's output is meant to fix: worth a warning.
+    for note in &found.notes {
+        out.warn(note);
+    }
     let toolchain = select_toolchain(args.toolchain_path.as_deref(), &found)?;
+    out.verbose(format_args!(
+        "using {} at {} (version {})",
+        toolchain.name,
+        toolchain.root.display(),
+        toolchain.version.as_deref().unwrap_or("unknown")
+    ));
     let env = toolchain.env_vars();
     let text = if args.format.json() {
         serde_json::to_string_pretty(&json(&toolchain, &env))? + "\n"

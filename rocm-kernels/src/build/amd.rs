@@ -12,6 +12,7 @@ use super::settings::processor;
 use super::source::SourceFile;
 use super::toolchain_cache::{CompilerInfo, ToolchainInfo};
 use super::{CompileOptions, ObjectOut};
+use crate::build_manifest::ObjectFormat;
 use crate::toolchain::CompilerKind;
 use crate::Backend;
 
@@ -148,6 +149,8 @@ impl AmdCompiler {
                 }
             }
         }
+        // Parameter names in the AMDGPU metadata, for the kernels table (no effect on code).
+        a.push("-fhip-kernel-arg-name".into());
         a.push(format!("-O{}", opts.opt_level));
         for i in &opts.includes {
             a.push(format!("-I{}", i.display()));
@@ -247,7 +250,7 @@ impl AmdCompiler {
             backend: Backend::Amd,
             source: src.clone(),
             targets: self.targets.clone(),
-            format: "hip-offload-bundle",
+            format: ObjectFormat::HipOffloadBundle,
             path,
             inputs: rec.deps.iter().map(|d| d.path.clone()).collect(),
             fresh,
@@ -363,13 +366,13 @@ mod tests {
             c.args("k.hip", &opts).join(" "),
             "-x hip --cuda-device-only --offload-arch=gfx90a --offload-arch=gfx1030 \
              --rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode \
-             -O3 -I/c/include -DN=4 -DFAST -ffast-math k.hip"
+             -fhip-kernel-arg-name -O3 -I/c/include -DN=4 -DFAST -ffast-math k.hip"
         );
         c.compiler.hipcc = true;
         assert_eq!(
             c.args("k.hip", &opts).join(" "),
-            "--genco --offload-arch=gfx90a --offload-arch=gfx1030 -O3 -I/c/include -DN=4 -DFAST \
-             -ffast-math k.hip"
+            "--genco --offload-arch=gfx90a --offload-arch=gfx1030 -fhip-kernel-arg-name -O3 \
+             -I/c/include -DN=4 -DFAST -ffast-math k.hip"
         );
         let msg = c
             .failure(

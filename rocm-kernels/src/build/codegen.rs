@@ -46,7 +46,7 @@ pub(crate) fn render(
             o.backend,
             o.targets.join(","),
             o.source.rel,
-            o.format,
+            o.format.as_str(),
             o.path.display().to_string()
         );
     }
@@ -94,8 +94,10 @@ fn params(ps: &[ParamGen]) -> String {
 }
 
 /// Kernels of every backend in one table: a kernel defined by the same source under several
-/// backends appears once, with the first parameter list that is known.
+/// backends appears once, with the most informative parameter list (the cpu build knows source
+/// types; AMD metadata knows names and sizes only).
 pub(crate) fn merge_kernels(amd: Vec<KernelGen>, cpu: &[CpuKernelGen]) -> Vec<KernelGen> {
+    let typed = |ps: &[ParamGen]| ps.iter().filter(|p| !p.type_name.is_empty()).count();
     let mut out: Vec<KernelGen> = Vec::new();
     let cpu = cpu.iter().map(|c| KernelGen {
         name: c.name.clone(),
@@ -120,7 +122,9 @@ pub(crate) fn merge_kernels(amd: Vec<KernelGen>, cpu: &[CpuKernelGen]) -> Vec<Ke
             .iter_mut()
             .find(|e| e.name == k.name && e.source_rel == k.source_rel)
         {
-            Some(e) if e.params.is_empty() => e.params = k.params,
+            Some(e) if e.params.is_empty() || typed(&k.params) > typed(&e.params) => {
+                e.params = k.params
+            }
             Some(_) => {}
             None => out.push(k),
         }
@@ -140,7 +144,7 @@ mod tests {
             backend: Backend::Amd,
             source: SourceFile::new("/c/k/a.hip".into(), std::path::Path::new("/c")),
             targets: vec!["gfx90a".into(), "gfx1030".into()],
-            format: "hip-offload-bundle",
+            format: crate::build_manifest::ObjectFormat::HipOffloadBundle,
             path: "/out/a \"q\".hipfb".into(),
             inputs: vec![],
             fresh: false,

@@ -7,16 +7,17 @@ use std::time::Instant;
 use super::amd::{self, AmdCompiler};
 use super::cache::{self, Hasher};
 use super::codegen;
-use super::contract::KernelGen;
+use super::contract::{KernelGen, ParamGen};
 use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use super::error::BuildError;
 use super::jobs;
-use super::manifest::{BuildManifest, ManifestObject};
 use super::report::{Log, Output};
 use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
 use super::source::{self, SourceFile};
 use super::toolchain_cache::{self, CompilerInfo, ToolchainInfo};
 use super::{Build, CompileOptions, Compiled, CompiledObject, ObjectOut};
+use crate::build_manifest::{BuildManifest, ManifestObject};
+use crate::code_object;
 use crate::toolchain::CompilerKind;
 use crate::Backend;
 
@@ -223,7 +224,7 @@ impl Build {
                     backend: o.backend,
                     source: o.source,
                     targets: o.targets,
-                    format: o.format.to_string(),
+                    format: o.format,
                     path: o.path,
                     reused: o.fresh,
                 })
@@ -358,11 +359,11 @@ fn manifest_json(name: &str, objects: &[ObjectOut]) -> Vec<u8> {
         objects: objects
             .iter()
             .map(|o| ManifestObject {
-                backend: o.backend.to_string(),
+                backend: o.backend,
                 source: o.source.rel.clone(),
                 targets: o.targets.clone(),
-                format: o.format.to_string(),
-                path: o.path.display().to_string(),
+                format: o.format,
+                path: o.path.clone(),
             })
             .collect(),
     };
@@ -382,10 +383,45 @@ fn detect_gfx_targets() -> Vec<String> {
     out
 }
 
-/// Kernels found in an AMD object's metadata.
-fn amd_kernels_of(_object: &ObjectOut) -> Result<Vec<KernelGen>, BuildError> {
-    // Filled from `crate::code_object`'s AMDGPU metadata once it is merged.
-    Ok(Vec::new())
+/// The kernels of an AMD offload bundle, from its AMDGPU metadata: every target's entry is read
+/// (they normally agree) and each kernel is listed once, under its user-facing name
+/// (`scale<float>`, not `_Z5scaleIfEvPT_S0_i`).
+fn amd_kernels_of(object: &ObjectOut) -> Result<Vec<KernelGen>, BuildError> {
+    let unreadable = |e: &dyn std::fmt::Display| BuildError::Backend {
+        backend: Backend::Amd,
+        message: format!(
+            "the compiler wrote `{}` for `{}`, but its code object cannot be read: {e}",
+            object.path.display(),
+            object.source.rel
+        ),
+    };
+    let bytes = std::fs::read(&object.path)
+        .map_err(|e| BuildError::io("cannot read code object", &object.path, e))?;
+    let objects = code_object::parse(&bytes).map_err(|e| unreadable(&e))?;
+    let mut out: Vec<KernelGen> = Vec::new();
+    for entry in objects.gpu_entries() {
+        for k in entry.kernels().map_err(|e| unreadable(&e))? {
+            let name = crate::symbols::kernel_name(&k.name);
+            if out.iter().any(|e| e.name == name) {
+                continue;
+            }
+            out.push(KernelGen {
+                name,
+                source_rel: object.source.rel.clone(),
+                params: k
+                    .params()
+                    .into_iter()
+                    .map(|p| ParamGen {
+                        name: p.name,
+                        type_name: p.type_name,
+                        size: p.size,
+                        kind: p.kind,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn validate_name(name: &str) -> Result<(), BuildError> {

@@ -159,6 +159,10 @@ pub enum BuildError {
         source: std::io::Error,
     },
 
+    /// A backend failed in a way no other variant describes.
+    #[error("{backend} backend: {message}")]
+    Backend { backend: Backend, message: String },
+
     /// The cpu backend's build failed.
     #[error("cpu backend: {0}")]
     Cpu(#[from] super::cpu::CpuBuildError),

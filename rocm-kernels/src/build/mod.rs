@@ -33,7 +33,6 @@ mod diagnostics;
 mod driver;
 mod error;
 mod jobs;
-mod manifest;
 mod report;
 mod settings;
 mod source;
@@ -43,13 +42,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{BuildError, CompileFailure, Diagnostic};
-pub use manifest::{BuildManifest, ManifestObject};
 pub use settings::{ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_OFFLOAD_ARCH};
 pub use source::SourceFile;
 
 use report::Output;
 use settings::EnvReader;
 
+use crate::build_manifest::ObjectFormat;
 use crate::toolchain::Toolchain;
 use crate::Backend;
 
@@ -96,7 +95,7 @@ pub(crate) struct ObjectOut {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    pub format: &'static str,
+    pub format: ObjectFormat,
     pub path: PathBuf,
     /// Every file the compiler read (source and headers).
     pub inputs: Vec<PathBuf>,
@@ -131,8 +130,8 @@ pub struct CompiledObject {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    /// `hip-offload-bundle` for `amd`.
-    pub format: String,
+    /// [`ObjectFormat::HipOffloadBundle`] for `amd`.
+    pub format: ObjectFormat,
     pub path: PathBuf,
     /// True when the cache was used and no compiler ran.
     pub reused: bool,

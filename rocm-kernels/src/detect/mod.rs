@@ -100,6 +100,27 @@ pub enum DeviceSource {
     Cpuinfo,
 }
 
+impl DeviceSource {
+    /// The name used in JSON and tables: `kfd-sysfs`, `rocminfo`, `lspci`, `nvidia-smi`,
+    /// `nvidia-proc`, `cpuinfo`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceSource::KfdSysfs => "kfd-sysfs",
+            DeviceSource::Rocminfo => "rocminfo",
+            DeviceSource::Lspci => "lspci",
+            DeviceSource::NvidiaSmi => "nvidia-smi",
+            DeviceSource::NvidiaProc => "nvidia-proc",
+            DeviceSource::Cpuinfo => "cpuinfo",
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What [`detect`] found, and notes on every source that could not be used and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Detection {
@@ -200,6 +221,8 @@ pub fn detect_with(options: &DetectOptions) -> Detection {
             match probe(rocminfo, &[]) {
                 Ok(text) => amd = parse_rocminfo(&text),
                 Err(ProbeError::NotFound) => {}
+                // Without KFD rocminfo is bound to fail; the note above already says why.
+                Err(_) if !kfd_root.exists() => {}
                 Err(e) => found.notes.push(format!("rocminfo failed: {e}")),
             }
         }
@@ -296,6 +319,15 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::format_bytes;
+
+    #[test]
+    fn source_names_match_their_json() {
+        use super::DeviceSource::*;
+        for source in [KfdSysfs, Rocminfo, Lspci, NvidiaSmi, NvidiaProc, Cpuinfo] {
+            let json = serde_json::to_value(source).unwrap();
+            assert_eq!(json.as_str(), Some(source.as_str()));
+        }
+    }
 
     #[test]
     fn bytes_are_formatted_for_people() {

@@ -149,15 +149,44 @@ unsafe impl<T: DeviceCopy> KernelArg for Buffer<T> {
     }
 }
 
-/// One argument as collected by a [`LaunchBuilder`].
+/// One argument as collected by a [`LaunchBuilder`] (opaque).
 #[derive(Debug, Clone)]
-pub(crate) struct ArgRef {
-    pub ptr: *const c_void,
-    pub size: usize,
-    pub kind: ArgKind,
-    pub type_name: String,
+pub struct ArgRef {
+    pub(crate) ptr: *const c_void,
+    pub(crate) size: usize,
+    pub(crate) kind: ArgKind,
+    pub(crate) type_name: String,
     /// The device the buffer lives on, for pointer arguments made from a `Buffer`.
-    pub device: Option<super::Device>,
+    pub(crate) device: Option<super::Device>,
+}
+
+/// What [`LaunchBuilder::arg`] accepts: a shared reference to any [`KernelArg`], or a mutable
+/// reference to a [`Buffer`] (to say, at the call site, that the kernel writes it).
+pub trait PushArg<'a> {
+    #[doc(hidden)]
+    fn to_arg_ref(self) -> ArgRef;
+}
+
+fn arg_ref<A: KernelArg + ?Sized>(arg: &A) -> ArgRef {
+    ArgRef {
+        ptr: arg.arg_ptr(),
+        size: arg.arg_size(),
+        kind: arg.arg_kind(),
+        type_name: arg.arg_type(),
+        device: arg.arg_device().cloned(),
+    }
+}
+
+impl<'a, A: KernelArg + ?Sized> PushArg<'a> for &'a A {
+    fn to_arg_ref(self) -> ArgRef {
+        arg_ref(self)
+    }
+}
+
+impl<'a, T: DeviceCopy> PushArg<'a> for &'a mut Buffer<T> {
+    fn to_arg_ref(self) -> ArgRef {
+        arg_ref(&*self)
+    }
 }
 
 /// Collects the arguments of one launch: `kernel.launch(cfg).arg(&x).arg(&n).run(&stream)`.
@@ -181,15 +210,10 @@ impl<'a> LaunchBuilder<'a> {
         }
     }
 
-    /// Append an argument: a `&Buffer<T>` (or `&mut`), a scalar, or a [`Value`].
-    pub fn arg<A: KernelArg + ?Sized>(mut self, arg: &'a A) -> Self {
-        self.args.push(ArgRef {
-            ptr: arg.arg_ptr(),
-            size: arg.arg_size(),
-            kind: arg.arg_kind(),
-            type_name: arg.arg_type(),
-            device: arg.arg_device().cloned(),
-        });
+    /// Append an argument: `&buffer` or `&mut buffer` (a [`Buffer`] the kernel reads or
+    /// writes), `&scalar`, or `&Value(x)`.
+    pub fn arg<A: PushArg<'a>>(mut self, arg: A) -> Self {
+        self.args.push(arg.to_arg_ref());
         self
     }
 

@@ -33,7 +33,7 @@ mod stream;
 
 pub use device::{CpuOptions, Device, DeviceInfo, Devices};
 pub use error::{FaultSite, Result, RuntimeError};
-pub use launch::{ArgKind, Dim3, KernelArg, LaunchBuilder, LaunchConfig, Value};
+pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
 pub use memory::{Buffer, DeviceCopy};
 pub use module::{Kernel, Module};
 pub use stream::{Event, Stream};

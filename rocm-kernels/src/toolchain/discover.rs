@@ -115,6 +115,17 @@ pub fn discover() -> Discovery {
 /// Search the places `options` names, in the order of [`discover`].
 pub fn discover_with(options: &DiscoverOptions) -> Discovery {
     let mut search = Search::default();
+    // Asking Python for sys.path takes half a second behind a pyenv shim: do it meanwhile.
+    let python = options.python.clone().map(|python| {
+        std::thread::spawn(move || {
+            python_sys_path(&python).map_err(|e| {
+                format!(
+                    "could not ask {} for its sys.path to look for a pip-installed ROCm SDK: {e}",
+                    python.display()
+                )
+            })
+        })
+    });
 
     if let Some(path) = &options.rocm_path {
         search.env_var("ROCM_PATH", path);
@@ -134,13 +145,14 @@ pub fn discover_with(options: &DiscoverOptions) -> Discovery {
         search.add(prefix, ToolchainSource::Distro, false);
     }
     let mut site_dirs = options.site_dirs.clone();
-    if let Some(python) = &options.python {
-        match python_sys_path(python) {
-            Ok(dirs) => site_dirs.extend(dirs),
-            Err(e) => search.found.notes.push(format!(
-                "could not ask {} for its sys.path to look for a pip-installed ROCm SDK: {e}",
-                python.display()
-            )),
+    if let Some(python) = python {
+        match python.join() {
+            Ok(Ok(dirs)) => site_dirs.extend(dirs),
+            Ok(Err(note)) => search.found.notes.push(note),
+            Err(_) => search
+                .found
+                .notes
+                .push("the thread asking Python for sys.path panicked".to_owned()),
         }
     }
     for dir in site_dirs {

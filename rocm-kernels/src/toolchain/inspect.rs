@@ -203,7 +203,9 @@ fn find_compilers(root: &Path, notes: &mut Vec<String>) -> Vec<HipCompiler> {
     if is_executable(&hipcc) {
         compilers.push(HipCompiler {
             kind: CompilerKind::Hipcc,
-            version: version_line(&hipcc),
+            // Not run: hipcc is often a perl script that starts clang to answer (about a second),
+            // and it reports the HIP version, which is the toolchain's `version` anyway.
+            version: None,
             path: hipcc,
         });
     }

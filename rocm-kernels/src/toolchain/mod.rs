@@ -63,7 +63,8 @@ pub enum CompilerKind {
 pub struct HipCompiler {
     pub kind: CompilerKind,
     pub path: PathBuf,
-    /// First line of `--version`, if it ran.
+    /// First line of `--version`, if it ran. Clang compilers are asked; `hipcc` is not (slow,
+    /// and it prints the toolchain's HIP version).
     pub version: Option<String>,
 }
 
@@ -87,7 +88,7 @@ pub struct Toolchain {
     pub hip_runtime_lib: Option<PathBuf>,
     /// What inspection noticed that a person may want to know (a clang without the AMDGPU
     /// backend that was skipped, a missing piece).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 

@@ -1,7 +1,7 @@
 //! Checks for the `amd` backend: a ROCm toolchain, its HIP compiler (and lld), device libraries
 //! and the targets they cover, a test compile, libamdhip64, and AMD GPUs.
 
-use rocm_kernels::detect::Device;
+use rocm_kernels::detect::{Device, DeviceSource};
 use rocm_kernels::process::{is_executable, probe};
 use rocm_kernels::toolchain::{
     CompilerKind, HipCompiler, Toolchain, ToolchainSource, NOTABLE_TARGETS,
@@ -372,6 +372,24 @@ fn device_check(gpus: &[&Device], checks: &mut Vec<Check>) {
             "none in this machine: kernels still build, and `amd` test trials are skipped",
         ));
         return;
+    }
+    // The driver lists GPUs in sysfs for everyone, but the runtime needs read-write access to
+    // /dev/kfd: the usual "GPU detected, no device found at run time" on a fresh install.
+    if gpus.iter().any(|g| g.source != DeviceSource::Lspci) {
+        if let Err(e) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/kfd")
+        {
+            checks.push(
+                Check::new(
+                    "GPU access",
+                    Status::Error,
+                    format!("cannot open /dev/kfd for reading and writing ({e}): the HIP runtime will see no GPU"),
+                )
+                .fix("sudo usermod -aG render,video $USER   (then log out and in again)"),
+            );
+        }
     }
     for gpu in gpus {
         let arch = gpu.arch.as_deref().unwrap_or("unknown target");

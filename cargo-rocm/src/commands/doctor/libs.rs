@@ -34,7 +34,14 @@ pub fn load_first(candidates: &[String], symbol: &str) -> Result<Loaded, String>
                 }
                 failures.push(format!("{candidate}: no symbol {symbol}"));
             }
-            Err(e) => failures.push(short_dl_error(candidate, &e.to_string())),
+            Err(e) => {
+                // libloading puts dlerror()'s text in the error's source.
+                let text = match std::error::Error::source(&e) {
+                    Some(source) => format!("{e}: {source}"),
+                    None => e.to_string(),
+                };
+                failures.push(short_dl_error(candidate, &text));
+            }
         }
     }
     if failures.is_empty() {

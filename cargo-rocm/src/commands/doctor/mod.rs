@@ -156,6 +156,10 @@ pub struct Context {
 }
 
 pub fn run(_global: &GlobalArgs, args: DoctorArgs, out: &Output) -> anyhow::Result<u8> {
+    out.status(
+        "Checking",
+        "ROCm toolchains, devices, compilers and runtime libraries",
+    );
     let ctx = Context {
         discovery: discover(),
         detection: detect(),

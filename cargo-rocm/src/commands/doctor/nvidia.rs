@@ -1,19 +1,21 @@
 //! Checks for the `nvidia` backend: nvcc (build time) or NVRTC (run time) to compile, libcuda to
 //! load and launch, and NVIDIA GPUs. The CUDA toolkit may come from `PATH`, `CUDA_PATH`/
-//! `CUDA_HOME`, `/usr/local/cuda`, or PyPI wheels (`nvidia-cuda-nvcc-cu12`,
-//! `nvidia-cuda-nvrtc-cu12`, which install under `site-packages/nvidia/`).
+//! `CUDA_HOME`, `/usr/local/cuda`, or PyPI wheels (`nvidia-cuda-nvcc`, `nvidia-cuda-nvrtc`,
+//! which install under `site-packages/nvidia/`).
 
 use std::path::{Path, PathBuf};
 
 use rocm_kernels::detect::Device;
-use rocm_kernels::process::{is_executable, probe, python_sys_path, which};
+use rocm_kernels::nvcc::find_nvcc;
+use rocm_kernels::process::python_sys_path;
 use rocm_kernels::Backend;
 
 use super::libs::{in_dirs, load_first};
 use super::{BackendReport, Check, Context, Status};
 use crate::fix;
 
-const TOOLKIT_FIX: &str = "pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12";
+const TOOLKIT_FIX: &str =
+    "pip install nvidia-cuda-nvcc nvidia-cuda-nvrtc nvidia-cuda-crt nvidia-cuda-cccl nvidia-nvvm";
 
 pub fn check(ctx: &Context) -> BackendReport {
     let mut checks = Vec::new();
@@ -21,7 +23,7 @@ pub fn check(ctx: &Context) -> BackendReport {
     let toolkit_dirs = toolkit_dirs();
     let site_dirs = python_sys_path(Path::new("python3")).unwrap_or_default();
 
-    let nvcc = nvcc_check(&toolkit_dirs, &site_dirs, &mut checks);
+    let nvcc = nvcc_check(&mut checks);
     let nvrtc = nvrtc_check(&toolkit_dirs, &site_dirs, &mut checks);
     let can_build = nvcc || nvrtc;
     if !can_build {
@@ -59,7 +61,7 @@ pub fn check(ctx: &Context) -> BackendReport {
 
 fn toolkit_fix() -> String {
     match fix::apt_install(&["nvidia-cuda-toolkit"]) {
-        Some(apt) => format!("{TOOLKIT_FIX}\nor: {apt}"),
+        Some(apt) => format!("{TOOLKIT_FIX}\nor: {apt}   (Debian: from contrib/non-free)"),
         None => TOOLKIT_FIX.to_owned(),
     }
 }
@@ -80,38 +82,29 @@ fn toolkit_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-fn nvcc_check(toolkits: &[PathBuf], site_dirs: &[PathBuf], checks: &mut Vec<Check>) -> bool {
-    let found = which("nvcc")
-        .into_iter()
-        .chain(toolkits.iter().map(|d| d.join("bin/nvcc")))
-        .chain(
-            site_dirs
-                .iter()
-                .map(|d| d.join("nvidia/cuda_nvcc/bin/nvcc")),
-        )
-        .find(|p| is_executable(p));
-    match found {
-        Some(nvcc) => {
-            let release = probe(&nvcc, &["--version"])
-                .ok()
-                .and_then(|out| {
-                    out.lines()
-                        .find(|l| l.contains("release"))
-                        .map(str::to_owned)
-                })
-                .unwrap_or_else(|| "version unknown".to_owned());
+/// nvcc, found exactly as the build helper finds it (`rocm_kernels::nvcc::find_nvcc`), so
+/// doctor's answer is the build's.
+fn nvcc_check(checks: &mut Vec<Check>) -> bool {
+    match find_nvcc(&|var| std::env::var_os(var)) {
+        Ok(nvcc) => {
             checks.push(Check::ok(
                 "nvcc",
-                format!("{} ({})", nvcc.display(), release.trim()),
+                format!(
+                    "{} (CUDA {}, found by {})",
+                    nvcc.path.display(),
+                    nvcc.version.as_deref().unwrap_or("version unknown"),
+                    nvcc.found_by
+                ),
             ));
             true
         }
-        None => {
+        Err(_) => {
+            // find_nvcc's error lists every folder it tried; the variables say it shorter.
             checks.push(Check::new(
                 "nvcc",
                 Status::Info,
-                "not found (PATH, CUDA_PATH, CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-nvcc): \
-                 kernels can still be compiled at run time with NVRTC",
+                "not found (looked at NVCC, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda and \
+                 pip's nvidia-cuda-nvcc); kernels can still be compiled at run time with NVRTC",
             ));
             false
         }
@@ -135,7 +128,10 @@ fn nvrtc_check(toolkits: &[PathBuf], site_dirs: &[PathBuf], checks: &mut Vec<Che
         return true;
     }
     let mut dirs: Vec<PathBuf> = toolkits.iter().map(|d| d.join("lib64")).collect();
-    dirs.extend(site_dirs.iter().map(|d| d.join("nvidia/cuda_nvrtc/lib")));
+    // CUDA 12 wheels: nvidia/cuda_nvrtc/lib; CUDA 13 wheels: nvidia/cu13/lib.
+    for sub in ["nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib"] {
+        dirs.extend(site_dirs.iter().map(|d| d.join(sub)));
+    }
     match load_first(&in_dirs(&dirs, &NAMES), "nvrtcVersion") {
         Ok(loaded) => {
             let dir = Path::new(&loaded.name)

@@ -102,11 +102,13 @@ fn join(toks: &[Tok]) -> String {
             Tok::Word(w) | Tok::Literal(w) => w.as_str(),
             Tok::Punct(_) => "",
         };
-        let space = match (prev, t) {
-            (Some(Tok::Word(_)), Tok::Word(_)) => true,
-            (Some(Tok::Punct('*' | '&' | ',')), Tok::Word(_)) => true,
-            _ => false,
-        };
+        let space = matches!(
+            (prev, t),
+            (
+                Some(Tok::Word(_) | Tok::Punct('*' | '&' | ',')),
+                Tok::Word(_)
+            )
+        );
         if space {
             out.push(' ');
         }
@@ -154,7 +156,8 @@ fn split_params(toks: &[Tok]) -> Vec<&[Tok]> {
     if start < toks.len() {
         out.push(&toks[start..]);
     }
-    out.retain(|p| !p.is_empty() && !(p.len() == 1 && is_word(&p[0], "void")));
+    // `()` and `(void)` have no parameters.
+    out.retain(|p| !(p.is_empty() || p.len() == 1 && is_word(&p[0], "void")));
     out
 }
 

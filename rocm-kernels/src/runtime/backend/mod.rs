@@ -15,6 +15,7 @@ use super::{DeviceInfo, LaunchConfig, Result};
 use crate::embedded::{Backend, KernelLibrary};
 
 pub mod cpu;
+pub mod nvidia;
 
 /// A device address. On the cpu backend it is a host address.
 pub type DevicePtr = u64;
@@ -134,10 +135,7 @@ pub(crate) fn probe_all() -> Vec<(Backend, ProbeResult)> {
             Backend::Amd,
             Err("the amd backend is not part of this build of rocm-kernels yet".to_string()),
         ),
-        (
-            Backend::Nvidia,
-            Err("the nvidia backend is not part of this build of rocm-kernels yet".to_string()),
-        ),
+        (Backend::Nvidia, nvidia::probe()),
         (Backend::Cpu, cpu::probe()),
     ]
 }

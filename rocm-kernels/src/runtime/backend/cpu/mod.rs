@@ -94,7 +94,8 @@ impl Shared {
             let end = start + bytes;
             if address >= end && address < end + GUARD_BYTES {
                 return Some(format!(
-                    "{} byte(s) past the end of the {bytes}-byte buffer at {start:#x}",
+                    "byte offset {} of the {bytes}-byte buffer at {start:#x} ({} byte(s) past its end)",
+                    address - start,
                     address - end + 1
                 ));
             }
