@@ -183,3 +183,48 @@ impl BuildError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = BuildError::ToolchainNotFound {
+            searched: "looked at /opt/rocm".into(),
+        }
+        .to_string();
+        for needle in [
+            "needs a ROCm toolchain",
+            "looked at /opt/rocm",
+            "apt install hipcc rocm-device-libs",
+            "ROCM_PATH",
+            "cargo rocm doctor",
+            "ROCM_BACKENDS=cpu",
+        ] {
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+        let e = BuildError::CompileFailed(Box::new(CompileFailure {
+            backend: Backend::Amd,
+            source_file: "k/a.hip".into(),
+            targets: "gfx90a,gfx1030".into(),
+            status: "exit status: 1".into(),
+            command: "cd /c && clang++ k/a.hip".into(),
+            output: "k/a.hip:3:5: error: boom\n".into(),
+            diagnostics: vec![Diagnostic {
+                file: "k/a.hip".into(),
+                line: 3,
+                column: Some(5),
+                severity: "error".into(),
+                message: "boom".into(),
+            }],
+        }))
+        .to_string();
+        assert!(
+            e.starts_with(
+                "failed to compile `k/a.hip` for the amd backend (gfx90a,gfx1030) (exit status: 1)\n  --> k/a.hip:3:5: error: boom\ncommand: cd /c && clang++ k/a.hip\ncompiler output:\nk/a.hip:3:5: error: boom"
+            ),
+            "{e}"
+        );
+    }
+}
