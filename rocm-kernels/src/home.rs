@@ -430,6 +430,17 @@ pub fn resolve_toolchain(start_dir: &Path) -> Result<Resolved, HomeError> {
     Home::from_env()?.resolve(start_dir, selection.as_deref())
 }
 
+/// Inspect the install prefix `root` as the managed toolchain `name` (what installers check
+/// before they commit an install). `None` when there is no ROCm toolchain there.
+pub fn inspect_managed(root: &Path, name: &str) -> Option<Toolchain> {
+    inspect(
+        root,
+        ToolchainSource::Managed {
+            name: name.to_string(),
+        },
+    )
+}
+
 /// How to describe an install named only by its path.
 fn source_for_path(path: &Path) -> ToolchainSource {
     let text = path.to_string_lossy();
