@@ -70,7 +70,7 @@ pub enum HomeError {
     #[error("{} pins {pin}, which is not installed; run `cargo rocm toolchain install` in that directory (cargo-rocm commands install it automatically unless CARGO_ROCM_NO_AUTO_INSTALL is set)", pin_file.display())]
     PinnedNotInstalled {
         pin_file: PathBuf,
-        pin: ToolchainPin,
+        pin: Box<ToolchainPin>,
     },
     #[error("no ROCm toolchain at {} (for {why}): no HIP compiler and no device libraries found there", root.display())]
     NotAToolchain { root: PathBuf, why: String },
@@ -345,7 +345,7 @@ impl Home {
             let why = format!("default in {}", self.settings_path().display());
             return Ok(Resolved {
                 toolchain: self.by_name(name, &why)?,
-                reason: format!("{why}"),
+                reason: why,
                 rule: Rule::Default,
             });
         }
@@ -390,7 +390,7 @@ impl Home {
             Some(installed) => self.toolchain(&installed),
             None => Err(HomeError::PinnedNotInstalled {
                 pin_file: pin_file.path.clone(),
-                pin: pin.clone(),
+                pin: Box::new(pin.clone()),
             }),
         }
     }

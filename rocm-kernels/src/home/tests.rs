@@ -81,7 +81,7 @@ fn each_rule_in_order() {
     // 3. nearest pin file (the inner one, not the workspace's)
     pin(ws, "[toolchain]\nname = \"a\"\n");
     pin(
-        &f.project.parent().unwrap(),
+        f.project.parent().unwrap(),
         "[toolchain]\nchannel = \"nightly\"\ntargets = [\"gfx90a\"]\n",
     );
     let r = f.home.resolve(&f.project, None).unwrap();

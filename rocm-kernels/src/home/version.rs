@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn orders_like_pep440() {
-        let mut list = vec![
+        let mut list = [
             v("7.0.0"),
             v("6.4.1"),
             v("7.0.0rc20250818"),
