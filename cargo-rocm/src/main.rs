@@ -4,7 +4,9 @@
 mod cli;
 mod commands;
 mod exit;
+mod fix;
 mod output;
+mod selection;
 
 use std::process::ExitCode;
 
@@ -14,7 +16,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr.
-            let code = if err.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = err.print();
             return ExitCode::from(code);
         }

@@ -16,7 +16,11 @@ pub struct Output {
 impl Output {
     pub fn new(global: &GlobalArgs) -> Self {
         let choice = global.color.or_else(|| {
-            match std::env::var("CARGO_TERM_COLOR").ok()?.to_ascii_lowercase().as_str() {
+            match std::env::var("CARGO_TERM_COLOR")
+                .ok()?
+                .to_ascii_lowercase()
+                .as_str()
+            {
                 "always" => Some(ColorChoice::Always),
                 "never" => Some(ColorChoice::Never),
                 "auto" => Some(ColorChoice::Auto),
@@ -67,6 +71,20 @@ impl Output {
         if self.verbose > 0 && !self.quiet {
             let _ = writeln!(self.stderr(), "{message}");
         }
+    }
+
+    /// Cargo's `note:` line, for context a person may want (not shown with `-q`).
+    pub fn note(&self, message: impl std::fmt::Display) {
+        if self.quiet {
+            return;
+        }
+        let style = AnsiColor::Cyan.on_default().effects(Effects::BOLD);
+        let _ = writeln!(
+            self.stderr(),
+            "{}note{}: {message}",
+            style.render(),
+            style.render_reset()
+        );
     }
 
     pub fn warn(&self, message: impl std::fmt::Display) {

@@ -21,7 +21,6 @@
 //! build script can call it. Installing is `rocm-toolchains`' job.
 
 pub mod family;
-mod inspect_fallback;
 mod metadata;
 mod pin;
 mod settings;
@@ -349,10 +348,7 @@ impl Home {
                 rule: Rule::Default,
             });
         }
-        let toolchain = discover()
-            .into_iter()
-            .next()
-            .ok_or(HomeError::NoToolchain)?;
+        let toolchain = discover_best().ok_or(HomeError::NoToolchain)?;
         Ok(Resolved {
             reason: format!(
                 "nothing selected; discovered system install at {}",
@@ -369,7 +365,7 @@ impl Home {
         let pin = &pin_file.pin;
         let why = format!("pinned by {}", pin_file.path.display());
         if let Some(path) = &pin.path {
-            return inspect(path, source_for_path(path)).ok_or_else(|| HomeError::NotAToolchain {
+            return inspect(path, ToolchainSource::Path).ok_or_else(|| HomeError::NotAToolchain {
                 root: path.clone(),
                 why,
             });
@@ -408,7 +404,7 @@ impl Home {
     fn by_name_or_path(&self, selection: &str, why: &str) -> Result<Toolchain, HomeError> {
         if selection.contains(std::path::MAIN_SEPARATOR) {
             let path = Path::new(selection);
-            return inspect(path, source_for_path(path)).ok_or_else(|| HomeError::NotAToolchain {
+            return inspect(path, ToolchainSource::Path).ok_or_else(|| HomeError::NotAToolchain {
                 root: path.to_path_buf(),
                 why: why.to_string(),
             });
@@ -441,28 +437,13 @@ pub fn inspect_managed(root: &Path, name: &str) -> Option<Toolchain> {
     )
 }
 
-/// How to describe an install named only by its path.
-fn source_for_path(path: &Path) -> ToolchainSource {
-    let text = path.to_string_lossy();
-    if path == Path::new("/usr") {
-        ToolchainSource::Distro
-    } else if text.contains("site-packages") {
-        ToolchainSource::Pip
-    } else if path.starts_with("/opt") {
-        ToolchainSource::Opt
-    } else {
-        ToolchainSource::Managed {
-            name: text.into_owned(),
-        }
-    }
-}
-
 fn inspect(root: &Path, source: ToolchainSource) -> Option<Toolchain> {
-    inspect_fallback::inspect(root, source)
+    crate::toolchain::inspect(root, source)
 }
 
-fn discover() -> Vec<Toolchain> {
-    inspect_fallback::discover()
+/// The install discovery would use when nothing else is said.
+fn discover_best() -> Option<Toolchain> {
+    crate::toolchain::discover().best().cloned()
 }
 
 #[cfg(test)]
