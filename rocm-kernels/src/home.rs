@@ -391,14 +391,21 @@ impl Home {
         }
     }
 
+    /// An installed toolchain by name; failing that, a discovered system install of that name
+    /// (`system`, `rocm-6.2.0`, `pip-6.4.1`: what `cargo rocm detect` lists), so `+system`
+    /// works without linking it first.
     fn by_name(&self, name: &str, why: &str) -> Result<Toolchain, HomeError> {
-        match self.find_installed(name)? {
-            Some(installed) => self.toolchain(&installed),
-            None => Err(HomeError::NotInstalled {
+        if let Some(installed) = self.find_installed(name)? {
+            return self.toolchain(&installed);
+        }
+        crate::toolchain::discover()
+            .toolchains
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| HomeError::NotInstalled {
                 name: name.to_string(),
                 why: why.to_string(),
-            }),
-        }
+            })
     }
 
     fn by_name_or_path(&self, selection: &str, why: &str) -> Result<Toolchain, HomeError> {

@@ -181,6 +181,23 @@ fn linked_toolchains_point_elsewhere() {
 }
 
 #[test]
+fn discovered_installs_are_selectable_by_name() {
+    let f = fixture();
+    // Whatever this machine has (CI: Debian's ROCm in /usr, named `system`).
+    let found = crate::toolchain::discover();
+    let Some(first) = found.toolchains.first() else {
+        eprintln!("skipped: no ROCm install on this machine");
+        return;
+    };
+    if f.home.find_installed(&first.name).ok().flatten().is_some() {
+        return; // an installed toolchain of that name would win, as it should
+    }
+    let r = f.home.resolve(&f.project, Some(&first.name)).unwrap();
+    assert_eq!(r.toolchain.root, first.root);
+    assert_eq!(r.rule, Rule::Env);
+}
+
+#[test]
 fn names_are_checked() {
     for ok in ["a", "therock-7.0.0.dev0+abc-gfx94X-dcgpu", "my_rocm"] {
         validate_name(ok).unwrap();
