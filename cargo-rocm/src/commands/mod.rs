@@ -6,6 +6,7 @@ use clap::Subcommand;
 use crate::cli::Cli;
 use crate::output::Output;
 
+pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
@@ -13,6 +14,8 @@ pub mod toolchain;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Build the crate, then show each kernel's registers, LDS, scratch and spills per target
+    Build(build::BuildArgs),
     /// List the compute devices of this machine (AMD and NVIDIA GPUs, the CPU backend)
     Detect(detect::DetectArgs),
     /// Check the toolchains and libraries each backend needs, and say how to fix what is missing
@@ -26,6 +29,7 @@ pub enum Command {
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
     let global = cli.global;
     match cli.command {
+        Command::Build(args) => build::run(&global, args, out),
         Command::Detect(args) => detect::run(&global, args, out),
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::embedded::{Backend, KernelLibrary};
 
+pub mod amd;
 pub mod cpu;
 pub mod nvidia;
 
@@ -131,10 +132,7 @@ pub(crate) type ProbeResult = std::result::Result<Vec<Arc<dyn DeviceBackend>>, S
 /// them). A backend not compiled into this version reports why.
 pub(crate) fn probe_all() -> Vec<(Backend, ProbeResult)> {
     vec![
-        (
-            Backend::Amd,
-            Err("the amd backend is not part of this build of rocm-kernels yet".to_string()),
-        ),
+        (Backend::Amd, amd::probe()),
         (Backend::Nvidia, nvidia::probe()),
         (Backend::Cpu, cpu::probe()),
     ]
