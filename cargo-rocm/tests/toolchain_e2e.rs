@@ -356,3 +356,47 @@ fn errors_have_codes_and_advice() {
     );
     let _ = Path::new("");
 }
+
+/// The "must show": the pinned toolchain is what `cargo rocm env` prints for the crate.
+/// Ignored until `env` (and `doctor`, `build`) select through `commands::toolchain::resolve`.
+#[test]
+#[ignore = "enable once `cargo rocm env` uses rocm_kernels::home resolution"]
+fn env_prints_the_pinned_toolchain() {
+    let w = World::new();
+    w.cmd()
+        .args([
+            "toolchain",
+            "install",
+            "7.0.0rc20250818",
+            "--family",
+            "gfx94X-dcgpu",
+        ])
+        .assert()
+        .success();
+    let root = w
+        .home()
+        .join("toolchains/therock-7.0.0rc20250818-gfx94X-dcgpu");
+    let krate = w.krate("[toolchain]\nversion = \"7.0.0rc20250818\"\ntargets = [\"gfx942\"]\n");
+    let out = w
+        .cmd()
+        .args(["env", "--message-format", "json", "--manifest-path"])
+        .arg(krate.join("Cargo.toml"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let env = json(&out);
+    assert_eq!(env["toolchain"], "therock-7.0.0rc20250818-gfx94X-dcgpu");
+    assert_eq!(env["root"], root.to_str().unwrap());
+    assert_eq!(env["vars"]["ROCM_PATH"], root.to_str().unwrap());
+    w.cmd()
+        .args([
+            "toolchain",
+            "uninstall",
+            "therock-7.0.0rc20250818-gfx94X-dcgpu",
+        ])
+        .assert()
+        .success();
+    assert!(!root.exists());
+}
