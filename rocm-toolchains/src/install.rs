@@ -27,6 +27,8 @@ pub enum Event<'a> {
     WaitingForLock { lock: &'a Path },
     /// Fetching a checksum or an index page.
     Fetching { url: &'a str },
+    /// An index page could not be read; the others are used.
+    IndexSkipped { url: &'a str, error: &'a str },
     /// Downloading an archive.
     Download(Progress<'a>),
     /// Unpacking an archive.
@@ -125,28 +127,31 @@ impl Installer {
         Ok(lock)
     }
 
-    /// Every TheRock tarball listed by `index_urls`, newest first.
+    /// Every TheRock tarball listed by `index_urls`, newest first. An index that cannot be
+    /// read is skipped (reported as [`Event::IndexSkipped`]) as long as another one can; when
+    /// none can, the first error is returned.
     pub fn fetch_index(
         &self,
         index_urls: &[String],
         events: &mut dyn FnMut(Event<'_>),
     ) -> Result<Vec<DistFile>> {
         let mut files = Vec::new();
+        let mut first_error = None;
         for url in index_urls {
             events(Event::Fetching { url });
-            let body = self
-                .downloader
-                .get_text(url)?
-                .ok_or_else(|| Error::HttpStatus {
-                    url: url.clone(),
-                    status: 404,
-                    hint: " (no index there: check --index-url or CARGO_ROCM_DIST_URL)",
-                })?;
-            let found = dist::parse_index(&body, url);
-            if found.is_empty() {
-                return Err(Error::EmptyIndex { url: url.clone() });
+            match self.read_index(url) {
+                Ok(found) => files.extend(found),
+                Err(e) => {
+                    events(Event::IndexSkipped {
+                        url,
+                        error: &e.to_string(),
+                    });
+                    first_error.get_or_insert(e);
+                }
             }
-            files.extend(found);
+        }
+        if let (true, Some(e)) = (files.is_empty(), first_error) {
+            return Err(e);
         }
         files.sort_by(|a, b| {
             b.version
@@ -155,6 +160,24 @@ impl Installer {
         });
         files.dedup_by(|a, b| a.file_name == b.file_name);
         Ok(files)
+    }
+
+    fn read_index(&self, url: &str) -> Result<Vec<DistFile>> {
+        let body = self
+            .downloader
+            .get_text(url)?
+            .ok_or_else(|| Error::HttpStatus {
+                url: url.to_string(),
+                status: 404,
+                hint: " (no index there: check --index-url or CARGO_ROCM_DIST_URL)",
+            })?;
+        let found = dist::parse_index(&body, url);
+        if found.is_empty() {
+            return Err(Error::EmptyIndex {
+                url: url.to_string(),
+            });
+        }
+        Ok(found)
     }
 
     /// Install a published TheRock build. Its `.sha256` sidecar is checked when published.

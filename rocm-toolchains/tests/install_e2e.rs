@@ -229,3 +229,36 @@ fn archives_from_a_url_or_a_file_and_links() {
         .unwrap_err();
     assert!(err.to_string().contains("holds no ROCm toolchain"), "{err}");
 }
+
+#[test]
+fn an_unreadable_index_is_skipped_when_another_answers() {
+    let s = setup(0);
+    s.publish(GZ_NAME, "7.0.0rc20250818");
+    let good = s.index(&[GZ_NAME]);
+    let missing = s.server.url("nowhere/");
+    let mut skipped = Vec::new();
+    let files = s
+        .installer
+        .fetch_index(&[missing.clone(), good.clone()], &mut |e| {
+            if let rocm_toolchains::Event::IndexSkipped { url, .. } = e {
+                skipped.push(url.to_string());
+            }
+        })
+        .unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(skipped, [missing.clone()]);
+    let err = s
+        .installer
+        .fetch_index(&[missing], &mut quiet())
+        .unwrap_err();
+    assert!(err.to_string().contains("HTTP 404"), "{err}");
+    s.server.put("empty/", "<html>nothing here</html>");
+    let err = s
+        .installer
+        .fetch_index(&[s.server.url("empty/")], &mut quiet())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("found no TheRock tarballs"),
+        "{err}"
+    );
+}

@@ -19,6 +19,7 @@ pub fn events(out: &Output) -> impl FnMut(Event<'_>) + '_ {
             ),
         ),
         Event::Fetching { url } => out.verbose(format!("fetching {url}")),
+        Event::IndexSkipped { url, error } => out.warn(format!("skipping index {url}: {error}")),
         Event::Unpacking { archive } => out.status("Unpacking", archive.display()),
         Event::Download(p) => match p {
             Progress::Start {
