@@ -191,12 +191,15 @@ impl Installer {
             .name
             .clone()
             .unwrap_or_else(|| file.default_toolchain_name());
+        let given = options.sha256.as_deref().map(checked_sha256).transpose()?;
         let _lock = self.lock(events)?;
-        if let Some(report) = self.unchanged(&name, Some(&file.dist_info()), None, options)? {
+        if let Some(report) =
+            self.unchanged(&name, Some(&file.dist_info()), given.as_deref(), options)?
+        {
             return Ok(report);
         }
-        let expected = match &options.sha256 {
-            Some(s) => Some(checked_sha256(s)?),
+        let expected = match given {
+            Some(s) => Some(s),
             None => {
                 let url = file.sha256_url();
                 events(Event::Fetching { url: &url });

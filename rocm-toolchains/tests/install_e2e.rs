@@ -263,3 +263,48 @@ fn an_unreadable_index_is_skipped_when_another_answers() {
         "{err}"
     );
 }
+
+#[test]
+fn reinstalling_with_the_right_checksum_is_a_no_op() {
+    let s = setup(0);
+    let bytes = s.publish(GZ_NAME, "7.0.0rc20250818");
+    let index = s.index(&[GZ_NAME]);
+    let files = s.installer.fetch_index(&[index], &mut quiet()).unwrap();
+    let opts = InstallOptions {
+        sha256: Some(sha256_hex(&bytes)),
+        ..InstallOptions::default()
+    };
+    assert!(
+        !s.installer
+            .install_dist(&files[0], &opts, &mut quiet())
+            .unwrap()
+            .unchanged
+    );
+    assert!(
+        s.installer
+            .install_dist(&files[0], &opts, &mut quiet())
+            .unwrap()
+            .unchanged
+    );
+    let wrong = InstallOptions {
+        sha256: Some("0".repeat(64)),
+        ..InstallOptions::default()
+    };
+    let err = s
+        .installer
+        .install_dist(&files[0], &wrong, &mut quiet())
+        .unwrap_err();
+    assert!(err.to_string().contains("--force"), "{err}");
+    let err = s
+        .installer
+        .install_dist(
+            &files[0],
+            &InstallOptions {
+                sha256: Some("xyz".into()),
+                ..InstallOptions::default()
+            },
+            &mut quiet(),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("not a sha256"), "{err}");
+}
