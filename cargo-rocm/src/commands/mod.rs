@@ -10,6 +10,7 @@ pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
+pub mod toolchain;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -21,6 +22,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Print the environment for the selected ROCm toolchain (sh, fish or JSON)
     Env(env::EnvArgs),
+    /// Install, list, link, pin and remove ROCm toolchains (like rustup for Rust)
+    Toolchain(toolchain::ToolchainArgs),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -30,5 +33,6 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Detect(args) => detect::run(&global, args, out),
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),
+        Command::Toolchain(args) => toolchain::run(&global, args, out),
     }
 }
