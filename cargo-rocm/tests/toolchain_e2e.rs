@@ -360,7 +360,7 @@ fn errors_have_codes_and_advice() {
 /// The "must show": the pinned toolchain is what `cargo rocm env` prints for the crate.
 /// Ignored until `env` (and `doctor`, `build`) select through `commands::toolchain::resolve`.
 #[test]
-#[ignore = "enable once `cargo rocm env` uses rocm_kernels::home resolution"]
+
 fn env_prints_the_pinned_toolchain() {
     let w = World::new();
     w.cmd()
