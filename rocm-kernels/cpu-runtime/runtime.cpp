@@ -42,6 +42,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -127,6 +128,7 @@ struct Fiber {
 enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
 struct Slot {
+    rk_uint3 idx;  // threadIdx of this thread
     uint8_t state;
     uint8_t op;
     int32_t arg;
@@ -156,6 +158,7 @@ struct Worker {
     pthread_t thread{};
     std::thread handle;
     size_t stack_size = 0;
+    uint64_t pool_size = 1;
     std::vector<Fiber *> fibers;
     std::vector<Slot> slots;
     void *sched_sp = nullptr;
@@ -232,7 +235,10 @@ Fiber *new_fiber(Worker *w) {
     f->map = base;
     f->map_len = len;
     f->lo = base + page;
-    f->hi = base + len;
+    // Stagger the top of each stack over 64 cache lines: stacks are page-aligned mappings, so
+    // their hot top frames would otherwise all map to the same cache sets and evict each other
+    // on every switch of a block's fibers.
+    f->hi = base + len - (w->fibers.size() * 7 % 64) * 64;
     f->worker = w;
     return f;
 }
@@ -274,7 +280,7 @@ inline rk_uint3 unlinear(uint32_t t, const rk_uint3 &d) {
     return rk_uint3{t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
 
-Fiber *fiber_of(Worker *w, uint32_t tid) {
+__attribute__((always_inline)) inline Fiber *fiber_of(Worker *w, uint32_t tid) {
     if (tid == w->fiber0_tid) return w->fibers[0];
     return w->fibers[tid];
 }
@@ -289,7 +295,7 @@ bool ensure_fibers(Worker *w, uint32_t n) {
 }
 
 // Switch from the current context (saved in *save) to thread `tid` of the block.
-void resume(Worker *w, uint32_t tid, void **save) {
+__attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void **save) {
     Slot &s = w->slots[tid];
     Fiber *f = fiber_of(w, tid);
     if (s.state == NOT_STARTED) {
@@ -300,12 +306,12 @@ void resume(Worker *w, uint32_t tid, void **save) {
     s.state = RUNNABLE;
     f->tid = tid;
     w->round_pos = tid;
-    rk_cur.thread_idx = unlinear(tid, rk_cur.block_dim);
+    rk_cur.thread_idx = s.idx;
     w->cur_fiber = f;
     rk_switch(save, f->sp);
 }
 
-uint32_t next_runnable(Worker *w, uint32_t from) {
+__attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t from) {
     for (uint32_t t = from; t < w->nthreads; ++t) {
         uint8_t st = w->slots[t].state;
         if (st == RUNNABLE || st == NOT_STARTED) return t;
@@ -314,7 +320,7 @@ uint32_t next_runnable(Worker *w, uint32_t from) {
 }
 
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
-void leave(Worker *w, Fiber *self, uint32_t tid) {
+__attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_t tid) {
     uint32_t next = next_runnable(w, tid + 1);
     if (next < w->nthreads)
         resume(w, next, &self->sp);
@@ -323,7 +329,7 @@ void leave(Worker *w, Fiber *self, uint32_t tid) {
 }
 
 // The current thread waits (barrier or collective) until the scheduler releases it.
-void wait_here(Worker *w, uint8_t state) {
+__attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
     const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
     Fiber *self = w->cur_fiber;
     if (!w->fiber_mode) {
@@ -334,8 +340,20 @@ void wait_here(Worker *w, uint8_t state) {
         if (!ensure_fibers(w, w->nthreads))
             fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
                  w->stack_size);
-        for (uint32_t t = 0; t < w->nthreads; ++t)
-            w->slots[t].state = t < tid ? DONE : NOT_STARTED;
+        const rk_uint3 dim = rk_cur.block_dim;
+        rk_uint3 idx{0, 0, 0};
+        for (uint32_t t = 0; t < w->nthreads; ++t) {
+            Slot &s = w->slots[t];
+            s.state = t < tid ? DONE : NOT_STARTED;
+            s.idx = idx;
+            if (++idx.x == dim.x) {
+                idx.x = 0;
+                if (++idx.y == dim.y) {
+                    idx.y = 0;
+                    ++idx.z;
+                }
+            }
+        }
         self->tid = tid;
     }
     w->slots[tid].state = state;
@@ -661,11 +679,19 @@ void work(Worker *w, Launch *l) {
         finish_launch(w);
         return;
     }
+    // Blocks are taken a few at a time: one shared counter update per block would bounce its
+    // cache line between workers for grids of many small blocks.
+    const uint64_t workers = w->pool_size;
+    uint64_t chunk = l->blocks / (workers * 64);
+    chunk = chunk < 1 ? 1 : (chunk > 16 ? 16 : chunk);
     while (!l->stop.load(std::memory_order_relaxed)) {
-        const uint64_t pos = l->next.fetch_add(1, std::memory_order_relaxed);
-        if (pos >= l->blocks) break;
-        const uint64_t block = l->order.empty() ? pos : l->order[pos];
-        if (!run_block(w, pos, block)) l->stop = true;
+        const uint64_t first = l->next.fetch_add(chunk, std::memory_order_relaxed);
+        if (first >= l->blocks) break;
+        const uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
+        for (uint64_t pos = first; pos < end && !l->stop.load(std::memory_order_relaxed); ++pos) {
+            const uint64_t block = l->order.empty() ? pos : l->order[pos];
+            if (!run_block(w, pos, block)) l->stop = true;
+        }
     }
     finish_launch(w);
 }
@@ -789,6 +815,7 @@ extern "C" rk_pool *rk_pool_create(uint32_t threads, uint64_t stack_size, char *
             Worker *w = new Worker();
             w->pool = p;
             w->stack_size = stack_size;
+            w->pool_size = threads;
             p->workers.push_back(w);
             w->handle = std::thread(worker_loop, w);
         }
@@ -902,9 +929,12 @@ extern "C" double rk_measure_switch_ns(uint64_t iterations) {
     sp[6] = reinterpret_cast<void *>(&rk_fiber_boot);
     f->sp = sp;
     rk_switch(&pp.main_sp, f->sp);  // warm up: start the fiber
-    const auto start = Clock::now();
+    // CPU time of this thread, not wall time: on a loaded machine the thread is descheduled.
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (uint64_t i = 0; i < iterations; ++i) rk_switch(&pp.main_sp, f->sp);
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    const double ns = double(t1.tv_sec - t0.tv_sec) * 1e9 + double(t1.tv_nsec - t0.tv_nsec);
     munmap(f->map, f->map_len);
     delete f;
     ping_pong = nullptr;
