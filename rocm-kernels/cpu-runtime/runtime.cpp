@@ -320,8 +320,18 @@ __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t
 }
 
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
+bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
+
 __attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_t tid) {
-    uint32_t next = next_runnable(w, tid + 1);
+    uint32_t from = tid + 1;
+    // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
+    // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
+    // on the CPU through a run of shuffles keeps its fibers' stacks in cache.
+    const uint32_t ws = rk_cur.wave_size;
+    const uint32_t base = tid - tid % ws;
+    const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+    if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
+    uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
         resume(w, next, &self->sp);
     else
@@ -381,12 +391,11 @@ void fiber_main(Fiber *f) {
 
 uint64_t lane_mask_bit(uint32_t lane) { return uint64_t(1) << lane; }
 
-// Resolve the collective of each wave that has lanes waiting in one. Returns whether any was.
-bool resolve_warps(Worker *w) {
+// Resolve the collective lanes [base, end) of one wave wait in, if any; returns whether it did.
+bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
     const uint32_t ws = rk_cur.wave_size;
     bool any = false;
-    for (uint32_t base = 0; base < w->nthreads; base += ws) {
-        const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+    {
         // The op of the first waiting lane; lanes waiting in another op go next round.
         int op = -1;
         uint64_t active = 0;
@@ -396,7 +405,7 @@ bool resolve_warps(Worker *w) {
             if (op < 0) op = s.op;
             if (s.op == op) active |= lane_mask_bit(t - base);
         }
-        if (op < 0) continue;
+        if (op < 0) return false;
         any = true;
         uint64_t ballot = 0;
         for (uint32_t t = base; t < end; ++t)
@@ -447,6 +456,15 @@ bool resolve_warps(Worker *w) {
             s.state = RUNNABLE;
         }
     }
+    return any;
+}
+
+// Resolve every wave's pending collective. Returns whether any was.
+bool resolve_warps(Worker *w) {
+    const uint32_t ws = rk_cur.wave_size;
+    bool any = false;
+    for (uint32_t base = 0; base < w->nthreads; base += ws)
+        any |= resolve_wave(w, base, base + ws < w->nthreads ? base + ws : w->nthreads);
     return any;
 }
 
