@@ -168,6 +168,7 @@ struct Worker {
     uint32_t fiber0_tid = 0;
     bool fiber_mode = false;
     uint32_t barrier_result = 0;
+    uint32_t warp_waiting = 0;  // threads waiting in a collective
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -328,7 +329,7 @@ __attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_
     // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
     // on the CPU through a run of shuffles keeps its fibers' stacks in cache.
     const uint32_t ws = rk_cur.wave_size;
-    const uint32_t base = tid - tid % ws;
+    const uint32_t base = tid & ~(ws - 1);  // wave sizes are powers of two
     const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
     if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
@@ -454,6 +455,7 @@ bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
                 default: s.result = 0; break;
             }
             s.state = RUNNABLE;
+            --w->warp_waiting;
         }
     }
     return any;
@@ -499,6 +501,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     w->fiber_mode = false;
     rk_cur.fiber_mode = 0;
     w->fiber0_tid = 0;
+    w->warp_waiting = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
@@ -518,7 +521,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             w->abort_status = RK_TIMEOUT;
             break;
         }
-        if (!resolve_warps(w)) {
+        if (w->warp_waiting == 0 || !resolve_warps(w)) {
             uint32_t done = 0, waiting = 0, first_done = 0, first_waiting = 0;
             uint32_t count = 0;
             for (uint32_t t = 0; t < w->nthreads; ++t) {
@@ -794,6 +797,7 @@ extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t widt
     s.arg = arg;
     s.width = width;
     s.pred = 0;
+    ++w->warp_waiting;
     wait_here(w, AT_WARP);
     return w->slots[tid].result;
 }
