@@ -28,6 +28,8 @@
 
 #include "hip/detail/abi.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -97,8 +99,6 @@ rk_fiber_boot:
     ud2
     .size rk_fiber_boot, .-rk_fiber_boot
 )");
-#else
-#error "the cargo-rocm cpu runtime implements fiber switching for x86-64 only"
 #endif
 
 namespace {
@@ -962,3 +962,46 @@ extern "C" double rk_measure_switch_ns(uint64_t iterations) {
     ping_pong = nullptr;
     return ns / (2.0 * double(iterations));
 }
+
+extern "C" uint32_t rk_runtime_supported(void) { return 1; }
+
+#else  // not x86-64 Linux
+
+// The fiber switch and the fault handling (ucontext register names) are written for x86-64
+// Linux. Elsewhere the runtime still links, so crates build, and reports itself unsupported.
+#include <cstdio>
+#include <cstdlib>
+
+__thread rk_ctx rk_cur;
+
+static const char *const unsupported =
+    "the cargo-rocm cpu backend runs kernels on x86-64 Linux only";
+
+extern "C" uint32_t rk_runtime_supported(void) { return 0; }
+extern "C" void rk_syncthreads(void) {}
+extern "C" int rk_syncthreads_op(int, int pred) { return pred; }
+extern "C" uint64_t rk_warp_op(int, uint64_t value, int32_t, int32_t) { return value; }
+extern "C" void rk_kernel_fault(const char *message) {
+    std::fprintf(stderr, "kernel fault: %s\n", message);
+    std::abort();
+}
+extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
+                               const char *function) noexcept {
+    std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
+    std::abort();
+}
+extern "C" rk_pool *rk_pool_create(uint32_t, uint64_t, char *error, uint64_t error_len) {
+    std::snprintf(error, error_len, "%s", unsupported);
+    return nullptr;
+}
+extern "C" void rk_pool_destroy(rk_pool *) {}
+extern "C" uint32_t rk_launch(rk_pool *, const rk_launch_desc *, rk_launch_result *result) {
+    result->status = RK_INVALID;
+    std::snprintf(result->message, sizeof result->message, "%s", unsupported);
+    return RK_INVALID;
+}
+extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t) { return std::calloc(1, bytes ? bytes : 1); }
+extern "C" void rk_mem_free(void *ptr, uint64_t, uint32_t) { std::free(ptr); }
+extern "C" double rk_measure_switch_ns(uint64_t) { return -1.0; }
+
+#endif

@@ -24,8 +24,16 @@ const MAX_DYNAMIC_SHARED: u32 = 64 * 1024;
 /// Bytes of guard after (and before) each checked allocation; the runtime uses pages.
 const GUARD_BYTES: u64 = 4096;
 
-/// The cpu backend always has exactly one device (with default options).
+/// The cpu backend has exactly one device (with default options) wherever its runtime runs.
 pub(crate) fn probe() -> ProbeResult {
+    // Safety: a constant query.
+    if unsafe { ffi::rk_runtime_supported() } == 0 {
+        return Err(format!(
+            "the cpu backend runs kernels on x86-64 Linux only (this is {} {})",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        ));
+    }
     Ok(vec![Arc::new(CpuDevice::new(CpuOptions::default()))])
 }
 
