@@ -4,7 +4,7 @@
 //! `Result`, raw device addresses and type-erased handles), and [`crate::runtime`]'s `Device`,
 //! `Buffer<T>`, `Module`, `Kernel`, `Stream` and `Event` are the safe layer on top. A backend is
 //! one module under `backend/` with a `probe()` that lists its devices or says why there are none;
-//! [`probe_all`] asks every backend in turn.
+//! `probe_all` asks every backend in turn.
 
 use std::any::Any;
 use std::ffi::c_void;
