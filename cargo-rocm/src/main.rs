@@ -14,7 +14,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr.
-            let code = if err.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = err.print();
             return ExitCode::from(code);
         }

@@ -16,7 +16,11 @@ pub struct Output {
 impl Output {
     pub fn new(global: &GlobalArgs) -> Self {
         let choice = global.color.or_else(|| {
-            match std::env::var("CARGO_TERM_COLOR").ok()?.to_ascii_lowercase().as_str() {
+            match std::env::var("CARGO_TERM_COLOR")
+                .ok()?
+                .to_ascii_lowercase()
+                .as_str()
+            {
                 "always" => Some(ColorChoice::Always),
                 "never" => Some(ColorChoice::Never),
                 "auto" => Some(ColorChoice::Auto),

@@ -9,6 +9,8 @@ use crate::output::Output;
 pub mod detect;
 pub mod doctor;
 pub mod env;
+pub mod new;
+pub mod test;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -18,6 +20,10 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Print the environment for the selected ROCm toolchain (sh, fish or JSON)
     Env(env::EnvArgs),
+    /// Run every kernel's checks against its Rust reference on every backend that can run here
+    Test(test::TestArgs),
+    /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
+    New(new::NewArgs),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -26,5 +32,7 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Detect(args) => detect::run(&global, args, out),
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),
+        Command::Test(args) => test::run(&global, args, out),
+        Command::New(args) => new::run(&global, args, out),
     }
 }
