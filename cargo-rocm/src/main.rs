@@ -4,7 +4,9 @@
 mod cli;
 mod commands;
 mod exit;
+mod fix;
 mod output;
+mod selection;
 
 use std::process::ExitCode;
 

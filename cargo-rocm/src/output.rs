@@ -73,6 +73,20 @@ impl Output {
         }
     }
 
+    /// Cargo's `note:` line, for context a person may want (not shown with `-q`).
+    pub fn note(&self, message: impl std::fmt::Display) {
+        if self.quiet {
+            return;
+        }
+        let style = AnsiColor::Cyan.on_default().effects(Effects::BOLD);
+        let _ = writeln!(
+            self.stderr(),
+            "{}note{}: {message}",
+            style.render(),
+            style.render_reset()
+        );
+    }
+
     pub fn warn(&self, message: impl std::fmt::Display) {
         if self.quiet {
             return;

@@ -1,0 +1,912 @@
+// The cpu backend's runtime: runs the blocks of a launch on a pool of worker threads and the
+// threads of each block as cooperative fibers. Compiled once by rocm-kernels' build.rs and linked
+// into every binary that uses rocm-kernels; kernels compiled by `rocm_kernels::Build` call into it
+// (barriers, warp collectives, faults) through include/cpu/hip/detail/abi.h.
+//
+// Execution of one block:
+//  * Fiber 0 runs the kernel for threads 0, 1, 2, ... one after another (a plain loop). A block
+//    whose threads never wait finishes this way with two context switches in total.
+//  * The first time a thread t waits (barrier or warp collective), the block switches to fiber
+//    mode: threads < t have finished, t keeps fiber 0, and every later thread gets its own fiber.
+//    Fibers run in rounds (each until it waits again or returns), switching directly from one to
+//    the next; after a round the scheduler resolves warp collectives wave by wave, then releases a
+//    barrier that every live thread has reached. A barrier reached while some threads of the
+//    block have already returned is a partial barrier and is reported, not waited on forever.
+//  * Faults (SIGSEGV/SIGBUS in kernel code, a failed assert, the watchdog's SIGURG after the time
+//    limit) abandon the block: the signal handler rewrites the interrupted context to continue in
+//    `rk_abort_trampoline` on the fiber's own stack, which switches back to the scheduler. Unlike
+//    siglongjmp this never jumps between stacks inside the handler, and the signal mask is
+//    restored by the normal return from the handler.
+//
+// Static `__shared__` variables are `thread_local` (per worker): correct because a worker runs one
+// block at a time, from start to end, and all fibers of a block run on that worker.
+
+#undef _FORTIFY_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "hip/detail/abi.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+__thread rk_ctx rk_cur;
+
+// ---------------------------------------------------------------------------------------------
+// Context switch. A hand-written switch rather than ucontext (swapcontext makes a sigprocmask
+// system call on every switch, ~100x slower) or a Rust coroutine crate (every barrier would cross
+// into Rust and back, and the kernel side is C++): it saves only the callee-saved registers of the
+// SysV x86-64 ABI, which is all a function call may assume preserved. MXCSR and the x87 control
+// word are left alone: kernels do not change rounding modes.
+//
+// rk_switch(void **save_sp, void *load_sp): push callee-saved registers, store rsp in *save_sp,
+// load rsp from load_sp, pop, return into the other context.
+// rk_fiber_boot: first "return address" of a new fiber: calls r13(r12) with an aligned stack.
+#if defined(__x86_64__)
+extern "C" void rk_switch(void **save_sp, void *load_sp);
+extern "C" void rk_fiber_boot();
+extern "C" char rk_switch_begin[], rk_switch_end[];
+asm(R"(
+    .text
+    .globl rk_switch
+    .type rk_switch,@function
+    .globl rk_switch_begin
+    .globl rk_switch_end
+rk_switch:
+rk_switch_begin:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+rk_switch_end:
+    .size rk_switch, .-rk_switch
+
+    .globl rk_fiber_boot
+    .type rk_fiber_boot,@function
+rk_fiber_boot:
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+    .size rk_fiber_boot, .-rk_fiber_boot
+)");
+#else
+#error "the cargo-rocm cpu runtime implements fiber switching for x86-64 only"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+long page_size() {
+    static const long size = sysconf(_SC_PAGESIZE);
+    return size;
+}
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+struct Worker;
+
+struct Fiber {
+    void *sp = nullptr;
+    char *map = nullptr;  // mapping start (guard page)
+    size_t map_len = 0;
+    char *lo = nullptr;   // usable stack [lo, hi)
+    char *hi = nullptr;
+    Worker *worker = nullptr;
+    uint32_t begin = 0, end = 0;  // threads the entry runs
+    uint32_t tid = 0;             // the thread currently on this fiber (fiber mode)
+};
+
+enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
+
+struct Slot {
+    uint8_t state;
+    uint8_t op;
+    int32_t arg;
+    int32_t width;
+    int32_t pred;
+    uint64_t value;
+    uint64_t result;
+};
+
+struct Launch {
+    const rk_launch_desc *desc = nullptr;
+    uint64_t blocks = 0;
+    std::vector<uint64_t> order;  // empty: in order
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> stop{false};
+    std::atomic<bool> timed_out{false};
+    std::mutex error_lock;
+    bool has_error = false;
+    uint64_t error_pos = 0;
+    rk_launch_result error{};
+};
+
+struct Pool;
+
+struct Worker {
+    Pool *pool = nullptr;
+    pthread_t thread{};
+    std::thread handle;
+    size_t stack_size = 0;
+    std::vector<Fiber *> fibers;
+    std::vector<Slot> slots;
+    void *sched_sp = nullptr;
+    Launch *launch = nullptr;
+    uint32_t nthreads = 0;
+    uint32_t round_pos = 0;
+    uint32_t fiber0_tid = 0;
+    bool fiber_mode = false;
+    uint32_t barrier_result = 0;
+    // Set while a fiber of this worker runs; read by the signal handler.
+    volatile sig_atomic_t on_fiber = 0;
+    Fiber *volatile cur_fiber = nullptr;
+    // Why the current block was abandoned.
+    uint32_t abort_status = RK_OK;
+    uint64_t fault_address = 0;
+    uint32_t fault_access = 0;
+    char message[512];
+    // Dynamic shared memory of the current launch.
+    void *dyn_shared = nullptr;
+    size_t dyn_shared_len = 0;
+    bool dyn_shared_guarded = false;
+    void *altstack = nullptr;
+};
+
+__thread Worker *tls_worker = nullptr;
+
+// ---------------------------------------------------------------------------------------------
+// Memory: checked allocations are placed so that they end exactly where a guard page begins.
+
+struct Mapping {
+    char *map;
+    size_t len;
+};
+
+void *guarded_alloc(size_t bytes) {
+    const size_t page = static_cast<size_t>(page_size());
+    const size_t data_pages = round_up(bytes ? bytes : 1, page);
+    const size_t len = data_pages + 2 * page;
+    void *map = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return nullptr;
+    char *base = static_cast<char *>(map);
+    if (mprotect(base + page, data_pages, PROT_READ | PROT_WRITE) != 0) {
+        munmap(map, len);
+        return nullptr;
+    }
+    return base + page + data_pages - bytes;
+}
+
+void guarded_free(void *ptr, size_t bytes) {
+    const size_t page = static_cast<size_t>(page_size());
+    const size_t data_pages = round_up(bytes ? bytes : 1, page);
+    char *data_end = static_cast<char *>(ptr) + bytes;
+    char *map = data_end - data_pages - page;
+    munmap(map, data_pages + 2 * page);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fibers.
+
+Fiber *new_fiber(Worker *w) {
+    const size_t page = static_cast<size_t>(page_size());
+    const size_t usable = round_up(w->stack_size, page);
+    const size_t len = usable + page;
+    void *map = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (map == MAP_FAILED) return nullptr;
+    char *base = static_cast<char *>(map);
+    mprotect(base, page, PROT_NONE);  // guard below the stack: overflow faults
+    Fiber *f = new (std::nothrow) Fiber();
+    if (!f) {
+        munmap(map, len);
+        return nullptr;
+    }
+    f->map = base;
+    f->map_len = len;
+    f->lo = base + page;
+    f->hi = base + len;
+    f->worker = w;
+    return f;
+}
+
+void fiber_main(Fiber *f);
+
+// Make `f` start running fiber_main(f) at its next switch.
+void prepare(Fiber *f) {
+    uintptr_t top = reinterpret_cast<uintptr_t>(f->hi) & ~uintptr_t(15);
+    void **sp = reinterpret_cast<void **>(top - 72);
+    sp[0] = nullptr;                                   // r15
+    sp[1] = nullptr;                                   // r14
+    sp[2] = reinterpret_cast<void *>(&fiber_main);     // r13: function
+    sp[3] = f;                                         // r12: argument
+    sp[4] = nullptr;                                   // rbx
+    sp[5] = nullptr;                                   // rbp
+    sp[6] = reinterpret_cast<void *>(&rk_fiber_boot);  // return address
+    f->sp = sp;
+}
+
+[[noreturn]] void abandon_block(Worker *w) {
+    Fiber *self = w->cur_fiber;
+    rk_switch(&self->sp, w->sched_sp);
+    __builtin_unreachable();
+}
+
+[[noreturn]] void fail(Worker *w, uint32_t status, const char *fmt, ...) {
+    w->abort_status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+    abandon_block(w);
+}
+
+inline uint32_t linear(const rk_uint3 &i, const rk_uint3 &d) { return i.x + d.x * (i.y + d.y * i.z); }
+
+inline rk_uint3 unlinear(uint32_t t, const rk_uint3 &d) {
+    return rk_uint3{t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
+}
+
+Fiber *fiber_of(Worker *w, uint32_t tid) {
+    if (tid == w->fiber0_tid) return w->fibers[0];
+    return w->fibers[tid];
+}
+
+bool ensure_fibers(Worker *w, uint32_t n) {
+    while (w->fibers.size() < n) {
+        Fiber *f = new_fiber(w);
+        if (!f) return false;
+        w->fibers.push_back(f);
+    }
+    return true;
+}
+
+// Switch from the current context (saved in *save) to thread `tid` of the block.
+void resume(Worker *w, uint32_t tid, void **save) {
+    Slot &s = w->slots[tid];
+    Fiber *f = fiber_of(w, tid);
+    if (s.state == NOT_STARTED) {
+        f->begin = tid;
+        f->end = tid + 1;
+        prepare(f);
+    }
+    s.state = RUNNABLE;
+    f->tid = tid;
+    w->round_pos = tid;
+    rk_cur.thread_idx = unlinear(tid, rk_cur.block_dim);
+    w->cur_fiber = f;
+    rk_switch(save, f->sp);
+}
+
+uint32_t next_runnable(Worker *w, uint32_t from) {
+    for (uint32_t t = from; t < w->nthreads; ++t) {
+        uint8_t st = w->slots[t].state;
+        if (st == RUNNABLE || st == NOT_STARTED) return t;
+    }
+    return w->nthreads;
+}
+
+// Leave the current fiber: on to the next thread of this round, or back to the scheduler.
+void leave(Worker *w, Fiber *self, uint32_t tid) {
+    uint32_t next = next_runnable(w, tid + 1);
+    if (next < w->nthreads)
+        resume(w, next, &self->sp);
+    else
+        rk_switch(&self->sp, w->sched_sp);
+}
+
+// The current thread waits (barrier or collective) until the scheduler releases it.
+void wait_here(Worker *w, uint8_t state) {
+    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
+    Fiber *self = w->cur_fiber;
+    if (!w->fiber_mode) {
+        // First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0.
+        w->fiber_mode = true;
+        rk_cur.fiber_mode = 1;
+        w->fiber0_tid = tid;
+        if (!ensure_fibers(w, w->nthreads))
+            fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
+                 w->stack_size);
+        for (uint32_t t = 0; t < w->nthreads; ++t)
+            w->slots[t].state = t < tid ? DONE : NOT_STARTED;
+        self->tid = tid;
+    }
+    w->slots[tid].state = state;
+    leave(w, self, tid);
+    // Resumed by `resume`, which restored rk_cur.thread_idx.
+}
+
+void fiber_main(Fiber *f) {
+    Worker *w = f->worker;
+    rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
+    w->launch->desc->entry(&call);
+    if (!w->fiber_mode) {
+        // The whole block ran as a plain loop.
+        rk_switch(&f->sp, w->sched_sp);
+        __builtin_unreachable();
+    }
+    const uint32_t tid = f->tid;
+    w->slots[tid].state = DONE;
+    leave(w, f, tid);
+    __builtin_unreachable();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives.
+
+uint64_t lane_mask_bit(uint32_t lane) { return uint64_t(1) << lane; }
+
+// Resolve the collective of each wave that has lanes waiting in one. Returns whether any was.
+bool resolve_warps(Worker *w) {
+    const uint32_t ws = rk_cur.wave_size;
+    bool any = false;
+    for (uint32_t base = 0; base < w->nthreads; base += ws) {
+        const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+        // The op of the first waiting lane; lanes waiting in another op go next round.
+        int op = -1;
+        uint64_t active = 0;
+        for (uint32_t t = base; t < end; ++t) {
+            Slot &s = w->slots[t];
+            if (s.state != AT_WARP) continue;
+            if (op < 0) op = s.op;
+            if (s.op == op) active |= lane_mask_bit(t - base);
+        }
+        if (op < 0) continue;
+        any = true;
+        uint64_t ballot = 0;
+        for (uint32_t t = base; t < end; ++t)
+            if ((active & lane_mask_bit(t - base)) && w->slots[t].value) ballot |= lane_mask_bit(t - base);
+        for (uint32_t t = base; t < end; ++t) {
+            const uint32_t lane = t - base;
+            if (!(active & lane_mask_bit(lane))) continue;
+            Slot &s = w->slots[t];
+            int32_t width = s.width;
+            if (width <= 0 || width > static_cast<int32_t>(ws) || (width & (width - 1)))
+                width = static_cast<int32_t>(ws);
+            const uint32_t seg = lane & ~uint32_t(width - 1);
+            const uint32_t in_seg = lane & uint32_t(width - 1);
+            int64_t src = lane;
+            switch (s.op) {
+                case RK_WARP_SHFL: src = seg + (uint32_t(s.arg) & uint32_t(width - 1)); break;
+                case RK_WARP_SHFL_UP:
+                    src = in_seg >= uint32_t(s.arg) ? int64_t(lane) - s.arg : int64_t(lane);
+                    break;
+                case RK_WARP_SHFL_DOWN:
+                    src = in_seg + uint32_t(s.arg) < uint32_t(width) ? int64_t(lane) + s.arg : int64_t(lane);
+                    break;
+                case RK_WARP_SHFL_XOR: {
+                    uint32_t x = lane ^ uint32_t(s.arg);
+                    src = x >= seg + uint32_t(width) ? lane : x;
+                    break;
+                }
+                default: break;
+            }
+            switch (s.op) {
+                case RK_WARP_SHFL:
+                case RK_WARP_SHFL_UP:
+                case RK_WARP_SHFL_DOWN:
+                case RK_WARP_SHFL_XOR: {
+                    // A lane outside the wave or not taking part reads its own value.
+                    uint32_t from = static_cast<uint32_t>(src);
+                    if (src < 0 || from >= ws || base + from >= end || !(active & lane_mask_bit(from)))
+                        from = lane;
+                    s.result = w->slots[base + from].value;
+                    break;
+                }
+                case RK_WARP_BALLOT: s.result = ballot; break;
+                case RK_WARP_ANY: s.result = ballot != 0; break;
+                case RK_WARP_ALL: s.result = ballot == active; break;
+                case RK_WARP_ACTIVEMASK: s.result = active; break;
+                default: s.result = 0; break;
+            }
+            s.state = RUNNABLE;
+        }
+    }
+    return any;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocks.
+
+void record_error(Worker *w, uint64_t pos, uint32_t status) {
+    Launch *l = w->launch;
+    std::lock_guard<std::mutex> g(l->error_lock);
+    if (l->has_error && l->error_pos <= pos) return;
+    l->has_error = true;
+    l->error_pos = pos;
+    rk_launch_result &r = l->error;
+    memset(&r, 0, sizeof r);
+    r.status = status;
+    r.block[0] = rk_cur.block_idx.x;
+    r.block[1] = rk_cur.block_idx.y;
+    r.block[2] = rk_cur.block_idx.z;
+    r.thread[0] = rk_cur.thread_idx.x;
+    r.thread[1] = rk_cur.thread_idx.y;
+    r.thread[2] = rk_cur.thread_idx.z;
+    r.address = w->fault_address;
+    r.access = w->fault_access;
+    snprintf(r.message, sizeof r.message, "%s", w->message);
+}
+
+// Run one block; false when it failed (the error is recorded).
+bool run_block(Worker *w, uint64_t pos, uint64_t block) {
+    const rk_launch_desc *d = w->launch->desc;
+    rk_cur.block_idx = rk_uint3{uint32_t(block % d->grid[0]), uint32_t((block / d->grid[0]) % d->grid[1]),
+                                uint32_t(block / (uint64_t(d->grid[0]) * d->grid[1]))};
+    w->fiber_mode = false;
+    rk_cur.fiber_mode = 0;
+    w->fiber0_tid = 0;
+    w->abort_status = RK_OK;
+    w->message[0] = 0;
+    w->fault_address = 0;
+    w->fault_access = 0;
+    Fiber *f0 = w->fibers[0];
+    f0->begin = 0;
+    f0->end = w->nthreads;
+    f0->tid = 0;
+    prepare(f0);
+    rk_cur.thread_idx = rk_uint3{0, 0, 0};
+    w->cur_fiber = f0;
+    w->on_fiber = 1;
+    rk_switch(&w->sched_sp, f0->sp);
+    while (w->abort_status == RK_OK && w->fiber_mode) {
+        // End of a round: every live thread waits in a barrier or a collective.
+        if (w->launch->timed_out.load(std::memory_order_relaxed)) {
+            w->abort_status = RK_TIMEOUT;
+            break;
+        }
+        if (!resolve_warps(w)) {
+            uint32_t done = 0, waiting = 0, first_done = 0, first_waiting = 0;
+            uint32_t count = 0;
+            for (uint32_t t = 0; t < w->nthreads; ++t) {
+                const Slot &s = w->slots[t];
+                if (s.state == DONE) {
+                    if (!done++) first_done = t;
+                } else {
+                    if (!waiting++) first_waiting = t;
+                    count += s.pred != 0;
+                }
+            }
+            if (!waiting) break;  // all returned
+            if (done) {
+                rk_cur.thread_idx = unlinear(first_waiting, rk_cur.block_dim);
+                rk_uint3 e = unlinear(first_done, rk_cur.block_dim);
+                snprintf(w->message, sizeof w->message,
+                         "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
+                         "returned without reaching it (the first: thread (%u,%u,%u)); every "
+                         "thread of a block must reach every barrier",
+                         waiting, done, e.x, e.y, e.z);
+                w->abort_status = RK_PARTIAL_BARRIER;
+                break;
+            }
+            w->barrier_result = count;
+            for (uint32_t t = 0; t < w->nthreads; ++t) w->slots[t].state = RUNNABLE;
+        }
+        const uint32_t first = next_runnable(w, 0);
+        if (first >= w->nthreads) break;
+        w->on_fiber = 1;
+        resume(w, first, &w->sched_sp);
+    }
+    w->on_fiber = 0;
+    w->cur_fiber = nullptr;
+    if (w->abort_status != RK_OK) {
+        record_error(w, pos, w->abort_status);
+        return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals.
+
+struct sigaction old_segv, old_bus, old_urg;
+
+extern "C" [[noreturn]] void rk_abort_trampoline() { abandon_block(tls_worker); }
+
+bool in_switch(uintptr_t ip) {
+    return ip >= reinterpret_cast<uintptr_t>(rk_switch_begin) &&
+           ip < reinterpret_cast<uintptr_t>(rk_switch_end);
+}
+
+void chain(int sig, siginfo_t *info, void *uctx, const struct sigaction &old) {
+    if (old.sa_flags & SA_SIGINFO) {
+        if (old.sa_sigaction) old.sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (old.sa_handler == SIG_IGN) return;
+    if (old.sa_handler == SIG_DFL) {
+        if (sig == SIGURG) return;  // default: ignore
+        // Restore the default action; returning re-runs the faulting instruction, which then
+        // terminates the process as it would have without us.
+        signal(sig, SIG_DFL);
+        return;
+    }
+    old.sa_handler(sig);
+}
+
+void on_signal(int sig, siginfo_t *info, void *uctx) {
+    Worker *w = tls_worker;
+    ucontext_t *uc = static_cast<ucontext_t *>(uctx);
+    if (w && w->on_fiber) {
+        Fiber *f = w->cur_fiber;
+        const uintptr_t sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+        const uintptr_t ip = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+        if (f && sp >= reinterpret_cast<uintptr_t>(f->map) && sp < reinterpret_cast<uintptr_t>(f->hi) &&
+            !in_switch(ip)) {
+            if (sig == SIGURG) {
+                if (!w->launch || !w->launch->timed_out.load(std::memory_order_relaxed)) return;
+                w->abort_status = RK_TIMEOUT;
+            } else {
+                const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+                if (addr >= reinterpret_cast<uintptr_t>(f->map) && addr < reinterpret_cast<uintptr_t>(f->lo)) {
+                    w->abort_status = RK_STACK_OVERFLOW;
+                    snprintf(w->message, sizeof w->message,
+                             "stack overflow in a kernel thread (its stack is %zu bytes; raise "
+                             "CpuOptions::stack_size, or look for deep recursion or large local arrays)",
+                             w->stack_size);
+                } else {
+                    w->abort_status = RK_MEMORY_FAULT;
+                    w->fault_address = addr;
+                    // x86 page-fault error code: bit 1 set for a write.
+                    w->fault_access = sig == SIGSEGV ? ((uc->uc_mcontext.gregs[REG_ERR] & 2) ? 2 : 1) : 0;
+                }
+            }
+            // Continue in rk_abort_trampoline at the top of this fiber's stack (it is abandoned).
+            uintptr_t top = (reinterpret_cast<uintptr_t>(f->hi) - 256) & ~uintptr_t(15);
+            uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(top - 8);
+            uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&rk_abort_trampoline);
+            return;
+        }
+    }
+    chain(sig, info, uctx, sig == SIGSEGV ? old_segv : sig == SIGBUS ? old_bus : old_urg);
+}
+
+void install_handlers() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, &old_segv);
+        sigaction(SIGBUS, &sa, &old_bus);
+        sigaction(SIGURG, &sa, &old_urg);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pool.
+
+struct Pool {
+    std::vector<Worker *> workers;
+    std::mutex launch_lock;  // one launch at a time
+    std::mutex lock;
+    std::condition_variable wake, finished;
+    uint64_t generation = 0;
+    uint32_t busy = 0;
+    bool shutdown = false;
+    Launch *launch = nullptr;
+};
+
+bool prepare_launch(Worker *w, Launch *l) {
+    const rk_launch_desc *d = l->desc;
+    w->launch = l;
+    w->nthreads = d->block[0] * d->block[1] * d->block[2];
+    if (w->slots.size() < w->nthreads) w->slots.resize(w->nthreads);
+    memset(w->slots.data(), 0, sizeof(Slot) * w->nthreads);
+    if (!ensure_fibers(w, 1)) return false;
+    rk_cur.block_dim = rk_uint3{d->block[0], d->block[1], d->block[2]};
+    rk_cur.grid_dim = rk_uint3{d->grid[0], d->grid[1], d->grid[2]};
+    rk_cur.wave_size = d->wave_size;
+    rk_cur.dyn_shared_bytes = d->shared_bytes;
+    w->dyn_shared = nullptr;
+    w->dyn_shared_guarded = d->checked != 0;
+    w->dyn_shared_len = d->shared_bytes;
+    if (d->shared_bytes) {
+        w->dyn_shared = w->dyn_shared_guarded ? guarded_alloc(d->shared_bytes)
+                                              : aligned_alloc(256, round_up(d->shared_bytes, 256));
+        if (!w->dyn_shared) return false;
+    }
+    rk_cur.dyn_shared = w->dyn_shared;
+    return true;
+}
+
+void finish_launch(Worker *w) {
+    if (w->dyn_shared) {
+        if (w->dyn_shared_guarded)
+            guarded_free(w->dyn_shared, w->dyn_shared_len);
+        else
+            free(w->dyn_shared);
+    }
+    w->dyn_shared = nullptr;
+    rk_cur.dyn_shared = nullptr;
+    w->launch = nullptr;
+}
+
+void work(Worker *w, Launch *l) {
+    if (!prepare_launch(w, l)) {
+        snprintf(w->message, sizeof w->message, "out of memory preparing a worker (fiber stack or shared memory)");
+        rk_cur.block_idx = rk_uint3{0, 0, 0};
+        rk_cur.thread_idx = rk_uint3{0, 0, 0};
+        record_error(w, 0, RK_FAULT);
+        l->stop = true;
+        finish_launch(w);
+        return;
+    }
+    while (!l->stop.load(std::memory_order_relaxed)) {
+        const uint64_t pos = l->next.fetch_add(1, std::memory_order_relaxed);
+        if (pos >= l->blocks) break;
+        const uint64_t block = l->order.empty() ? pos : l->order[pos];
+        if (!run_block(w, pos, block)) l->stop = true;
+    }
+    finish_launch(w);
+}
+
+void worker_loop(Worker *w) {
+    tls_worker = w;
+    w->thread = pthread_self();
+    // Faults on a fiber stack's guard page need another stack to run the handler on.
+    const size_t alt = 64 * 1024;
+    w->altstack = mmap(nullptr, alt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (w->altstack != MAP_FAILED) {
+        stack_t ss;
+        ss.ss_sp = w->altstack;
+        ss.ss_size = alt;
+        ss.ss_flags = 0;
+        sigaltstack(&ss, nullptr);
+    }
+    Pool *p = w->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        Launch *l;
+        {
+            std::unique_lock<std::mutex> g(p->lock);
+            p->wake.wait(g, [&] { return p->shutdown || p->generation != seen; });
+            if (p->shutdown) break;
+            seen = p->generation;
+            l = p->launch;
+        }
+        work(w, l);
+        {
+            std::lock_guard<std::mutex> g(p->lock);
+            if (--p->busy == 0) p->finished.notify_all();
+        }
+    }
+    for (Fiber *f : w->fibers) {
+        munmap(f->map, f->map_len);
+        delete f;
+    }
+    w->fibers.clear();
+}
+
+uint64_t splitmix(uint64_t &s) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Kernel-side entry points.
+
+extern "C" void rk_syncthreads(void) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) return;  // not in a kernel launched by this runtime
+    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = 0;
+    wait_here(w, AT_BARRIER);
+}
+
+extern "C" int rk_syncthreads_op(int op, int pred) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) return pred;
+    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = pred != 0;
+    wait_here(w, AT_BARRIER);
+    const uint32_t count = w->barrier_result;
+    switch (op) {
+        case RK_BARRIER_COUNT: return static_cast<int>(count);
+        case RK_BARRIER_AND: return count == w->nthreads;
+        case RK_BARRIER_OR: return count != 0;
+        default: return 0;
+    }
+}
+
+extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) return value;
+    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
+    Slot &s = w->slots[tid];
+    s.op = static_cast<uint8_t>(op);
+    s.value = value;
+    s.arg = arg;
+    s.width = width;
+    s.pred = 0;
+    wait_here(w, AT_WARP);
+    return w->slots[tid].result;
+}
+
+extern "C" void rk_kernel_fault(const char *message) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) {
+        fprintf(stderr, "kernel fault outside a kernel launch: %s\n", message);
+        abort();
+    }
+    fail(w, RK_FAULT, "%s", message);
+}
+
+extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
+                               const char *function) noexcept {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) {
+        fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
+        abort();
+    }
+    fail(w, RK_FAULT, "assertion `%s` failed at %s:%u in %s", assertion, file, line, function);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host-side API.
+
+extern "C" rk_pool *rk_pool_create(uint32_t threads, uint64_t stack_size, char *error, uint64_t error_len) {
+    install_handlers();
+    Pool *p = new (std::nothrow) Pool();
+    if (!p) {
+        snprintf(error, error_len, "out of memory");
+        return nullptr;
+    }
+    if (threads == 0) threads = 1;
+    try {
+        for (uint32_t i = 0; i < threads; ++i) {
+            Worker *w = new Worker();
+            w->pool = p;
+            w->stack_size = stack_size;
+            p->workers.push_back(w);
+            w->handle = std::thread(worker_loop, w);
+        }
+    } catch (const std::exception &e) {
+        snprintf(error, error_len, "could not start worker threads: %s", e.what());
+        rk_pool_destroy(reinterpret_cast<rk_pool *>(p));
+        return nullptr;
+    }
+    return reinterpret_cast<rk_pool *>(p);
+}
+
+extern "C" void rk_pool_destroy(rk_pool *pool) {
+    Pool *p = reinterpret_cast<Pool *>(pool);
+    {
+        std::lock_guard<std::mutex> g(p->lock);
+        p->shutdown = true;
+    }
+    p->wake.notify_all();
+    for (Worker *w : p->workers) {
+        if (w->handle.joinable()) w->handle.join();
+        if (w->altstack && w->altstack != MAP_FAILED) munmap(w->altstack, 64 * 1024);
+        delete w;
+    }
+    delete p;
+}
+
+extern "C" uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_launch_result *result) {
+    Pool *p = reinterpret_cast<Pool *>(pool);
+    memset(result, 0, sizeof *result);
+    std::lock_guard<std::mutex> one_at_a_time(p->launch_lock);
+    Launch l;
+    l.desc = desc;
+    l.blocks = uint64_t(desc->grid[0]) * desc->grid[1] * desc->grid[2];
+    if (desc->has_seed) {
+        l.order.resize(l.blocks);
+        for (uint64_t i = 0; i < l.blocks; ++i) l.order[i] = i;
+        uint64_t s = desc->seed;
+        for (uint64_t i = l.blocks; i > 1; --i) std::swap(l.order[i - 1], l.order[splitmix(s) % i]);
+    }
+    const auto start = Clock::now();
+    {
+        std::lock_guard<std::mutex> g(p->lock);
+        p->launch = &l;
+        p->busy = static_cast<uint32_t>(p->workers.size());
+        ++p->generation;
+    }
+    p->wake.notify_all();
+    {
+        std::unique_lock<std::mutex> g(p->lock);
+        if (desc->time_limit_ns) {
+            const auto deadline = start + std::chrono::nanoseconds(desc->time_limit_ns);
+            if (!p->finished.wait_until(g, deadline, [&] { return p->busy == 0; })) {
+                l.timed_out = true;
+                l.stop = true;
+                // Kick every worker until all have left their blocks: a worker spinning in kernel
+                // code is stopped by the SIGURG handler, one between fibers by the round check.
+                while (p->busy != 0) {
+                    for (Worker *w : p->workers) pthread_kill(w->thread, SIGURG);
+                    p->finished.wait_for(g, std::chrono::milliseconds(10), [&] { return p->busy == 0; });
+                }
+            }
+        } else {
+            p->finished.wait(g, [&] { return p->busy == 0; });
+        }
+        p->launch = nullptr;
+    }
+    if (l.has_error) *result = l.error;
+    return result->status;
+}
+
+extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t guarded) {
+    if (guarded) return guarded_alloc(bytes);
+    void *p = aligned_alloc(256, round_up(bytes ? bytes : 1, 256));
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+extern "C" void rk_mem_free(void *ptr, uint64_t bytes, uint32_t guarded) {
+    if (!ptr) return;
+    if (guarded)
+        guarded_free(ptr, bytes);
+    else
+        free(ptr);
+}
+
+namespace {
+struct PingPong {
+    void *main_sp = nullptr;
+    Fiber *fiber = nullptr;
+    uint64_t iterations = 0;
+};
+PingPong *ping_pong = nullptr;
+void ping_pong_main() {
+    for (;;) rk_switch(&ping_pong->fiber->sp, ping_pong->main_sp);
+}
+}  // namespace
+
+extern "C" double rk_measure_switch_ns(uint64_t iterations) {
+    Worker w;
+    w.stack_size = 64 * 1024;
+    Fiber *f = new_fiber(&w);
+    if (!f) return -1.0;
+    PingPong pp;
+    pp.fiber = f;
+    ping_pong = &pp;
+    // A fiber whose body only switches back: fiber_main is not used, so boot straight into it.
+    uintptr_t top = reinterpret_cast<uintptr_t>(f->hi) & ~uintptr_t(15);
+    void **sp = reinterpret_cast<void **>(top - 72);
+    memset(sp, 0, 72);
+    sp[2] = reinterpret_cast<void *>(+[](void *) { ping_pong_main(); });
+    sp[6] = reinterpret_cast<void *>(&rk_fiber_boot);
+    f->sp = sp;
+    rk_switch(&pp.main_sp, f->sp);  // warm up: start the fiber
+    const auto start = Clock::now();
+    for (uint64_t i = 0; i < iterations; ++i) rk_switch(&pp.main_sp, f->sp);
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    munmap(f->map, f->map_len);
+    delete f;
+    ping_pong = nullptr;
+    return ns / (2.0 * double(iterations));
+}

@@ -1,0 +1,128 @@
+/* The HIP kernel language for the cargo-rocm cpu backend.
+ *
+ * Kernels built by `rocm_kernels::Build` for the cpu backend are compiled by the host C++
+ * compiler with `-I <rocm-kernels>/include/cpu`, so `#include <hip/hip_runtime.h>` lands here.
+ * It provides the device side of HIP only (launching is done from Rust): thread coordinates,
+ * shared memory, barriers, atomics, warp collectives, math, vector types, __half, bfloat16,
+ * printf and assert. Blocks run on the runtime's worker threads, the threads of a block as
+ * fibers (see rocm-kernels/cpu-runtime/runtime.cpp). */
+#ifndef RK_CPU_HIP_RUNTIME_H
+#define RK_CPU_HIP_RUNTIME_H
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "the cargo-rocm cpu kernel language needs C++17 or later"
+#endif
+
+#include <cassert>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <math.h>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "detail/abi.h"
+
+/* A failed `assert` in a kernel becomes a kernel fault naming the block and thread. glibc's
+ * assert macro calls __assert_fail; renaming it here also covers <cassert> included later. */
+#define __assert_fail rk_assert_fail
+
+#define __HIP_CPU_RK__ 1
+#define __HIP_PLATFORM_AMD__ 1
+#define __HIP__ 1
+#define __HIP_DEVICE_COMPILE__ 1
+
+/* ---- function and variable qualifiers ---- */
+#ifdef RK_SCAN
+/* The build's kernel scanner preprocesses with RK_SCAN to find kernels by this marker. */
+#define __global__ __rk_kernel__
+#else
+#define __global__
+#endif
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __shared__ thread_local
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+#define HIP_DYNAMIC_SHARED_ATTRIBUTE
+#define HIP_DYNAMIC_SHARED(type, var) type *const var = reinterpret_cast<type *>(rk_cur.dyn_shared);
+
+/* ---- thread coordinates ---- */
+extern __thread rk_ctx rk_cur __attribute__((tls_model("initial-exec")));
+
+#define threadIdx (rk_cur.thread_idx)
+#define blockIdx (rk_cur.block_idx)
+#define blockDim (rk_cur.block_dim)
+#define gridDim (rk_cur.grid_dim)
+#define warpSize (static_cast<int>(rk_cur.wave_size))
+#define hipThreadIdx_x (threadIdx.x)
+#define hipThreadIdx_y (threadIdx.y)
+#define hipThreadIdx_z (threadIdx.z)
+#define hipBlockIdx_x (blockIdx.x)
+#define hipBlockIdx_y (blockIdx.y)
+#define hipBlockIdx_z (blockIdx.z)
+#define hipBlockDim_x (blockDim.x)
+#define hipBlockDim_y (blockDim.y)
+#define hipBlockDim_z (blockDim.z)
+#define hipGridDim_x (gridDim.x)
+#define hipGridDim_y (gridDim.y)
+#define hipGridDim_z (gridDim.z)
+
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+    constexpr dim3(rk_uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+/* Dynamic shared memory of the running block (what `extern __shared__` arrays are rewritten to). */
+inline void *rk_dynamic_shared() { return rk_cur.dyn_shared; }
+
+namespace rk {
+/* What a namespace-scope `extern __shared__ T name[];` is rewritten to: it reads the running
+ * block's dynamic shared memory on every use. */
+template <class T>
+struct dynamic_shared {
+    operator T *() const { return static_cast<T *>(rk_cur.dyn_shared); }
+    T &operator[](std::size_t i) const { return static_cast<T *>(rk_cur.dyn_shared)[i]; }
+};
+}  // namespace rk
+
+inline unsigned int rk_linear_tid() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* ---- barriers and fences ---- */
+inline void __syncthreads() { rk_syncthreads(); }
+inline int __syncthreads_count(int pred) { return rk_syncthreads_op(RK_BARRIER_COUNT, pred); }
+inline int __syncthreads_and(int pred) { return rk_syncthreads_op(RK_BARRIER_AND, pred); }
+inline int __syncthreads_or(int pred) { return rk_syncthreads_op(RK_BARRIER_OR, pred); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+[[noreturn]] inline void __trap() { rk_kernel_fault("__trap() called"); }
+[[noreturn]] inline void __builtin_amdgcn_s_trap_rk() { __trap(); }
+
+/* ---- clocks ---- */
+inline long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
+inline long long wall_clock64() { return clock64(); }
+inline unsigned int __smid() { return 0; }
+
+#include "detail/atomics.h"
+#include "detail/bits.h"
+#include "detail/math.h"
+#include "detail/vector_types.h"
+#include "detail/warp.h"
+#include "hip_bf16.h"
+#include "hip_fp16.h"
+#include "detail/entry.h"
+
+#endif

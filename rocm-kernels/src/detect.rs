@@ -1,1 +1,0 @@
-//! Finding the compute devices of this machine (being written).

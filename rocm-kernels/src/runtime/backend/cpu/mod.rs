@@ -1,0 +1,531 @@
+//! The cpu backend: kernels compiled by the host C++ compiler against the cpu kernel-language
+//! header (`include/cpu`), run in-process by the C++ runtime in `cpu-runtime/` (blocks on a
+//! pool of worker threads, the threads of a block as fibers).
+
+mod ffi;
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::{
+    DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
+    ProbeResult, StreamBackend,
+};
+use crate::embedded::{Backend, KernelLibrary};
+use crate::runtime::{CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError};
+
+/// Largest block the cpu backend runs (HIP's limit).
+const MAX_BLOCK_THREADS: u64 = 1024;
+/// Largest dynamic shared memory a launch may ask for (HIP's 64 KiB of LDS).
+const MAX_DYNAMIC_SHARED: u32 = 64 * 1024;
+/// Bytes of guard after (and before) each checked allocation; the runtime uses pages.
+const GUARD_BYTES: u64 = 4096;
+
+/// The cpu backend always has exactly one device (with default options).
+pub(crate) fn probe() -> ProbeResult {
+    Ok(vec![Arc::new(CpuDevice::new(CpuOptions::default()))])
+}
+
+/// Cost of one fiber switch of the cpu runtime, in nanoseconds (for benchmarks and reports).
+pub fn fiber_switch_ns(iterations: u64) -> f64 {
+    // Safety: a self-contained measurement in the runtime.
+    unsafe { ffi::rk_measure_switch_ns(iterations.max(1)) }
+}
+
+#[derive(Debug)]
+struct Pool(*mut ffi::RkPool);
+// Safety: the runtime's pool is internally synchronised (a launch lock, worker queues).
+unsafe impl Send for Pool {}
+unsafe impl Sync for Pool {}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Safety: created by rk_pool_create, destroyed once.
+        unsafe { ffi::rk_pool_destroy(self.0) }
+    }
+}
+
+/// State shared by a cpu device and everything loaded on it.
+#[derive(Debug)]
+struct Shared {
+    options: CpuOptions,
+    threads: usize,
+    pool: OnceLock<std::result::Result<Pool, String>>,
+    /// Live allocations, start → bytes, to explain memory faults.
+    allocations: Mutex<BTreeMap<u64, u64>>,
+}
+
+impl Shared {
+    fn pool(&self) -> Result<*mut ffi::RkPool> {
+        let pool = self.pool.get_or_init(|| {
+            let mut error = [0u8; 256];
+            // Safety: the error buffer outlives the call.
+            let pool = unsafe {
+                ffi::rk_pool_create(
+                    self.threads as u32,
+                    self.options.stack_size as u64,
+                    error.as_mut_ptr(),
+                    error.len() as u64,
+                )
+            };
+            if pool.is_null() {
+                Err(ffi::c_text(&error))
+            } else {
+                Ok(Pool(pool))
+            }
+        });
+        match pool {
+            Ok(pool) => Ok(pool.0),
+            Err(reason) => Err(RuntimeError::NoDevice {
+                backend: Backend::Cpu,
+                reason: format!("could not start the cpu worker pool: {reason}"),
+            }),
+        }
+    }
+
+    /// Explain a memory fault at `address` using the live allocations.
+    fn explain_address(&self, address: u64) -> Option<String> {
+        let allocations = self.allocations.lock().ok()?;
+        // The buffer starting at or below the address (past its end), then the one above it.
+        if let Some((&start, &bytes)) = allocations.range(..=address).next_back() {
+            let end = start + bytes;
+            if address >= end && address < end + GUARD_BYTES {
+                return Some(format!(
+                    "byte offset {} of the {bytes}-byte buffer at {start:#x} ({} byte(s) past its end)",
+                    address - start,
+                    address - end + 1
+                ));
+            }
+        }
+        if let Some((&start, &bytes)) = allocations.range(address..).next() {
+            if start - address <= GUARD_BYTES {
+                return Some(format!(
+                    "{} byte(s) before the start of the {bytes}-byte buffer at {start:#x}",
+                    start - address
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// One cpu "device": a worker pool and the options it runs kernels with.
+#[derive(Debug)]
+pub(crate) struct CpuDevice {
+    info: DeviceInfo,
+    shared: Arc<Shared>,
+}
+
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(0)
+}
+
+impl CpuDevice {
+    pub(crate) fn new(mut options: CpuOptions) -> Self {
+        if options.wave_size != 32 {
+            options.wave_size = 64;
+        }
+        options.stack_size = options.stack_size.max(16 * 1024);
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            options.threads
+        };
+        let info = DeviceInfo {
+            backend: Backend::Cpu,
+            name: format!(
+                "cpu ({threads} thread{}, wave {}{})",
+                if threads == 1 { "" } else { "s" },
+                options.wave_size,
+                if options.checked { ", checked" } else { "" }
+            ),
+            arch: std::env::consts::ARCH.to_string(),
+            wave_size: options.wave_size,
+            total_memory: total_memory(),
+            compute_units: threads as u32,
+        };
+        CpuDevice {
+            info,
+            shared: Arc::new(Shared {
+                options,
+                threads,
+                pool: OnceLock::new(),
+                allocations: Mutex::new(BTreeMap::new()),
+            }),
+        }
+    }
+}
+
+impl DeviceBackend for CpuDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        let guarded = u32::from(self.shared.options.checked);
+        // Safety: plain allocation.
+        let ptr = unsafe { ffi::rk_mem_alloc(bytes as u64, guarded) };
+        if ptr.is_null() {
+            return Err(RuntimeError::Api {
+                backend: Backend::Cpu,
+                call: "alloc".into(),
+                message: format!("out of memory allocating {bytes} bytes"),
+            });
+        }
+        let address = ptr as u64;
+        if let Ok(mut allocations) = self.shared.allocations.lock() {
+            allocations.insert(address, bytes as u64);
+        }
+        Ok(address)
+    }
+
+    unsafe fn free(&self, ptr: DevicePtr, bytes: usize) {
+        if let Ok(mut allocations) = self.shared.allocations.lock() {
+            allocations.remove(&ptr);
+        }
+        let guarded = u32::from(self.shared.options.checked);
+        ffi::rk_mem_free(ptr as *mut c_void, bytes as u64, guarded);
+    }
+
+    fn new_stream(&self) -> Result<Box<dyn StreamBackend>> {
+        Ok(Box::new(CpuStream))
+    }
+
+    fn new_event(&self) -> Result<Box<dyn EventBackend>> {
+        Ok(Box::new(CpuEvent::default()))
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        dst: DevicePtr,
+        src: *const u8,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        std::ptr::copy_nonoverlapping(src, dst as *mut u8, bytes);
+        Ok(())
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        dst: *mut u8,
+        src: DevicePtr,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        std::ptr::copy_nonoverlapping(src as *const u8, dst, bytes);
+        Ok(())
+    }
+
+    unsafe fn copy_on_device(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        std::ptr::copy(src as *const u8, dst as *mut u8, bytes);
+        Ok(())
+    }
+
+    unsafe fn fill(
+        &self,
+        dst: DevicePtr,
+        pattern: &[u8],
+        count: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let mut at = dst as *mut u8;
+        for _ in 0..count {
+            std::ptr::copy_nonoverlapping(pattern.as_ptr(), at, pattern.len());
+            at = at.add(pattern.len());
+        }
+        Ok(())
+    }
+
+    fn load_module(&self, library: &'static KernelLibrary) -> Result<Arc<dyn ModuleBackend>> {
+        if library.cpu_kernels.is_empty() && !library.kernels.is_empty() {
+            return Err(RuntimeError::LibraryMissing {
+                library: library.name.to_string(),
+                backend: Backend::Cpu,
+                hint: "it was built without the cpu backend; enable it in the build script's \
+                       `rocm_kernels::Build`"
+                    .to_string(),
+            });
+        }
+        Ok(Arc::new(CpuModule {
+            library,
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct CpuModule {
+    library: &'static KernelLibrary,
+    shared: Arc<Shared>,
+}
+
+impl ModuleBackend for CpuModule {
+    fn kernel_names(&self) -> Vec<String> {
+        self.library
+            .cpu_kernels
+            .iter()
+            .map(|k| k.name.to_string())
+            .collect()
+    }
+
+    fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>> {
+        let Some(kernel) = self.library.cpu_kernels.iter().find(|k| k.name == name) else {
+            return Ok(None);
+        };
+        // Safety: the build generated `entry` with the `rk_entry_fn` signature.
+        let entry: ffi::RkEntry = unsafe { std::mem::transmute(kernel.entry) };
+        let layout = describe(entry).map_err(|message| RuntimeError::Api {
+            backend: Backend::Cpu,
+            call: format!("describe `{name}`"),
+            message,
+        })?;
+        Ok(Some(Arc::new(CpuFunction {
+            name: name.to_string(),
+            entry,
+            layout,
+            shared: self.shared.clone(),
+        })))
+    }
+}
+
+/// Ask a generated entry for its exact parameter layout.
+fn describe(entry: ffi::RkEntry) -> std::result::Result<Vec<ParamLayout>, String> {
+    let mut info = ffi::RkParamInfo {
+        abi_version: 0,
+        count: 0,
+        size: [0; ffi::RK_MAX_PARAMS],
+        is_pointer: [0; ffi::RK_MAX_PARAMS],
+    };
+    let call = ffi::RkCall {
+        op: ffi::RK_CALL_DESCRIBE,
+        begin: 0,
+        end: 0,
+        args: std::ptr::null(),
+        info: &mut info,
+    };
+    // Safety: DESCRIBE only writes `info`.
+    unsafe { entry(&call) };
+    if info.abi_version != ffi::RK_ABI_VERSION {
+        return Err(format!(
+            "the kernel was compiled against cpu runtime ABI {} but this runtime is ABI {}; \
+             rebuild the kernel crate with this version of rocm-kernels",
+            info.abi_version,
+            ffi::RK_ABI_VERSION
+        ));
+    }
+    let count = (info.count as usize).min(ffi::RK_MAX_PARAMS);
+    Ok((0..count)
+        .map(|i| ParamLayout {
+            size: info.size[i],
+            is_pointer: info.is_pointer[i] != 0,
+        })
+        .collect())
+}
+
+#[derive(Debug)]
+struct CpuFunction {
+    name: String,
+    entry: ffi::RkEntry,
+    layout: Vec<ParamLayout>,
+    shared: Arc<Shared>,
+}
+
+impl CpuFunction {
+    fn site(&self, result: &ffi::RkLaunchResult) -> FaultSite {
+        FaultSite {
+            kernel: self.name.clone(),
+            block: result.block,
+            thread: result.thread,
+        }
+    }
+
+    fn invalid(&self, message: String) -> RuntimeError {
+        RuntimeError::InvalidLaunch {
+            kernel: self.name.clone(),
+            message,
+        }
+    }
+
+    fn to_error(&self, result: &ffi::RkLaunchResult) -> RuntimeError {
+        let message = ffi::c_text(&result.message);
+        let site = self.site(result);
+        match result.status {
+            ffi::RK_MEMORY_FAULT => {
+                let access = match result.access {
+                    1 => "read",
+                    2 => "write",
+                    _ => "access",
+                };
+                match self.shared.explain_address(result.address) {
+                    Some(detail) => RuntimeError::OutOfBounds {
+                        site,
+                        access,
+                        address: result.address,
+                        detail,
+                    },
+                    None => RuntimeError::KernelFault {
+                        site,
+                        message: format!(
+                            "invalid memory {access} at address {:#x} (not in or next to any \
+                             buffer of this device)",
+                            result.address
+                        ),
+                    },
+                }
+            }
+            ffi::RK_PARTIAL_BARRIER => RuntimeError::PartialBarrier { site, message },
+            ffi::RK_TIMEOUT => RuntimeError::Timeout {
+                kernel: self.name.clone(),
+                limit: self.shared.options.time_limit.unwrap_or_default(),
+                block: result.block,
+            },
+            ffi::RK_INVALID => self.invalid(message),
+            ffi::RK_FAULT | ffi::RK_STACK_OVERFLOW => RuntimeError::KernelFault { site, message },
+            other => RuntimeError::KernelFault {
+                site,
+                message: format!("unknown status {other} from the cpu runtime: {message}"),
+            },
+        }
+    }
+}
+
+impl FunctionBackend for CpuFunction {
+    fn param_layout(&self) -> Option<Vec<ParamLayout>> {
+        Some(self.layout.clone())
+    }
+
+    unsafe fn launch(
+        &self,
+        config: &LaunchConfig,
+        args: &[*mut c_void],
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let options = &self.shared.options;
+        if options.race_check {
+            return Err(RuntimeError::Unsupported {
+                backend: Backend::Cpu,
+                what: "shared-memory race checking (CpuOptions::race_check)".into(),
+            });
+        }
+        if config.block.count() > MAX_BLOCK_THREADS {
+            return Err(self.invalid(format!(
+                "block {:?} has {} threads; at most {MAX_BLOCK_THREADS} are allowed",
+                config.block,
+                config.block.count()
+            )));
+        }
+        if config.shared_mem_bytes > MAX_DYNAMIC_SHARED {
+            return Err(self.invalid(format!(
+                "{} bytes of dynamic shared memory requested; at most {MAX_DYNAMIC_SHARED}",
+                config.shared_mem_bytes
+            )));
+        }
+        let pool = self.shared.pool()?;
+        let desc = ffi::RkLaunchDesc {
+            entry: self.entry,
+            args: args.as_ptr(),
+            grid: [config.grid.x, config.grid.y, config.grid.z],
+            block: [config.block.x, config.block.y, config.block.z],
+            shared_bytes: config.shared_mem_bytes,
+            wave_size: options.wave_size,
+            checked: u32::from(options.checked),
+            has_seed: u32::from(options.shuffle_seed.is_some()),
+            seed: options.shuffle_seed.unwrap_or(0),
+            time_limit_ns: options
+                .time_limit
+                .map_or(0, |d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+        };
+        let mut result = ffi::RkLaunchResult {
+            status: 0,
+            block: [0; 3],
+            thread: [0; 3],
+            access: 0,
+            address: 0,
+            message: [0; 512],
+        };
+        ffi::rk_launch(pool, &desc, &mut result);
+        if result.status == ffi::RK_OK {
+            Ok(())
+        } else {
+            Err(self.to_error(&result))
+        }
+    }
+}
+
+#[derive(Debug)]
+struct CpuStream;
+
+impl StreamBackend for CpuStream {
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[derive(Debug, Default)]
+struct CpuEvent {
+    at: Mutex<Option<Instant>>,
+}
+
+impl CpuEvent {
+    fn time(&self) -> Result<Instant> {
+        self.at
+            .lock()
+            .ok()
+            .and_then(|at| *at)
+            .ok_or_else(|| RuntimeError::Api {
+                backend: Backend::Cpu,
+                call: "event elapsed time".into(),
+                message: "the event was never recorded".into(),
+            })
+    }
+}
+
+impl EventBackend for CpuEvent {
+    fn record(&self, _stream: &dyn StreamBackend) -> Result<()> {
+        if let Ok(mut at) = self.at.lock() {
+            *at = Some(Instant::now());
+        }
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn elapsed_ms(&self, end: &dyn EventBackend) -> Result<f32> {
+        let end = end
+            .as_any()
+            .downcast_ref::<CpuEvent>()
+            .ok_or_else(|| RuntimeError::WrongDevice("event of another backend".into()))?;
+        let elapsed = end
+            .time()?
+            .saturating_duration_since(self.time()?)
+            .max(Duration::ZERO);
+        Ok(elapsed.as_secs_f32() * 1e3)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,141 @@
+//! The backend layer: what every device kind (cpu, amd, nvidia) implements.
+//!
+//! This mirrors cudarc's split: the traits here are the `result` layer (every call returns
+//! `Result`, raw device addresses and type-erased handles), and [`crate::runtime`]'s `Device`,
+//! `Buffer<T>`, `Module`, `Kernel`, `Stream` and `Event` are the safe layer on top. A backend is
+//! one module under `backend/` with a `probe()` that lists its devices or says why there are none;
+//! [`probe_all`] asks every backend in turn.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use super::{DeviceInfo, LaunchConfig, Result};
+use crate::embedded::{Backend, KernelLibrary};
+
+pub mod cpu;
+pub mod nvidia;
+
+/// A device address. On the cpu backend it is a host address.
+pub type DevicePtr = u64;
+
+/// One device of a backend.
+pub trait DeviceBackend: Send + Sync + Debug {
+    fn info(&self) -> &DeviceInfo;
+    /// Allocate `bytes` (> 0) of device memory. Contents are unspecified.
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
+    /// Free memory returned by [`alloc`](Self::alloc).
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` on this device with this size and is not used afterwards.
+    unsafe fn free(&self, ptr: DevicePtr, bytes: usize);
+    fn new_stream(&self) -> Result<Box<dyn StreamBackend>>;
+    fn new_event(&self) -> Result<Box<dyn EventBackend>>;
+    /// # Safety
+    /// `src` is valid for `bytes` reads, `dst..dst+bytes` lies in one live allocation.
+    unsafe fn copy_to_device(
+        &self,
+        dst: DevicePtr,
+        src: *const u8,
+        bytes: usize,
+        stream: &dyn StreamBackend,
+    ) -> Result<()>;
+    /// # Safety
+    /// `dst` is valid for `bytes` writes, `src..src+bytes` lies in one live allocation.
+    unsafe fn copy_to_host(
+        &self,
+        dst: *mut u8,
+        src: DevicePtr,
+        bytes: usize,
+        stream: &dyn StreamBackend,
+    ) -> Result<()>;
+    /// # Safety
+    /// Both ranges lie in live allocations of this device.
+    unsafe fn copy_on_device(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+        stream: &dyn StreamBackend,
+    ) -> Result<()>;
+    /// Write `count` copies of `pattern` starting at `dst`.
+    ///
+    /// # Safety
+    /// `dst..dst+count*pattern.len()` lies in one live allocation.
+    unsafe fn fill(
+        &self,
+        dst: DevicePtr,
+        pattern: &[u8],
+        count: usize,
+        stream: &dyn StreamBackend,
+    ) -> Result<()>;
+    /// Load the part of `library` that runs on this device.
+    fn load_module(&self, library: &'static KernelLibrary) -> Result<Arc<dyn ModuleBackend>>;
+    /// Wait for all work on the device.
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// A loaded module: the kernels of one library for one device.
+pub trait ModuleBackend: Send + Sync + Debug {
+    /// Names of the kernels it holds.
+    fn kernel_names(&self) -> Vec<String>;
+    /// The kernel of that name, or `None`.
+    fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>>;
+}
+
+/// How the backend itself sees a parameter (from the compiled code, exact), used to check a
+/// launch's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub size: u32,
+    pub is_pointer: bool,
+}
+
+/// One kernel of a loaded module.
+pub trait FunctionBackend: Send + Sync + Debug {
+    /// The parameter layout the compiled code has, when the backend can tell.
+    fn param_layout(&self) -> Option<Vec<ParamLayout>>;
+    /// Launch; `args[i]` points to the value of argument `i` (like `hipModuleLaunchKernel`).
+    ///
+    /// # Safety
+    /// The arguments match the kernel's parameters and every pointer argument addresses memory
+    /// that stays alive until the launch completes.
+    unsafe fn launch(
+        &self,
+        config: &LaunchConfig,
+        args: &[*mut c_void],
+        stream: &dyn StreamBackend,
+    ) -> Result<()>;
+}
+
+/// A queue of work. The cpu backend runs everything synchronously on `launch`/copy.
+pub trait StreamBackend: Send + Sync + Debug {
+    fn synchronize(&self) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A point in a stream, for timing.
+pub trait EventBackend: Send + Sync + Debug {
+    fn record(&self, stream: &dyn StreamBackend) -> Result<()>;
+    fn synchronize(&self) -> Result<()>;
+    /// Milliseconds from `self` to `end` (both recorded).
+    fn elapsed_ms(&self, end: &dyn EventBackend) -> Result<f32>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The result of asking one backend for its devices.
+pub(crate) type ProbeResult = std::result::Result<Vec<Arc<dyn DeviceBackend>>, String>;
+
+/// Every backend in the order devices are listed (GPUs first so that `Device::default()` prefers
+/// them). A backend not compiled into this version reports why.
+pub(crate) fn probe_all() -> Vec<(Backend, ProbeResult)> {
+    vec![
+        (
+            Backend::Amd,
+            Err("the amd backend is not part of this build of rocm-kernels yet".to_string()),
+        ),
+        (Backend::Nvidia, nvidia::probe()),
+        (Backend::Cpu, cpu::probe()),
+    ]
+}

@@ -1,0 +1,770 @@
+//! The nvidia backend: HIP kernels compiled for CUDA (a cubin per `sm_XX` and PTX by nvcc at build
+//! time, or NVRTC at load time) and run through the CUDA driver API, which cudarc loads at run
+//! time. A machine without the NVIDIA driver gets a reason from [`probe`], never a panic or a
+//! link error.
+//!
+//! Copies are synchronous on the legacy default stream, which orders them after every kernel
+//! launched on the (blocking) streams this backend creates: a download after a launch always
+//! sees the kernel's results. Launches are asynchronous.
+//!
+//! A kernel that faults (illegal address, trap, assert) leaves a CUDA context unusable. The
+//! backend then resets the device's primary context on the next call and starts a new
+//! *generation*: modules reload themselves, and memory of the old generation is reported as
+//! lost instead of being touched. The fault itself is reported by the call that observed it,
+//! naming the kernel launched last.
+
+mod image;
+mod nvrtc;
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::result::{self as cu, DriverError};
+use cudarc::driver::sys;
+
+use super::{
+    DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
+    ProbeResult, StreamBackend,
+};
+use crate::embedded::{Backend, KernelLibrary};
+use crate::runtime::{DeviceInfo, LaunchConfig, Result, RuntimeError};
+use crate::symbols::kernel_name;
+
+/// List NVIDIA devices, or say why there are none.
+pub(crate) fn probe() -> ProbeResult {
+    // Safety: only attempts to dlopen the driver library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(
+            "the NVIDIA driver library (libcuda.so.1) is not installed or not on the \
+                    loader path; install the NVIDIA driver to run kernels on NVIDIA GPUs"
+                .to_string(),
+        );
+    }
+    guarded("cuInit", || {
+        cu::init().map_err(|e| api("cuInit", e))?;
+        let count = cu::device::get_count().map_err(|e| api("cuDeviceGetCount", e))?;
+        (0..count)
+            .map(|ordinal| NvDevice::open(ordinal).map(|d| Arc::new(d) as Arc<dyn DeviceBackend>))
+            .collect::<Result<Vec<_>>>()
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Run driver calls, turning a panic inside cudarc (it panics when a symbol is missing from an
+/// old driver) into an error instead of tearing down the test binary.
+fn guarded<T>(call: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(RuntimeError::LibraryLoad {
+            library: "libcuda".into(),
+            reason: format!("{call}: {reason} (the installed NVIDIA driver may be too old)"),
+        })
+    })
+}
+
+fn error_text(e: &DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    let text = e
+        .error_string()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{name}: {text}")
+}
+
+fn api(call: &str, e: DriverError) -> RuntimeError {
+    RuntimeError::Api {
+        backend: Backend::Nvidia,
+        call: call.to_string(),
+        message: error_text(&e),
+    }
+}
+
+/// Errors after which the context can no longer be used (CUDA calls them "sticky").
+fn is_sticky(e: &DriverError) -> bool {
+    use sys::cudaError_enum as E;
+    matches!(
+        e.0,
+        E::CUDA_ERROR_ILLEGAL_ADDRESS
+            | E::CUDA_ERROR_ASSERT
+            | E::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | E::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | E::CUDA_ERROR_MISALIGNED_ADDRESS
+            | E::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | E::CUDA_ERROR_INVALID_PC
+            | E::CUDA_ERROR_LAUNCH_FAILED
+            | E::CUDA_ERROR_LAUNCH_TIMEOUT
+    )
+}
+
+/// The context of one device and its generation (bumped when a fault forced a reset).
+#[derive(Debug)]
+struct Context {
+    ctx: sys::CUcontext,
+    generation: u64,
+    /// Set when a sticky error was seen: the next call resets the context first.
+    broken: Option<String>,
+    /// The kernel launched last, to name it when a later call reports its fault.
+    last_launch: Option<String>,
+    /// Live allocations → the generation they belong to.
+    allocations: HashMap<u64, u64>,
+}
+
+// Safety: CUcontext is a driver handle usable from any thread once made current.
+unsafe impl Send for Context {}
+
+/// A device as the runtime sees it; modules share its [`Core`] so they can reload after a reset.
+#[derive(Debug)]
+pub(crate) struct NvDevice {
+    core: Arc<Core>,
+}
+
+#[derive(Debug)]
+struct Core {
+    device: sys::CUdevice,
+    info: DeviceInfo,
+    compute_capability: (u32, u32),
+    state: Mutex<Context>,
+}
+
+impl NvDevice {
+    fn open(ordinal: i32) -> Result<Self> {
+        Ok(NvDevice {
+            core: Arc::new(Core::open(ordinal)?),
+        })
+    }
+}
+
+impl Core {
+    fn open(ordinal: i32) -> Result<Self> {
+        let device = cu::device::get(ordinal).map_err(|e| api("cuDeviceGet", e))?;
+        let name = cu::device::get_name(device).map_err(|e| api("cuDeviceGetName", e))?;
+        let attribute = |attr, call| {
+            // Safety: a valid device handle and a plain integer attribute.
+            unsafe { cu::device::get_attribute(device, attr) }.map_err(|e| api(call, e))
+        };
+        use sys::CUdevice_attribute_enum as A;
+        let major = attribute(
+            A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            "cuDeviceGetAttribute(major)",
+        )? as u32;
+        let minor = attribute(
+            A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            "cuDeviceGetAttribute(minor)",
+        )? as u32;
+        let sms = attribute(
+            A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "cuDeviceGetAttribute(SMs)",
+        )? as u32;
+        let warp = attribute(
+            A::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+            "cuDeviceGetAttribute(warp)",
+        )?;
+        // Safety: a valid device handle.
+        let total =
+            unsafe { cu::device::total_mem(device) }.map_err(|e| api("cuDeviceTotalMem", e))?;
+        // Safety: retaining the primary context of a valid device.
+        let ctx = unsafe { cu::primary_ctx::retain(device) }
+            .map_err(|e| api("cuDevicePrimaryCtxRetain", e))?;
+        Ok(Core {
+            device,
+            info: DeviceInfo {
+                backend: Backend::Nvidia,
+                name,
+                arch: format!("sm_{major}{minor}"),
+                wave_size: warp as u32,
+                total_memory: total as u64,
+                compute_units: sms,
+            },
+            compute_capability: (major, minor),
+            state: Mutex::new(Context {
+                ctx,
+                generation: 0,
+                broken: None,
+                last_launch: None,
+                allocations: HashMap::new(),
+            }),
+        })
+    }
+
+    /// Make this device's context current on the calling thread (resetting it first if a fault
+    /// broke it) and hold the state lock for the duration of the call.
+    fn enter(&self) -> Result<MutexGuard<'_, Context>> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.broken.is_some() {
+            // Safety: resetting the primary context of a valid device destroys every resource
+            // of the old generation, which is why allocations are tracked per generation.
+            unsafe {
+                sys::cuDevicePrimaryCtxReset_v2(self.device)
+                    .result()
+                    .map_err(|e| api("cuDevicePrimaryCtxReset", e))?;
+                state.ctx = cu::primary_ctx::retain(self.device)
+                    .map_err(|e| api("cuDevicePrimaryCtxRetain", e))?;
+                cu::primary_ctx::release(self.device)
+                    .map_err(|e| api("cuDevicePrimaryCtxRelease", e))?;
+            }
+            state.generation += 1;
+            state.broken = None;
+            state.allocations.clear();
+        }
+        // Safety: a context retained above and not yet released.
+        unsafe { cu::ctx::set_current(state.ctx) }.map_err(|e| api("cuCtxSetCurrent", e))?;
+        Ok(state)
+    }
+
+    /// Turn a driver error into a runtime error, remembering sticky ones so the next call resets.
+    fn fail(&self, state: &mut Context, call: &str, e: DriverError) -> RuntimeError {
+        if is_sticky(&e) {
+            let kernel = state.last_launch.clone().unwrap_or_else(|| "?".into());
+            let message = format!(
+                "{} (raised by kernel `{kernel}`, the last one launched; the device context was \
+                 reset, so memory allocated before this error is gone)",
+                error_text(&e)
+            );
+            state.broken = Some(message.clone());
+            return RuntimeError::Api {
+                backend: Backend::Nvidia,
+                call: call.to_string(),
+                message,
+            };
+        }
+        api(call, e)
+    }
+
+    /// Streams and events die with the context they were made in.
+    fn check_generation(&self, state: &Context, generation: u64, what: &str) -> Result<()> {
+        if generation == state.generation {
+            return Ok(());
+        }
+        Err(RuntimeError::Api {
+            backend: Backend::Nvidia,
+            call: what.to_string(),
+            message: format!(
+                "this {what} was created before a kernel fault reset the device; create a new one"
+            ),
+        })
+    }
+
+    /// After a reset, memory of the old generation is gone: refuse to touch it.
+    fn check_live(&self, state: &Context, ptr: DevicePtr) -> Result<()> {
+        if state.generation > 0 && !state.allocations.contains_key(&ptr) {
+            return Err(RuntimeError::Api {
+                backend: Backend::Nvidia,
+                call: "memory access".into(),
+                message: format!(
+                    "{ptr:#x} was allocated before a kernel fault reset the device; allocate it again"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl DeviceBackend for NvDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.core.info
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        let mut state = self.core.enter()?;
+        // Safety: the context is current.
+        match unsafe { cu::malloc_sync(bytes) } {
+            Ok(ptr) => {
+                let generation = state.generation;
+                state.allocations.insert(ptr, generation);
+                Ok(ptr)
+            }
+            Err(e) => Err(self.core.fail(&mut state, "cuMemAlloc", e)),
+        }
+    }
+
+    unsafe fn free(&self, ptr: DevicePtr, _bytes: usize) {
+        let Ok(mut state) = self.core.enter() else {
+            return;
+        };
+        // Memory of an older generation died with its context.
+        if state.allocations.remove(&ptr) == Some(state.generation) {
+            let _ = cu::free_sync(ptr);
+        }
+    }
+
+    fn new_stream(&self) -> Result<Box<dyn StreamBackend>> {
+        let mut state = self.core.enter()?;
+        match cu::stream::create(cu::stream::StreamKind::Default) {
+            Ok(stream) => Ok(Box::new(NvStream {
+                core: self.core.clone(),
+                stream,
+                generation: state.generation,
+            })),
+            Err(e) => Err(self.core.fail(&mut state, "cuStreamCreate", e)),
+        }
+    }
+
+    fn new_event(&self) -> Result<Box<dyn EventBackend>> {
+        let mut state = self.core.enter()?;
+        match cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT) {
+            Ok(event) => Ok(Box::new(NvEvent {
+                core: self.core.clone(),
+                event,
+                generation: state.generation,
+            })),
+            Err(e) => Err(self.core.fail(&mut state, "cuEventCreate", e)),
+        }
+    }
+
+    unsafe fn copy_to_device(
+        &self,
+        dst: DevicePtr,
+        src: *const u8,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let mut state = self.core.enter()?;
+        self.core.check_live(&state, dst)?;
+        let src = std::slice::from_raw_parts(src, bytes);
+        cu::memcpy_htod_sync(dst, src).map_err(|e| self.core.fail(&mut state, "cuMemcpyHtoD", e))
+    }
+
+    unsafe fn copy_to_host(
+        &self,
+        dst: *mut u8,
+        src: DevicePtr,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let mut state = self.core.enter()?;
+        self.core.check_live(&state, src)?;
+        let dst = std::slice::from_raw_parts_mut(dst, bytes);
+        cu::memcpy_dtoh_sync(dst, src).map_err(|e| self.core.fail(&mut state, "cuMemcpyDtoH", e))
+    }
+
+    unsafe fn copy_on_device(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let mut state = self.core.enter()?;
+        cu::memcpy_dtod_sync(dst, src, bytes)
+            .map_err(|e| self.core.fail(&mut state, "cuMemcpyDtoD", e))
+    }
+
+    unsafe fn fill(
+        &self,
+        dst: DevicePtr,
+        pattern: &[u8],
+        count: usize,
+        _stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let mut state = self.core.enter()?;
+        let result = match pattern.len() {
+            1 => sys::cuMemsetD8_v2(dst, pattern[0], count).result(),
+            2 => sys::cuMemsetD16_v2(dst, u16::from_ne_bytes([pattern[0], pattern[1]]), count)
+                .result(),
+            4 => sys::cuMemsetD32_v2(
+                dst,
+                u32::from_ne_bytes([pattern[0], pattern[1], pattern[2], pattern[3]]),
+                count,
+            )
+            .result(),
+            _ => {
+                // Wider patterns (f64, structs): stage once on the host.
+                let staged: Vec<u8> = pattern.repeat(count);
+                cu::memcpy_htod_sync(dst, &staged)
+            }
+        };
+        result.map_err(|e| self.core.fail(&mut state, "cuMemset", e))
+    }
+
+    fn load_module(&self, library: &'static KernelLibrary) -> Result<Arc<dyn ModuleBackend>> {
+        let module = NvModule {
+            inner: Arc::new(ModuleInner::new(self.core.clone(), library)?),
+        };
+        module.inner.ensure_loaded()?;
+        Ok(Arc::new(module))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        let mut state = self.core.enter()?;
+        cu::ctx::synchronize().map_err(|e| self.core.fail(&mut state, "cuCtxSynchronize", e))
+    }
+}
+
+#[derive(Debug)]
+struct NvStream {
+    core: Arc<Core>,
+    stream: sys::CUstream,
+    generation: u64,
+}
+// Safety: stream handles may be used from any thread with the context current.
+unsafe impl Send for NvStream {}
+unsafe impl Sync for NvStream {}
+
+impl StreamBackend for NvStream {
+    fn synchronize(&self) -> Result<()> {
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "stream")?;
+        // Safety: a stream of the live context.
+        unsafe { cu::stream::synchronize(self.stream) }
+            .map_err(|e| self.core.fail(&mut state, "cuStreamSynchronize", e))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for NvStream {
+    fn drop(&mut self) {
+        if let Ok(state) = self.core.enter() {
+            if state.generation == self.generation {
+                // Safety: destroying our own stream of the live context.
+                unsafe {
+                    let _ = cu::stream::destroy(self.stream);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct NvEvent {
+    core: Arc<Core>,
+    event: sys::CUevent,
+    generation: u64,
+}
+// Safety: event handles may be used from any thread with the context current.
+unsafe impl Send for NvEvent {}
+unsafe impl Sync for NvEvent {}
+
+impl EventBackend for NvEvent {
+    fn record(&self, stream: &dyn StreamBackend) -> Result<()> {
+        let stream = stream
+            .as_any()
+            .downcast_ref::<NvStream>()
+            .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "event")?;
+        self.core.check_generation(&state, stream.generation, "stream")?;
+        // Safety: both handles were created by this backend in the live context.
+        unsafe { cu::event::record(self.event, stream.stream) }
+            .map_err(|e| self.core.fail(&mut state, "cuEventRecord", e))
+    }
+    fn synchronize(&self) -> Result<()> {
+        let mut state = self.core.enter()?;
+        self.core.check_generation(&state, self.generation, "event")?;
+        // Safety: our own event of the live context.
+        unsafe { cu::event::synchronize(self.event) }
+            .map_err(|e| self.core.fail(&mut state, "cuEventSynchronize", e))
+    }
+    fn elapsed_ms(&self, end: &dyn EventBackend) -> Result<f32> {
+        let end = end
+            .as_any()
+            .downcast_ref::<NvEvent>()
+            .ok_or_else(|| RuntimeError::WrongDevice("event of another backend".into()))?;
+        // Safety: both events were created and recorded by this backend.
+        unsafe { cu::event::elapsed(self.event, end.event) }
+            .map_err(|e| api("cuEventElapsedTime", e))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for NvEvent {
+    fn drop(&mut self) {
+        if let Ok(state) = self.core.enter() {
+            if state.generation == self.generation {
+                // Safety: destroying our own event of the live context.
+                unsafe {
+                    let _ = cu::event::destroy(self.event);
+                }
+            }
+        }
+    }
+}
+
+/// One loaded image (a source file's cubin, PTX or NVRTC output) and its kernels.
+#[derive(Debug)]
+struct Loaded {
+    module: sys::CUmodule,
+    /// user-facing name → (symbol, function handle)
+    functions: HashMap<String, (String, sys::CUfunction)>,
+}
+
+/// A loaded module; functions share its inner state, so reloading happens once for all.
+#[derive(Debug)]
+struct NvModule {
+    inner: Arc<ModuleInner>,
+}
+
+#[derive(Debug)]
+struct ModuleInner {
+    device: Arc<Core>,
+    library: &'static KernelLibrary,
+    /// The images chosen for this device, one per source file.
+    images: Vec<Image>,
+    loaded: Mutex<Option<(u64, Vec<Loaded>)>>,
+}
+// Safety: module and function handles are context-bound driver handles usable from any thread.
+unsafe impl Send for ModuleInner {}
+unsafe impl Sync for ModuleInner {}
+
+#[derive(Debug, Clone)]
+struct Image {
+    source: &'static str,
+    target: &'static str,
+    format: &'static str,
+    bytes: &'static [u8],
+}
+
+impl ModuleInner {
+    fn new(device: Arc<Core>, library: &'static KernelLibrary) -> Result<Self> {
+        let ours: Vec<_> = library
+            .code_objects
+            .iter()
+            .filter(|o| o.backend == Backend::Nvidia)
+            .collect();
+        if ours.is_empty() {
+            return Err(RuntimeError::LibraryMissing {
+                library: library.name.to_string(),
+                backend: Backend::Nvidia,
+                hint: "build it with the nvidia backend enabled (nvcc on PATH or CUDA_PATH, or \
+                       `pip install nvidia-cuda-nvcc`; targets from ROCM_NVIDIA_ARCH or \
+                       [package.metadata.rocm] nvidia-targets)"
+                    .to_string(),
+            });
+        }
+        let cc = device.compute_capability;
+        let mut sources: Vec<&str> = ours.iter().map(|o| o.source).collect();
+        sources.dedup();
+        let mut images = Vec::new();
+        for source in sources {
+            let best = ours
+                .iter()
+                .filter(|o| o.source == source)
+                .filter_map(|o| image::fitness(o, cc).map(|f| (f, *o)))
+                .max_by_key(|(f, _)| *f);
+            match best {
+                Some((_, o)) => images.push(Image {
+                    source: o.source,
+                    target: o.targets,
+                    format: o.format,
+                    bytes: o.bytes,
+                }),
+                None => {
+                    let available: Vec<String> = ours
+                        .iter()
+                        .filter(|o| o.source == source)
+                        .map(|o| format!("{} {}", o.format, o.targets))
+                        .collect();
+                    return Err(RuntimeError::NoMatchingCodeObject {
+                        library: library.name.to_string(),
+                        arch: device.info.arch.clone(),
+                        available: available.join(", "),
+                    });
+                }
+            }
+        }
+        Ok(ModuleInner {
+            device,
+            library,
+            images,
+            loaded: Mutex::new(None),
+        })
+    }
+
+    /// Load (or, after a context reset, reload) every image; returns the current generation.
+    fn ensure_loaded(&self) -> Result<u64> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.device.enter()?;
+        if let Some((generation, _)) = loaded.as_ref() {
+            if *generation == state.generation {
+                return Ok(*generation);
+            }
+        }
+        let mut modules = Vec::new();
+        for image in &self.images {
+            modules.push(self.load_image(&mut state, image)?);
+        }
+        let generation = state.generation;
+        *loaded = Some((generation, modules));
+        Ok(generation)
+    }
+
+    fn load_image(&self, state: &mut Context, image: &Image) -> Result<Loaded> {
+        let (bytes, format): (Vec<u8>, &str) = match image.format {
+            "cuda-source" => {
+                let arch = &self.device.info.arch;
+                let ptx = nvrtc::compile(image.source, image.bytes, arch)?;
+                (ptx.into_bytes(), "ptx")
+            }
+            format => (image.bytes.to_vec(), format),
+        };
+        let symbols =
+            image::entry_symbols(format, &bytes).map_err(|message| RuntimeError::Api {
+                backend: Backend::Nvidia,
+                call: format!("read {} {} of {}", image.format, image.target, image.source),
+                message,
+            })?;
+        // PTX must be NUL-terminated text for cuModuleLoadData.
+        let data = if format == "ptx" {
+            CString::new(bytes)
+                .map_err(|_| RuntimeError::Api {
+                    backend: Backend::Nvidia,
+                    call: "cuModuleLoadData".into(),
+                    message: "PTX contains a NUL byte".into(),
+                })?
+                .into_bytes_with_nul()
+        } else {
+            bytes
+        };
+        // Safety: the context is current and `data` is a complete cubin or PTX image.
+        let module = match unsafe { cu::module::load_data(data.as_ptr().cast()) } {
+            Ok(m) => m,
+            Err(e) => {
+                let mut err = self.device.fail(state, "cuModuleLoadData", e);
+                if e.0 == sys::cudaError_enum::CUDA_ERROR_UNSUPPORTED_PTX_VERSION {
+                    err = RuntimeError::Api {
+                        backend: Backend::Nvidia,
+                        call: "cuModuleLoadData".into(),
+                        message: format!(
+                            "{} for {}: the PTX was made by a CUDA newer than this driver \
+                             supports; build with an nvcc that matches the driver (so a \
+                             {} cubin is embedded), or upgrade the driver",
+                            error_text(&e),
+                            image.source,
+                            self.device.info.arch
+                        ),
+                    };
+                }
+                return Err(err);
+            }
+        };
+        let mut functions = HashMap::new();
+        for symbol in symbols {
+            let c = CString::new(symbol.clone()).unwrap_or_default();
+            // Safety: a module just loaded in the current context.
+            let f = unsafe { cu::module::get_function(module, c) }
+                .map_err(|e| self.device.fail(state, "cuModuleGetFunction", e))?;
+            functions.insert(kernel_name(&symbol), (symbol, f));
+        }
+        Ok(Loaded { module, functions })
+    }
+}
+
+impl ModuleBackend for NvModule {
+    fn kernel_names(&self) -> Vec<String> {
+        let loaded = self.inner.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names: Vec<String> = loaded
+            .iter()
+            .flat_map(|(_, l)| l.iter().flat_map(|m| m.functions.keys().cloned()))
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>> {
+        self.inner.ensure_loaded()?;
+        let loaded = self.inner.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let found = loaded
+            .iter()
+            .flat_map(|(_, l)| l.iter())
+            .any(|m| m.functions.contains_key(name));
+        Ok(found.then(|| {
+            Arc::new(NvFunction {
+                module: self.inner.clone(),
+                name: name.to_string(),
+            }) as Arc<dyn FunctionBackend>
+        }))
+    }
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        let loaded = self
+            .loaded
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((generation, modules)) = loaded {
+            if let Ok(state) = self.device.enter() {
+                if state.generation == generation {
+                    for m in modules {
+                        // Safety: a module of the live context, unloaded once.
+                        unsafe {
+                            let _ = cu::module::unload(m.module);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct NvFunction {
+    module: Arc<ModuleInner>,
+    name: String,
+}
+
+impl FunctionBackend for NvFunction {
+    fn param_layout(&self) -> Option<Vec<ParamLayout>> {
+        None
+    }
+
+    unsafe fn launch(
+        &self,
+        config: &LaunchConfig,
+        args: &[*mut c_void],
+        stream: &dyn StreamBackend,
+    ) -> Result<()> {
+        let stream = stream
+            .as_any()
+            .downcast_ref::<NvStream>()
+            .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
+        self.module.ensure_loaded()?;
+        let loaded = self.module.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let function = loaded
+            .iter()
+            .flat_map(|(_, l)| l.iter())
+            .find_map(|m| m.functions.get(&self.name))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| RuntimeError::KernelNotFound {
+                name: self.name.clone(),
+                library: self.module.library.name.to_string(),
+                available: String::new(),
+            })?;
+        let device = &self.module.device;
+        let mut state = device.enter()?;
+        device.check_generation(&state, stream.generation, "stream")?;
+        if config.shared_mem_bytes > 48 * 1024 {
+            // Above 48 KiB a kernel must opt in to more dynamic shared memory.
+            let _ = sys::cuFuncSetAttribute(
+                function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                config.shared_mem_bytes as i32,
+            );
+        }
+        state.last_launch = Some(self.name.clone());
+        let mut params = args.to_vec();
+        cu::launch_kernel(
+            function,
+            (config.grid.x, config.grid.y, config.grid.z),
+            (config.block.x, config.block.y, config.block.z),
+            config.shared_mem_bytes,
+            stream.stream,
+            &mut params,
+        )
+        .map_err(|e| device.fail(&mut state, "cuLaunchKernel", e))
+    }
+}

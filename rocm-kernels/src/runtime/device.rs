@@ -1,0 +1,176 @@
+//! [`Device`]: one place kernels can run, and how to find them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::backend::{self, DeviceBackend};
+use super::{Buffer, DeviceCopy, Module, Result, RuntimeError, Stream};
+use crate::embedded::{Backend, KernelLibrary};
+
+/// What a device is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub backend: Backend,
+    /// For people: `AMD Instinct MI210`, `cpu (2 threads, wave 64)`.
+    pub name: String,
+    /// What code objects must target: `gfx90a`, `sm_90`; `x86_64` (the host) for cpu.
+    pub arch: String,
+    /// Threads per wave (warp): 32 or 64.
+    pub wave_size: u32,
+    /// Bytes of device memory (host memory for cpu).
+    pub total_memory: u64,
+    /// Compute units (SMs for NVIDIA, worker threads for cpu).
+    pub compute_units: u32,
+}
+
+/// How the cpu backend runs kernels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Wave size the kernel sees (`warpSize`, the width of `__shfl`/`__ballot`): 32 or 64.
+    pub wave_size: u32,
+    /// Checked mode: device buffers get guard pages, so out-of-bounds accesses and stray pointers
+    /// become [`RuntimeError::OutOfBounds`]/[`RuntimeError::KernelFault`] naming block and thread.
+    pub checked: bool,
+    /// Run blocks in an order shuffled by this seed (exposes dependencies between blocks).
+    pub shuffle_seed: Option<u64>,
+    /// Abort a launch that runs longer than this ([`RuntimeError::Timeout`]).
+    pub time_limit: Option<Duration>,
+    /// Worker threads running blocks; 0 = one per available core.
+    pub threads: usize,
+    /// Check shared memory for data races between barriers (slow; not implemented yet: launches
+    /// with it set return [`RuntimeError::Unsupported`]).
+    pub race_check: bool,
+    /// Stack size of each kernel thread (fiber), in bytes.
+    pub stack_size: usize,
+}
+
+impl Default for CpuOptions {
+    /// Wave 64 (as AMD CDNA), checked, in order, no time limit, all cores.
+    fn default() -> Self {
+        CpuOptions {
+            wave_size: 64,
+            checked: true,
+            shuffle_seed: None,
+            time_limit: None,
+            threads: 0,
+            race_check: false,
+            stack_size: 128 * 1024,
+        }
+    }
+}
+
+/// What [`Device::probe`] found: usable devices, and for each backend without any, why.
+#[derive(Debug, Clone)]
+pub struct Devices {
+    pub available: Vec<Device>,
+    /// `(backend, reason)`, e.g. `(Amd, "libamdhip64.so not found: ...")`.
+    pub unavailable: Vec<(Backend, String)>,
+}
+
+/// A device: a handle shared by everything created from it (cheap to clone).
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<dyn DeviceBackend>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("info", self.info()).finish()
+    }
+}
+
+impl Default for Device {
+    /// The first GPU found, else the cpu backend with default [`CpuOptions`].
+    fn default() -> Self {
+        Device::all()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Device::cpu(CpuOptions::default()))
+    }
+}
+
+impl Device {
+    /// Ask every backend for its devices.
+    pub fn probe() -> Devices {
+        let mut available = Vec::new();
+        let mut unavailable = Vec::new();
+        for (backend, found) in backend::probe_all() {
+            match found {
+                Ok(list) if list.is_empty() => {
+                    unavailable.push((backend, "no device found".to_string()))
+                }
+                Ok(list) => available.extend(list.into_iter().map(|inner| Device { inner })),
+                Err(reason) => unavailable.push((backend, reason)),
+            }
+        }
+        Devices {
+            available,
+            unavailable,
+        }
+    }
+
+    /// Every device that can run kernels here (GPUs first; the cpu backend is always last).
+    pub fn all() -> Vec<Device> {
+        Device::probe().available
+    }
+
+    /// A cpu-backend device with these options. `wave_size` other than 32/64 is rounded to 64.
+    pub fn cpu(options: CpuOptions) -> Device {
+        Device {
+            inner: Arc::new(backend::cpu::CpuDevice::new(options)),
+        }
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        self.inner.info()
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.info().backend
+    }
+
+    /// Load the part of `library` that runs on this device.
+    pub fn load(&self, library: &'static KernelLibrary) -> Result<Module> {
+        let inner = self.inner.load_module(library)?;
+        Ok(Module::new(self.clone(), library, inner))
+    }
+
+    /// A buffer of `len` elements; contents unspecified (zero on cpu).
+    pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<Buffer<T>> {
+        Buffer::alloc(self, len)
+    }
+
+    /// A buffer holding a copy of `data`.
+    pub fn upload<T: DeviceCopy>(&self, data: &[T]) -> Result<Buffer<T>> {
+        let mut buffer = Buffer::alloc(self, data.len())?;
+        buffer.upload(data)?;
+        Ok(buffer)
+    }
+
+    /// A new stream (queue of work) on this device.
+    pub fn stream(&self) -> Result<Stream> {
+        Stream::new(self)
+    }
+
+    /// Wait until all work on the device has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+
+    /// True when `other` is the same device (same handle).
+    pub fn same_as(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    pub(crate) fn check_same(&self, other: &Device) -> Result<()> {
+        if self.same_as(other) {
+            Ok(())
+        } else {
+            Err(RuntimeError::WrongDevice(format!(
+                "expected {}, got {}",
+                self.info().name,
+                other.info().name
+            )))
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! [`RuntimeError`]: everything that can go wrong between finding a device and a kernel finishing.
+
+use std::time::Duration;
+
+use crate::embedded::Backend;
+
+/// Where in a launch a fault happened: the kernel, the block and the thread within it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSite {
+    pub kernel: String,
+    /// `blockIdx` as (x, y, z).
+    pub block: [u32; 3],
+    /// `threadIdx` as (x, y, z).
+    pub thread: [u32; 3],
+}
+
+impl std::fmt::Display for FaultSite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [tx, ty, tz] = self.thread;
+        write!(
+            f,
+            "kernel `{}`, block ({bx},{by},{bz}), thread ({tx},{ty},{tz})",
+            self.kernel
+        )
+    }
+}
+
+/// An error of the runtime: finding devices, loading modules, moving memory, launching kernels,
+/// and the faults the cpu backend detects while a kernel runs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The kernel library has nothing for this backend (e.g. it was built without `cpu`).
+    #[error("kernel library `{library}` has no {backend} code: {hint}")]
+    LibraryMissing {
+        library: String,
+        backend: Backend,
+        hint: String,
+    },
+    /// The library has code objects for the backend, but none for this device's architecture.
+    #[error("kernel library `{library}` has no code object for {arch} (it has: {available}); add `{arch}` to the build's targets")]
+    NoMatchingCodeObject {
+        library: String,
+        arch: String,
+        available: String,
+    },
+    /// No device of a backend could be opened.
+    #[error("no {backend} device: {reason}")]
+    NoDevice { backend: Backend, reason: String },
+    /// A call into a backend's driver or runtime library failed.
+    #[error("{backend} API call `{call}` failed: {message}")]
+    Api {
+        backend: Backend,
+        call: String,
+        message: String,
+    },
+    /// A shared library a backend needs could not be loaded, or lacks a symbol.
+    #[error("could not load {library}: {reason}")]
+    LibraryLoad { library: String, reason: String },
+    /// No kernel of that name in the module.
+    #[error("no kernel named `{name}` in library `{library}` (it has: {available})")]
+    KernelNotFound {
+        name: String,
+        library: String,
+        available: String,
+    },
+    /// The launch's arguments do not match the kernel's parameters.
+    #[error("arguments of kernel `{kernel}` do not match its parameters: {message}")]
+    ArgMismatch { kernel: String, message: String },
+    /// The launch configuration is invalid (zero-sized grid, block too large, ...).
+    #[error("invalid launch of kernel `{kernel}`: {message}")]
+    InvalidLaunch { kernel: String, message: String },
+    /// A copy or fill does not fit the buffer.
+    #[error("size mismatch: {0}")]
+    SizeMismatch(String),
+    /// A buffer of another device was passed.
+    #[error("buffer belongs to another device ({0})")]
+    WrongDevice(String),
+    /// A kernel thread faulted: a failed `assert`, an invalid memory access, a trap.
+    #[error("{site}: {message}")]
+    KernelFault { site: FaultSite, message: String },
+    /// A kernel read or wrote outside a device buffer (cpu backend, checked mode).
+    #[error("{site}: out-of-bounds {access} at address {address:#x}: {detail}")]
+    OutOfBounds {
+        site: FaultSite,
+        /// `read` or `write` (or `access` when the CPU could not tell).
+        access: &'static str,
+        address: u64,
+        /// Which buffer it missed and by how much, when known.
+        detail: String,
+    },
+    /// Part of a block reached `__syncthreads` while other threads of the block had exited or
+    /// were waiting elsewhere: a hang or undefined behaviour on a GPU.
+    #[error("{site}: partial barrier: {message}")]
+    PartialBarrier { site: FaultSite, message: String },
+    /// The kernel ran longer than the device's time limit (an infinite loop, or a limit too small).
+    #[error("kernel `{kernel}` ran past the time limit of {limit:?} (block {block:?} was still running); raise `CpuOptions::time_limit` if this is not an infinite loop")]
+    Timeout {
+        kernel: String,
+        limit: Duration,
+        block: [u32; 3],
+    },
+    /// Shared memory written by one thread and accessed by another with no barrier between
+    /// (cpu backend, race-check mode).
+    #[error("{site}: shared-memory race: {message}")]
+    SharedMemoryRace { site: FaultSite, message: String },
+    /// The backend cannot do this (yet).
+    #[error("{backend} backend does not support {what}")]
+    Unsupported { backend: Backend, what: String },
+}
+
+impl RuntimeError {
+    /// The fault site for errors raised by a running kernel.
+    pub fn fault_site(&self) -> Option<&FaultSite> {
+        match self {
+            RuntimeError::KernelFault { site, .. }
+            | RuntimeError::OutOfBounds { site, .. }
+            | RuntimeError::PartialBarrier { site, .. }
+            | RuntimeError::SharedMemoryRace { site, .. } => Some(site),
+            _ => None,
+        }
+    }
+}
+
+/// Shorthand for results of the runtime.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

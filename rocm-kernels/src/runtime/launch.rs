@@ -1,0 +1,224 @@
+//! Launch configuration and typed arguments.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use super::{Buffer, DeviceCopy, Kernel, Result, Stream};
+
+/// Three extents, as HIP's `dim3`. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+
+    /// `x * y * z`, widened so it cannot overflow.
+    pub fn count(&self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3::new(x, 1, 1)
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3::new(x, y, 1)
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid (`gridDim`).
+    pub grid: Dim3,
+    /// Threads in a block (`blockDim`).
+    pub block: Dim3,
+    /// Bytes of dynamic shared memory (`extern __shared__`).
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// A 1-D launch covering `n` elements with `block` threads a block (at least one block).
+    pub fn for_elements(n: usize, block: u32) -> Self {
+        let block = block.max(1);
+        let blocks = n.div_ceil(block as usize).max(1);
+        LaunchConfig::new(u32::try_from(blocks).unwrap_or(u32::MAX), block)
+    }
+
+    /// Set the dynamic shared memory size.
+    pub fn shared_mem(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+}
+
+/// How an argument is passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A device address (a [`Buffer`]).
+    Pointer,
+    /// A value copied into the kernel's parameter.
+    Value,
+}
+
+/// Something that can be passed to a kernel parameter.
+///
+/// # Safety
+/// `arg_ptr` points to `arg_size` readable bytes that are exactly what the kernel parameter
+/// holds (a device address for `Pointer`), valid while `self` is borrowed.
+pub unsafe trait KernelArg {
+    fn arg_ptr(&self) -> *const c_void;
+    fn arg_size(&self) -> usize;
+    fn arg_kind(&self) -> ArgKind;
+    /// For error messages: `f32`, `Buffer<f32>`.
+    fn arg_type(&self) -> String;
+    /// The device a pointer argument lives on, when known (checked at launch).
+    fn arg_device(&self) -> Option<&super::Device> {
+        None
+    }
+}
+
+macro_rules! value_arg {
+    ($($t:ty),*) => {$(
+        unsafe impl KernelArg for $t {
+            fn arg_ptr(&self) -> *const c_void { (self as *const $t).cast() }
+            fn arg_size(&self) -> usize { std::mem::size_of::<$t>() }
+            fn arg_kind(&self) -> ArgKind { ArgKind::Value }
+            fn arg_type(&self) -> String { stringify!($t).to_string() }
+        }
+    )*};
+}
+value_arg!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64);
+
+/// A by-value argument of any [`DeviceCopy`] type (a `#[repr(C)]` struct, an array).
+#[derive(Debug, Clone, Copy)]
+pub struct Value<T: DeviceCopy>(pub T);
+
+unsafe impl<T: DeviceCopy> KernelArg for Value<T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.0 as *const T).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    fn arg_kind(&self) -> ArgKind {
+        ArgKind::Value
+    }
+    fn arg_type(&self) -> String {
+        std::any::type_name::<T>().to_string()
+    }
+}
+
+unsafe impl<T: DeviceCopy> KernelArg for Buffer<T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.ptr as *const u64).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<u64>()
+    }
+    fn arg_kind(&self) -> ArgKind {
+        ArgKind::Pointer
+    }
+    fn arg_type(&self) -> String {
+        format!("Buffer<{}>", std::any::type_name::<T>())
+    }
+    fn arg_device(&self) -> Option<&super::Device> {
+        Some(&self.device)
+    }
+}
+
+/// One argument as collected by a [`LaunchBuilder`] (opaque).
+#[derive(Debug, Clone)]
+pub struct ArgRef {
+    pub(crate) ptr: *const c_void,
+    pub(crate) size: usize,
+    pub(crate) kind: ArgKind,
+    pub(crate) type_name: String,
+    /// The device the buffer lives on, for pointer arguments made from a `Buffer`.
+    pub(crate) device: Option<super::Device>,
+}
+
+/// What [`LaunchBuilder::arg`] accepts: a shared reference to any [`KernelArg`], or a mutable
+/// reference to a [`Buffer`] (to say, at the call site, that the kernel writes it).
+pub trait PushArg<'a> {
+    #[doc(hidden)]
+    fn to_arg_ref(self) -> ArgRef;
+}
+
+fn arg_ref<A: KernelArg + ?Sized>(arg: &A) -> ArgRef {
+    ArgRef {
+        ptr: arg.arg_ptr(),
+        size: arg.arg_size(),
+        kind: arg.arg_kind(),
+        type_name: arg.arg_type(),
+        device: arg.arg_device().cloned(),
+    }
+}
+
+impl<'a, A: KernelArg + ?Sized> PushArg<'a> for &'a A {
+    fn to_arg_ref(self) -> ArgRef {
+        arg_ref(self)
+    }
+}
+
+impl<'a, T: DeviceCopy> PushArg<'a> for &'a mut Buffer<T> {
+    fn to_arg_ref(self) -> ArgRef {
+        arg_ref(&*self)
+    }
+}
+
+/// Collects the arguments of one launch: `kernel.launch(cfg).arg(&x).arg(&n).run(&stream)`.
+///
+/// Arguments are borrowed until `run` returns, so buffers cannot be freed under a running kernel.
+#[must_use = "a launch does nothing until `run` is called"]
+pub struct LaunchBuilder<'a> {
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) config: LaunchConfig,
+    pub(crate) args: Vec<ArgRef>,
+    _borrows: PhantomData<&'a ()>,
+}
+
+impl<'a> LaunchBuilder<'a> {
+    pub(crate) fn new(kernel: &'a Kernel, config: LaunchConfig) -> Self {
+        LaunchBuilder {
+            kernel,
+            config,
+            args: Vec::new(),
+            _borrows: PhantomData,
+        }
+    }
+
+    /// Append an argument: `&buffer` or `&mut buffer` (a [`Buffer`] the kernel reads or
+    /// writes), `&scalar`, or `&Value(x)`.
+    pub fn arg<A: PushArg<'a>>(mut self, arg: A) -> Self {
+        self.args.push(arg.to_arg_ref());
+        self
+    }
+
+    /// Check the arguments against the kernel's parameters and launch on `stream`.
+    pub fn run(self, stream: &Stream) -> Result<()> {
+        self.kernel.launch_checked(&self.config, &self.args, stream)
+    }
+}

@@ -1,0 +1,42 @@
+//! Running kernels: find a [`Device`], load a [`Module`] from an embedded [`KernelLibrary`], take a
+//! [`Kernel`] by name and launch it on [`Buffer`]s.
+//!
+//! ```no_run
+//! use rocm_kernels::runtime::{Device, LaunchConfig};
+//! # fn demo(library: &'static rocm_kernels::KernelLibrary) -> Result<(), rocm_kernels::runtime::RuntimeError> {
+//! let device = Device::default();
+//! let module = device.load(library)?;
+//! let saxpy = module.kernel("saxpy")?;
+//! let x = device.upload(&[1.0f32; 1024])?;
+//! let mut y = device.upload(&[2.0f32; 1024])?;
+//! let stream = device.stream()?;
+//! saxpy
+//!     .launch(LaunchConfig::for_elements(1024, 256))
+//!     .arg(&2.0f32)
+//!     .arg(&x)
+//!     .arg(&mut y)
+//!     .arg(&1024i32)
+//!     .run(&stream)?;
+//! assert_eq!(y.to_vec()?[0], 4.0);
+//! # Ok(()) }
+//! ```
+//!
+//! Backends live in [`backend`]; the types here are the safe layer over them.
+
+pub mod backend;
+mod device;
+mod error;
+mod launch;
+mod memory;
+mod module;
+mod stream;
+
+pub use device::{CpuOptions, Device, DeviceInfo, Devices};
+pub use error::{FaultSite, Result, RuntimeError};
+pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
+pub use memory::{Buffer, DeviceCopy};
+pub use module::{Kernel, Module};
+pub use stream::{Event, Stream};
+
+pub use crate::embedded::Backend;
+pub use backend::cpu::fiber_switch_ns;

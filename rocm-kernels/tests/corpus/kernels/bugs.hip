@@ -1,0 +1,85 @@
+// Planted bugs: each must be caught by the cpu backend (rocm-kernels/tests/cpu_bugs.rs).
+#include <hip/hip_runtime.h>
+
+// Missing barrier: each thread reads a neighbour's shared value without __syncthreads.
+__global__ void missing_barrier(const int* in, int* out) {
+    __shared__ int s[256];
+    unsigned int t = threadIdx.x;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    // __syncthreads(); -- forgotten
+    out[blockIdx.x * blockDim.x + t] = s[(t + 1) % blockDim.x];
+}
+
+// Off-by-one: the bounds check lets thread n write one element past the end.
+__global__ void oob_write(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) out[i] = 1.0f;
+}
+
+// Reads past the end of the input.
+__global__ void oob_read(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i + 1];
+}
+
+// Threads 32.. return early, the others wait at a barrier.
+__global__ void partial_barrier(float* data) {
+    unsigned int t = threadIdx.x;
+    if (t >= 32) return;
+    data[t] += 1.0f;
+    __syncthreads();
+    data[t] *= 2.0f;
+}
+
+// Thread 0 returns early, the rest wait at a barrier (the plain-loop path of the runtime).
+__global__ void partial_barrier_first(float* data) {
+    unsigned int t = threadIdx.x;
+    if (t == 0) return;
+    __syncthreads();
+    data[t] = 1.0f;
+}
+
+// Assumes 64 lanes: starts the shuffle tree at 32 and takes one partial per 64 threads.
+__global__ void reduce_assumes_wave64(const float* in, float* out) {
+    __shared__ float partial[16];
+    unsigned int t = threadIdx.x;
+    float v = in[blockIdx.x * blockDim.x + t];
+    for (int offset = 32; offset > 0; offset /= 2) v += __shfl_down(v, offset);
+    if (t % 64 == 0) partial[t / 64] = v;
+    __syncthreads();
+    if (t == 0) {
+        float s = 0.0f;
+        for (unsigned int w = 0; w < blockDim.x / 64; ++w) s += partial[w];
+        out[blockIdx.x] = s;
+    }
+}
+
+// Spins forever on a flag nobody sets.
+__global__ void infinite_loop(const int* flag, int* out) {
+    while (*(volatile const int*)flag == 0) {
+    }
+    out[0] = 1;
+}
+
+// Spins forever around a barrier (the fiber path of the watchdog).
+__global__ void infinite_barrier_loop(const int* flag) {
+    while (*(volatile const int*)flag == 0) __syncthreads();
+}
+
+// A failing assert in one thread.
+__global__ void assert_positive(const int* in) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(in[i] >= 0);
+}
+
+// A null pointer dereference.
+__global__ void null_write(int* out) {
+    int* p = out;
+    if (threadIdx.x == 3) p = nullptr;
+    p[threadIdx.x] = 1;
+}
+
+// Blocks that depend on running in order: block b reads what block b-1 wrote.
+__global__ void order_dependent(int* data) {
+    if (threadIdx.x == 0 && blockIdx.x > 0) data[blockIdx.x] = data[blockIdx.x - 1] + 1;
+}

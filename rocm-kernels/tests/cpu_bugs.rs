@@ -1,0 +1,301 @@
+//! Planted bugs (tests/corpus/kernels/bugs.hip): the cpu backend must catch each one, naming the
+//! kernel, block and thread, or (for bugs only results show) produce the wrong result a GPU could
+//! hide.
+
+use std::time::Duration;
+
+use rocm_kernels::runtime::{CpuOptions, Device, LaunchConfig, Module, RuntimeError};
+use rocm_kernels_corpus::{BUGS, FEATURES};
+
+fn module_with(options: CpuOptions) -> Module {
+    Device::cpu(options)
+        .load(&BUGS)
+        .expect("load the bug corpus")
+}
+
+fn module(wave_size: u32) -> Module {
+    module_with(CpuOptions {
+        wave_size,
+        threads: 2,
+        time_limit: Some(Duration::from_secs(20)),
+        ..CpuOptions::default()
+    })
+}
+
+/// The device still runs kernels correctly after a fault.
+fn still_works(device: &Device) {
+    let m = device.load(&FEATURES).unwrap();
+    let x = device.upload(&[1.0f32; 300]).unwrap();
+    let mut y = device.upload(&[1.0f32; 300]).unwrap();
+    m.kernel("saxpy")
+        .unwrap()
+        .launch(LaunchConfig::for_elements(300, 128))
+        .arg(&3.0f32)
+        .arg(&x)
+        .arg(&mut y)
+        .arg(&300i32)
+        .run(&device.stream().unwrap())
+        .unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 4.0));
+}
+
+#[test]
+fn missing_barrier_gives_wrong_results() {
+    for wave in [32, 64] {
+        let m = module(wave);
+        let d = m.device();
+        let input: Vec<i32> = (1..=512).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(512).unwrap();
+        m.kernel("missing_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        let intended = |g: usize| input[(g / 256) * 256 + (g % 256 + 1) % 256];
+        let wrong = (0..512).filter(|&g| out[g] != intended(g)).count();
+        // Threads of a block run one after another, so every read of a later thread's slot sees
+        // a value that was not written yet.
+        assert!(wrong >= 500, "only {wrong} of 512 results are wrong");
+    }
+}
+
+#[test]
+fn out_of_bounds_write_names_block_and_thread() {
+    let m = module(64);
+    let d = m.device();
+    let n = 1000usize;
+    let mut out = d.alloc::<f32>(n).unwrap();
+    let err = m
+        .kernel("oob_write")
+        .unwrap()
+        .launch(LaunchConfig::for_elements(n + 24, 256))
+        .arg(&mut out)
+        .arg(&(n as i32))
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds {
+            site,
+            access,
+            detail,
+            ..
+        } => {
+            assert_eq!(site.kernel, "oob_write");
+            assert_eq!(site.block, [3, 0, 0]);
+            assert_eq!(site.thread, [232, 0, 0]);
+            assert_eq!(*access, "write");
+            assert!(
+                detail.contains("byte offset 4000 of the 4000-byte buffer"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("kernel `oob_write`, block (3,0,0), thread (232,0,0): out-of-bounds write"),
+        "{text}"
+    );
+    still_works(d);
+}
+
+#[test]
+fn out_of_bounds_read_is_a_read() {
+    let m = module(32);
+    let d = m.device();
+    let input = d.upload(&[1.0f32; 64]).unwrap();
+    let mut out = d.alloc::<f32>(64).unwrap();
+    let err = m
+        .kernel("oob_read")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&input)
+        .arg(&mut out)
+        .arg(&64i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match err {
+        RuntimeError::OutOfBounds { site, access, .. } => {
+            assert_eq!(access, "read");
+            assert_eq!(site.thread, [63, 0, 0]);
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+}
+
+#[test]
+fn partial_barrier_is_reported_not_hung() {
+    for (kernel, first_waiting, first_returned) in [
+        ("partial_barrier", [0, 0, 0], "(32,0,0)"),
+        ("partial_barrier_first", [1, 0, 0], "(0,0,0)"),
+    ] {
+        for wave in [32, 64] {
+            let m = module(wave);
+            let d = m.device();
+            let mut data = d.alloc::<f32>(128).unwrap();
+            let err = m
+                .kernel(kernel)
+                .unwrap()
+                .launch(LaunchConfig::new(2, 128))
+                .arg(&mut data)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            match &err {
+                RuntimeError::PartialBarrier { site, message } => {
+                    assert_eq!(site.kernel, kernel);
+                    assert_eq!(site.block, [0, 0, 0]);
+                    assert_eq!(site.thread, first_waiting, "{message}");
+                    assert!(
+                        message.contains(&format!("the first: thread {first_returned}")),
+                        "{message}"
+                    );
+                }
+                other => panic!("expected PartialBarrier, got {other:?}"),
+            }
+            assert!(err.to_string().contains("partial barrier"), "{err}");
+            still_works(d);
+        }
+    }
+}
+
+#[test]
+fn reduction_assuming_wave64_fails_only_at_wave32() {
+    let threads = 256usize;
+    let input: Vec<f32> = (0..threads * 4).map(|i| (i % 5) as f32).collect();
+    let want: Vec<f32> = input.chunks(threads).map(|c| c.iter().sum()).collect();
+    for wave in [64, 32] {
+        let m = module(wave);
+        let d = m.device();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<f32>(4).unwrap();
+        m.kernel("reduce_assumes_wave64")
+            .unwrap()
+            .launch(LaunchConfig::new(4, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let got = out.to_vec().unwrap();
+        if wave == 64 {
+            assert_eq!(got, want, "correct where its assumption holds");
+        } else {
+            assert_ne!(got, want, "wave 32 must expose the wave-64 assumption");
+        }
+    }
+}
+
+#[test]
+fn infinite_loops_hit_the_time_limit() {
+    for kernel in ["infinite_loop", "infinite_barrier_loop"] {
+        let m = module_with(CpuOptions {
+            threads: 2,
+            time_limit: Some(Duration::from_millis(200)),
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let flag = d.upload(&[0i32]).unwrap();
+        let mut out = d.alloc::<i32>(1).unwrap();
+        let k = m.kernel(kernel).unwrap();
+        let launch = k.launch(LaunchConfig::new(4, 64)).arg(&flag);
+        let launch = if kernel == "infinite_loop" {
+            launch.arg(&mut out)
+        } else {
+            launch
+        };
+        let err = launch.run(&d.stream().unwrap()).unwrap_err();
+        match &err {
+            RuntimeError::Timeout {
+                kernel: k, limit, ..
+            } => {
+                assert_eq!(k, kernel);
+                assert_eq!(*limit, Duration::from_millis(200));
+            }
+            other => panic!("expected Timeout, got {other:?}"),
+        }
+        assert!(err.to_string().contains("ran past the time limit"), "{err}");
+        still_works(d);
+    }
+}
+
+#[test]
+fn failed_assert_is_a_kernel_fault_naming_the_thread() {
+    let m = module(64);
+    let d = m.device();
+    let mut input = vec![1i32; 512];
+    input[300] = -1;
+    let inb = d.upload(&input).unwrap();
+    let err = m
+        .kernel("assert_positive")
+        .unwrap()
+        .launch(LaunchConfig::new(4, 128))
+        .arg(&inb)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.block, [2, 0, 0]);
+            assert_eq!(site.thread, [44, 0, 0]);
+            assert!(
+                message.contains("assertion `in[i] >= 0` failed"),
+                "{message}"
+            );
+            assert!(message.contains("bugs.hip"), "{message}");
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[test]
+fn null_pointer_write_is_a_kernel_fault() {
+    let m = module(64);
+    let d = m.device();
+    let mut out = d.alloc::<i32>(64).unwrap();
+    let err = m
+        .kernel("null_write")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&mut out)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.thread, [3, 0, 0]);
+            assert!(
+                message.contains("invalid memory write at address 0xc"),
+                "{message}"
+            );
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[test]
+fn shuffled_block_order_exposes_dependencies_between_blocks() {
+    let run = |seed: Option<u64>| {
+        let m = module_with(CpuOptions {
+            threads: 1,
+            shuffle_seed: seed,
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let mut data = d.alloc::<i32>(64).unwrap();
+        m.kernel("order_dependent")
+            .unwrap()
+            .launch(LaunchConfig::new(64, 32))
+            .arg(&mut data)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        data.to_vec().unwrap()
+    };
+    let in_order = run(None);
+    assert_eq!(in_order, (0..64).collect::<Vec<i32>>());
+    let shuffled = run(Some(7));
+    assert_ne!(shuffled, in_order);
+    assert_eq!(shuffled, run(Some(7)), "a seed gives one order");
+}
