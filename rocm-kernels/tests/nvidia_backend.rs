@@ -69,7 +69,11 @@ fn compiled(arch: &str) -> Option<&'static [u8]> {
     Some(Box::leak(std::fs::read(&out).unwrap().into_boxed_slice()))
 }
 
-fn library(format: &'static str, targets: &'static str, bytes: &'static [u8]) -> &'static KernelLibrary {
+fn library(
+    format: &'static str,
+    targets: &'static str,
+    bytes: &'static [u8],
+) -> &'static KernelLibrary {
     let objects = Box::leak(Box::new([EmbeddedObject {
         backend: Backend::Nvidia,
         targets,
@@ -109,7 +113,9 @@ fn run_saxpy(device: &Device, lib: &'static KernelLibrary) {
 
 #[test]
 fn cubin_ptx_and_nvrtc_images_run_saxpy() {
-    let Some(device) = nvidia_device() else { return };
+    let Some(device) = nvidia_device() else {
+        return;
+    };
     assert_eq!(device.info().wave_size, 32);
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
     if let Some(cubin) = compiled(arch) {
@@ -127,7 +133,9 @@ fn cubin_ptx_and_nvrtc_images_run_saxpy() {
 
 #[test]
 fn warp_collectives_use_a_wave_of_32() {
-    let Some(device) = nvidia_device() else { return };
+    let Some(device) = nvidia_device() else {
+        return;
+    };
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
     let Some(cubin) = compiled(arch) else { return };
     let module = device.load(library("cubin", arch, cubin)).unwrap();
@@ -147,7 +155,9 @@ fn warp_collectives_use_a_wave_of_32() {
 
 #[test]
 fn a_faulting_kernel_reports_the_cuda_error_and_the_device_recovers() {
-    let Some(device) = nvidia_device() else { return };
+    let Some(device) = nvidia_device() else {
+        return;
+    };
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
     let Some(cubin) = compiled(arch) else { return };
     let lib = library("cubin", arch, cubin);

@@ -203,13 +203,15 @@ impl Check {
     /// Whether every input is explicit (one case, no generation, no seed).
     pub(crate) fn is_fixed(&self) -> bool {
         self.sizes.iter().all(|(_, s)| s.is_fixed())
-            && self.args.iter().all(|a| match &a.kind {
-                ArgKind::Scalar(ScalarSrc::Gen(_)) => false,
-                ArgKind::Buffer {
-                    src: BufSrc::Gen { .. },
-                    ..
-                } => false,
-                _ => true,
+            && !self.args.iter().any(|a| {
+                matches!(
+                    &a.kind,
+                    ArgKind::Scalar(ScalarSrc::Gen(_))
+                        | ArgKind::Buffer {
+                            src: BufSrc::Gen { .. },
+                            ..
+                        }
+                )
             })
     }
 

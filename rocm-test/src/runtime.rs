@@ -170,7 +170,12 @@ enum DevArg {
 }
 
 impl Target for DeviceTarget {
-    fn launch(&self, kernel: &str, launch: &Launch, args: &mut [LaunchArg<'_>]) -> Result<(), String> {
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+    ) -> Result<(), String> {
         let module = self
             .module
             .get_or_init(|| self.device.load(self.library).map_err(|e| e.to_string()))
@@ -181,7 +186,9 @@ impl Target for DeviceTarget {
             .iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
-                LaunchArg::Buffer { data, .. } => DevBuf::upload(&self.device, data).map(DevArg::Buffer),
+                LaunchArg::Buffer { data, .. } => {
+                    DevBuf::upload(&self.device, data).map(DevArg::Buffer)
+                }
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("upload: {e}"))?;
@@ -201,7 +208,14 @@ impl Target for DeviceTarget {
         builder.run(&stream).map_err(|e| e.to_string())?;
         stream.synchronize().map_err(|e| e.to_string())?;
         for (a, d) in args.iter_mut().zip(&dev_args) {
-            if let (LaunchArg::Buffer { data, read_back: true }, DevArg::Buffer(b)) = (a, d) {
+            if let (
+                LaunchArg::Buffer {
+                    data,
+                    read_back: true,
+                },
+                DevArg::Buffer(b),
+            ) = (a, d)
+            {
                 b.download(data).map_err(|e| format!("download: {e}"))?;
             }
         }

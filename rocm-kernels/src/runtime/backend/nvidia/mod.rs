@@ -413,7 +413,8 @@ unsafe impl Sync for NvStream {}
 impl StreamBackend for NvStream {
     fn synchronize(&self) -> Result<()> {
         let mut state = self.core.enter()?;
-        self.core.check_generation(&state, self.generation, "stream")?;
+        self.core
+            .check_generation(&state, self.generation, "stream")?;
         // Safety: a stream of the live context.
         unsafe { cu::stream::synchronize(self.stream) }
             .map_err(|e| self.core.fail(&mut state, "cuStreamSynchronize", e))
@@ -453,15 +454,18 @@ impl EventBackend for NvEvent {
             .downcast_ref::<NvStream>()
             .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
         let mut state = self.core.enter()?;
-        self.core.check_generation(&state, self.generation, "event")?;
-        self.core.check_generation(&state, stream.generation, "stream")?;
+        self.core
+            .check_generation(&state, self.generation, "event")?;
+        self.core
+            .check_generation(&state, stream.generation, "stream")?;
         // Safety: both handles were created by this backend in the live context.
         unsafe { cu::event::record(self.event, stream.stream) }
             .map_err(|e| self.core.fail(&mut state, "cuEventRecord", e))
     }
     fn synchronize(&self) -> Result<()> {
         let mut state = self.core.enter()?;
-        self.core.check_generation(&state, self.generation, "event")?;
+        self.core
+            .check_generation(&state, self.generation, "event")?;
         // Safety: our own event of the live context.
         unsafe { cu::event::synchronize(self.event) }
             .map_err(|e| self.core.fail(&mut state, "cuEventSynchronize", e))
