@@ -81,7 +81,8 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     target: String::new(),
                 },
                 target: Err(format!(
-                    "library `{}` has no {backend} code objects (was the {backend} compiler found at build time?)",
+                    "library `{}` was built without {backend} code objects (the build script's \
+                     warnings say why)",
                     lib.name
                 )),
             });
