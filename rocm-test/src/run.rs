@@ -74,25 +74,43 @@ pub(crate) fn run_check(
         verbose: 0,
         ..Config::default()
     };
-    let mut runner = TestRunner::new_with_rng(config, rng_from_seed(seed));
-    let result = runner.run(&strategy, |case| {
-        run_case(check, target, &case).map_err(TestCaseError::fail)
-    });
-    match result {
-        Ok(()) => Ok(RunOk {
-            cases,
-            seed: Some(seed),
-        }),
-        Err(TestError::Fail(reason, case)) => Err(format!(
-            "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: ROCM_TEST_SEED={seed:#x} cargo rocm test -- '{trial}' --exact\n",
-            reason.message()
-        )),
-        Err(TestError::Abort(reason)) => Err(format!(
-            "gave up generating inputs: {}\n  seed: {seed:#x}\n",
-            reason.message()
-        )),
-    }
+    let test = |case: Case| run_case(check, target, &case).map_err(TestCaseError::fail);
+    // Phase 1 shrinks only the sizes (values are drawn afresh at each size and not shrunk):
+    // shrinking thousands of elements one by one first would use up the shrink budget before
+    // the size ever got small.
+    let sizes_first = case_strategy_with(check, sizes_strategy(check), false);
+    let mut runner = TestRunner::new_with_rng(config.clone(), rng_from_seed(seed));
+    let (reason, case) = match runner.run(&sizes_first, test) {
+        Ok(()) => {
+            return Ok(RunOk {
+                cases,
+                seed: Some(seed),
+            })
+        }
+        Err(TestError::Fail(reason, case)) => (reason, case),
+        Err(TestError::Abort(reason)) => {
+            return Err(format!(
+                "gave up generating inputs: {}\n  seed: {seed:#x}\n",
+                reason.message()
+            ))
+        }
+    };
+    // Phase 2: at the smallest failing sizes, find a failing case again and shrink its values.
+    let sizes: Vec<usize> = case.sizes.iter().map(|(_, n)| *n).collect();
+    let at_sizes = case_strategy_with(check, Just(sizes).sboxed(), true);
+    let mut runner = TestRunner::new_with_rng(config, rng_from_seed(seed ^ PHASE_2));
+    let (reason, case) = match runner.run(&at_sizes, test) {
+        Err(TestError::Fail(reason2, case2)) => (reason2, case2),
+        _ => (reason, case),
+    };
+    Err(format!(
+        "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: ROCM_TEST_SEED={seed:#x} cargo rocm test -- '{trial}' --exact\n",
+        reason.message()
+    ))
 }
+
+/// Mixed into the seed of the second shrinking phase.
+const PHASE_2: u64 = 0x5eed_0000_0000_0002;
 
 /// Run one case; `Err` is the report of what differed (or what went wrong).
 pub(crate) fn run_case(check: &Check, target: &dyn Target, case: &Case) -> Result<(), String> {
@@ -197,15 +215,37 @@ fn output_len(len: &Len, inputs: &Inputs<'_>) -> usize {
 
 /// The proptest strategy for a check's cases: sizes first, then each argument given the sizes.
 pub(crate) fn case_strategy(check: &Check) -> SBoxedStrategy<Case> {
-    let names: Arc<Vec<String>> = Arc::new(check.sizes.iter().map(|(n, _)| n.clone()).collect());
+    case_strategy_with(check, sizes_strategy(check), true)
+}
+
+fn sizes_strategy(check: &Check) -> SBoxedStrategy<Vec<usize>> {
     let size_strategies: Vec<SBoxedStrategy<usize>> =
         check.sizes.iter().map(|(_, s)| s.strategy()).collect();
+    size_strategies.sboxed()
+}
+
+/// Cases with these sizes; argument values shrink only when `shrink_values`.
+fn case_strategy_with(
+    check: &Check,
+    sizes: SBoxedStrategy<Vec<usize>>,
+    shrink_values: bool,
+) -> SBoxedStrategy<Case> {
+    let names: Arc<Vec<String>> = Arc::new(check.sizes.iter().map(|(n, _)| n.clone()).collect());
     let args: Arc<Vec<ArgSpec>> = Arc::new(check.args.clone());
-    size_strategies
+    sizes
         .prop_flat_map(move |sizes| {
             let sizes: Vec<(String, usize)> = names.iter().cloned().zip(sizes).collect();
-            let values: Vec<SBoxedStrategy<(String, Option<CaseValue>)>> =
-                args.iter().map(|a| arg_strategy(a, &sizes)).collect();
+            let values: Vec<SBoxedStrategy<(String, Option<CaseValue>)>> = args
+                .iter()
+                .map(|a| {
+                    let s = arg_strategy(a, &sizes);
+                    if shrink_values {
+                        s
+                    } else {
+                        s.no_shrink().sboxed()
+                    }
+                })
+                .collect();
             (Just(sizes), values)
         })
         .prop_map(|(sizes, values)| Case { sizes, values })
