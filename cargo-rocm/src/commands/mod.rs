@@ -11,6 +11,8 @@ pub mod detect;
 pub mod doctor;
 pub mod env;
 pub mod toolchain;
+pub mod new;
+pub mod test;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -24,6 +26,10 @@ pub enum Command {
     Env(env::EnvArgs),
     /// Install, list, link, pin and remove ROCm toolchains (like rustup for Rust)
     Toolchain(toolchain::ToolchainArgs),
+    /// Run every kernel's checks against its Rust reference on every backend that can run here
+    Test(test::TestArgs),
+    /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
+    New(new::NewArgs),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -34,5 +40,7 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),
         Command::Toolchain(args) => toolchain::run(&global, args, out),
+        Command::Test(args) => test::run(&global, args, out),
+        Command::New(args) => new::run(&global, args, out),
     }
 }
