@@ -148,7 +148,14 @@ pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result
 
     let warnings: Vec<String> = libraries
         .iter()
-        .flat_map(|l| l.kernels.iter().filter_map(report::KernelRow::warning))
+        .flat_map(|l| {
+            let amd = l.kernels.iter().filter_map(report::KernelRow::warning);
+            amd.chain(
+                l.nvidia_kernels
+                    .iter()
+                    .filter_map(report::NvidiaRow::warning),
+            )
+        })
         .collect();
     let mut stdout = out.stdout();
     if args.format.json() {
