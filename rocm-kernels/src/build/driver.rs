@@ -68,7 +68,7 @@ impl Build {
             out.watch(&s.abs);
         }
 
-        let toolchain = self.find_toolchain(env, &paths.state);
+        let toolchain = self.find_toolchain(env, &paths.state, &paths.crate_root);
         // Looked up at most once: finding nvcc may ask python3 where pip put it.
         let nvcc_lookup = std::cell::OnceCell::new();
         let (backends, backend_origin) = settings::resolve_backends(
@@ -354,12 +354,29 @@ impl Build {
     /// The toolchain to use: the builder's, else discovery (remembered under OUT_DIR). The
     /// compiler override (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred
     /// compiler.
-    fn find_toolchain(&self, env: &EnvReader, state_dir: &Path) -> Option<ToolchainInfo> {
+    fn find_toolchain(
+        &self,
+        env: &EnvReader,
+        state_dir: &Path,
+        crate_root: &Path,
+    ) -> Option<ToolchainInfo> {
         let mut tc = match &self.toolchain {
             Some(t) => ToolchainInfo::from(t),
-            None => toolchain_cache::find(env, &state_dir.join("toolchain.json"), || {
-                crate::toolchain::discover().best().cloned()
-            })?,
+            None => {
+                let watch = resolution_inputs(crate_root);
+                toolchain_cache::find(env, &state_dir.join("toolchain.json"), &watch, || {
+                    // The same resolution as `cargo rocm`: +NAME/CARGO_ROCM_TOOLCHAIN,
+                    // directory override, rocm-toolchain.toml, default, then discovery.
+                    match crate::home::resolve_toolchain(crate_root) {
+                        Ok(resolved) => Some(resolved.toolchain),
+                        Err(crate::home::HomeError::NoToolchain) => None,
+                        Err(e) => {
+                            println!("cargo:warning=ROCm toolchain: {e}");
+                            None
+                        }
+                    }
+                })?
+            }
         };
         let forced = self
             .compiler
@@ -535,4 +552,19 @@ fn detect_nvidia_targets() -> Vec<String> {
     targets.sort();
     targets.dedup();
     targets
+}
+
+/// Files the toolchain choice depends on besides the environment: every `rocm-toolchain.toml`
+/// from the crate up to the root (present or not: one appearing changes the choice), and the
+/// home's settings and toolchain folder.
+fn resolution_inputs(crate_root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = crate_root
+        .ancestors()
+        .map(|d| d.join(crate::home::PIN_FILE_NAME))
+        .collect();
+    if let Ok(home) = crate::home::Home::from_env() {
+        files.push(home.settings_path());
+        files.push(home.toolchains_dir());
+    }
+    files
 }

@@ -283,7 +283,9 @@ pub(crate) fn fill_plan(pattern: &[u8], dst: u64) -> FillPlan {
     match pattern {
         [first, rest @ ..] if rest.iter().all(|b| b == first) => FillPlan::Bytes(*first),
         [a, b] if dst.is_multiple_of(2) => FillPlan::Halves(u16::from_ne_bytes([*a, *b])),
-        [a, b, c, d] if dst.is_multiple_of(4) => FillPlan::Words(u32::from_ne_bytes([*a, *b, *c, *d])),
+        [a, b, c, d] if dst.is_multiple_of(4) => {
+            FillPlan::Words(u32::from_ne_bytes([*a, *b, *c, *d]))
+        }
         _ => FillPlan::Doubling,
     }
 }
