@@ -128,6 +128,8 @@ struct Fiber {
 enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
 struct Slot {
+    void *sp;       // saved stack pointer while the thread waits
+    Fiber *fiber;   // the fiber it runs on (fiber mode)
     rk_uint3 idx;  // threadIdx of this thread
     uint8_t state;
     uint8_t op;
@@ -164,7 +166,6 @@ struct Worker {
     void *sched_sp = nullptr;
     Launch *launch = nullptr;
     uint32_t nthreads = 0;
-    uint32_t round_pos = 0;
     uint32_t fiber0_tid = 0;
     bool fiber_mode = false;
     uint32_t barrier_result = 0;
@@ -281,10 +282,6 @@ inline rk_uint3 unlinear(uint32_t t, const rk_uint3 &d) {
     return rk_uint3{t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
 
-__attribute__((always_inline)) inline Fiber *fiber_of(Worker *w, uint32_t tid) {
-    if (tid == w->fiber0_tid) return w->fibers[0];
-    return w->fibers[tid];
-}
 
 bool ensure_fibers(Worker *w, uint32_t n) {
     while (w->fibers.size() < n) {
@@ -298,18 +295,18 @@ bool ensure_fibers(Worker *w, uint32_t n) {
 // Switch from the current context (saved in *save) to thread `tid` of the block.
 __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void **save) {
     Slot &s = w->slots[tid];
-    Fiber *f = fiber_of(w, tid);
     if (s.state == NOT_STARTED) {
+        Fiber *f = s.fiber;
         f->begin = tid;
         f->end = tid + 1;
+        f->tid = tid;
         prepare(f);
+        s.sp = f->sp;
+        s.state = RUNNABLE;
     }
-    s.state = RUNNABLE;
-    f->tid = tid;
-    w->round_pos = tid;
     rk_cur.thread_idx = s.idx;
-    w->cur_fiber = f;
-    rk_switch(save, f->sp);
+    w->cur_fiber = s.fiber;
+    rk_switch(save, s.sp);
 }
 
 __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t from) {
@@ -323,7 +320,7 @@ __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
 bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
 
-__attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_t tid) {
+__attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
     uint32_t from = tid + 1;
     // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
     // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
@@ -334,9 +331,9 @@ __attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_
     if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
-        resume(w, next, &self->sp);
+        resume(w, next, &w->slots[tid].sp);
     else
-        rk_switch(&self->sp, w->sched_sp);
+        rk_switch(&w->slots[tid].sp, w->sched_sp);
 }
 
 // The current thread waits (barrier or collective) until the scheduler releases it.
@@ -357,6 +354,7 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
             Slot &s = w->slots[t];
             s.state = t < tid ? DONE : NOT_STARTED;
             s.idx = idx;
+            s.fiber = t == tid ? w->fibers[0] : w->fibers[t];
             if (++idx.x == dim.x) {
                 idx.x = 0;
                 if (++idx.y == dim.y) {
@@ -368,7 +366,7 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
         self->tid = tid;
     }
     w->slots[tid].state = state;
-    leave(w, self, tid);
+    leave(w, tid);
     // Resumed by `resume`, which restored rk_cur.thread_idx.
 }
 
@@ -383,7 +381,7 @@ void fiber_main(Fiber *f) {
     }
     const uint32_t tid = f->tid;
     w->slots[tid].state = DONE;
-    leave(w, f, tid);
+    leave(w, tid);
     __builtin_unreachable();
 }
 
