@@ -170,6 +170,7 @@ struct Worker {
     bool fiber_mode = false;
     uint32_t barrier_result = 0;
     uint32_t warp_waiting = 0;  // threads waiting in a collective
+    uint32_t cur_tid = 0;       // the running thread (fiber mode)
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -305,6 +306,7 @@ __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void 
         s.state = RUNNABLE;
     }
     rk_cur.thread_idx = s.idx;
+    w->cur_tid = tid;
     w->cur_fiber = s.fiber;
     rk_switch(save, s.sp);
 }
@@ -328,7 +330,7 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
     const uint32_t ws = rk_cur.wave_size;
     const uint32_t base = tid & ~(ws - 1);  // wave sizes are powers of two
     const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
-    if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
+    if (tid + 1 == end && w->warp_waiting && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
         resume(w, next, &w->slots[tid].sp);
@@ -336,38 +338,46 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
         rk_switch(&w->slots[tid].sp, w->sched_sp);
 }
 
-// The current thread waits (barrier or collective) until the scheduler releases it.
-__attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
-    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
-    Fiber *self = w->cur_fiber;
-    if (!w->fiber_mode) {
-        // First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0.
-        w->fiber_mode = true;
-        rk_cur.fiber_mode = 1;
-        w->fiber0_tid = tid;
-        if (!ensure_fibers(w, w->nthreads))
-            fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
-                 w->stack_size);
-        const rk_uint3 dim = rk_cur.block_dim;
-        rk_uint3 idx{0, 0, 0};
-        for (uint32_t t = 0; t < w->nthreads; ++t) {
-            Slot &s = w->slots[t];
-            s.state = t < tid ? DONE : NOT_STARTED;
-            s.idx = idx;
-            s.fiber = t == tid ? w->fibers[0] : w->fibers[t];
-            if (++idx.x == dim.x) {
-                idx.x = 0;
-                if (++idx.y == dim.y) {
-                    idx.y = 0;
-                    ++idx.z;
-                }
+// First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0, every later
+// thread gets its own fiber.
+__attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
+    w->fiber_mode = true;
+    rk_cur.fiber_mode = 1;
+    w->fiber0_tid = tid;
+    if (!ensure_fibers(w, w->nthreads))
+        fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads, w->stack_size);
+    const rk_uint3 dim = rk_cur.block_dim;
+    rk_uint3 idx{0, 0, 0};
+    for (uint32_t t = 0; t < w->nthreads; ++t) {
+        Slot &s = w->slots[t];
+        s.state = t < tid ? DONE : NOT_STARTED;
+        s.idx = idx;
+        s.fiber = t == tid ? w->fibers[0] : w->fibers[t];
+        if (++idx.x == dim.x) {
+            idx.x = 0;
+            if (++idx.y == dim.y) {
+                idx.y = 0;
+                ++idx.z;
             }
         }
-        self->tid = tid;
     }
+    w->cur_fiber->tid = tid;
+    w->cur_tid = tid;
+}
+
+// The current thread's index in the block: kept by the scheduler in fiber mode, computed from
+// threadIdx (set by the plain loop) otherwise.
+__attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
+    if (__builtin_expect(w->fiber_mode, 1)) return w->cur_tid;
+    return linear(rk_cur.thread_idx, rk_cur.block_dim);
+}
+
+// The current thread waits (barrier or collective) until the scheduler releases it.
+__attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, uint8_t state) {
+    if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
     w->slots[tid].state = state;
     leave(w, tid);
-    // Resumed by `resume`, which restored rk_cur.thread_idx.
+    // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid.
 }
 
 void fiber_main(Fiber *f) {
@@ -766,16 +776,18 @@ uint64_t splitmix(uint64_t &s) {
 
 extern "C" void rk_syncthreads(void) {
     Worker *w = tls_worker;
-    if (!w || !w->on_fiber) return;  // not in a kernel launched by this runtime
-    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = 0;
-    wait_here(w, AT_BARRIER);
+    if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
+    const uint32_t tid = current_tid(w);
+    w->slots[tid].pred = 0;
+    wait_here(w, tid, AT_BARRIER);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return pred;
-    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = pred != 0;
-    wait_here(w, AT_BARRIER);
+    const uint32_t tid = current_tid(w);
+    w->slots[tid].pred = pred != 0;
+    wait_here(w, tid, AT_BARRIER);
     const uint32_t count = w->barrier_result;
     switch (op) {
         case RK_BARRIER_COUNT: return static_cast<int>(count);
@@ -788,7 +800,7 @@ extern "C" int rk_syncthreads_op(int op, int pred) {
 extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return value;
-    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
+    const uint32_t tid = current_tid(w);
     Slot &s = w->slots[tid];
     s.op = static_cast<uint8_t>(op);
     s.value = value;
@@ -796,7 +808,7 @@ extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t widt
     s.width = width;
     s.pred = 0;
     ++w->warp_waiting;
-    wait_here(w, AT_WARP);
+    wait_here(w, tid, AT_WARP);
     return w->slots[tid].result;
 }
 
