@@ -171,6 +171,8 @@ struct Worker {
     uint32_t barrier_result = 0;
     uint32_t warp_waiting = 0;  // threads waiting in a collective
     uint32_t cur_tid = 0;       // the running thread (fiber mode)
+    uint32_t done_count = 0;    // threads of the block that returned (fiber mode)
+    uint32_t pred_count = 0;    // true predicates of the current barrier
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -363,6 +365,7 @@ __attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
     }
     w->cur_fiber->tid = tid;
     w->cur_tid = tid;
+    w->done_count = tid;
 }
 
 // The current thread's index in the block: kept by the scheduler in fiber mode, computed from
@@ -391,6 +394,7 @@ void fiber_main(Fiber *f) {
     }
     const uint32_t tid = f->tid;
     w->slots[tid].state = DONE;
+    ++w->done_count;
     leave(w, tid);
     __builtin_unreachable();
 }
@@ -510,6 +514,8 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     rk_cur.fiber_mode = 0;
     w->fiber0_tid = 0;
     w->warp_waiting = 0;
+    w->done_count = 0;
+    w->pred_count = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
@@ -530,30 +536,25 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             break;
         }
         if (w->warp_waiting == 0 || !resolve_warps(w)) {
-            uint32_t done = 0, waiting = 0, first_done = 0, first_waiting = 0;
-            uint32_t count = 0;
-            for (uint32_t t = 0; t < w->nthreads; ++t) {
-                const Slot &s = w->slots[t];
-                if (s.state == DONE) {
-                    if (!done++) first_done = t;
-                } else {
-                    if (!waiting++) first_waiting = t;
-                    count += s.pred != 0;
-                }
-            }
-            if (!waiting) break;  // all returned
+            // No collective pending: every live thread waits at the barrier.
+            const uint32_t done = w->done_count;
+            if (done == w->nthreads) break;  // all returned
             if (done) {
+                uint32_t first_done = 0, first_waiting = 0;
+                while (w->slots[first_done].state != DONE) ++first_done;
+                while (w->slots[first_waiting].state == DONE) ++first_waiting;
                 rk_cur.thread_idx = unlinear(first_waiting, rk_cur.block_dim);
                 rk_uint3 e = unlinear(first_done, rk_cur.block_dim);
                 snprintf(w->message, sizeof w->message,
                          "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
                          "returned without reaching it (the first: thread (%u,%u,%u)); every "
                          "thread of a block must reach every barrier",
-                         waiting, done, e.x, e.y, e.z);
+                         w->nthreads - done, done, e.x, e.y, e.z);
                 w->abort_status = RK_PARTIAL_BARRIER;
                 break;
             }
-            w->barrier_result = count;
+            w->barrier_result = w->pred_count;
+            w->pred_count = 0;
             for (uint32_t t = 0; t < w->nthreads; ++t) w->slots[t].state = RUNNABLE;
         }
         const uint32_t first = next_runnable(w, 0);
@@ -777,17 +778,14 @@ uint64_t splitmix(uint64_t &s) {
 extern "C" void rk_syncthreads(void) {
     Worker *w = tls_worker;
     if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
-    const uint32_t tid = current_tid(w);
-    w->slots[tid].pred = 0;
-    wait_here(w, tid, AT_BARRIER);
+    wait_here(w, current_tid(w), AT_BARRIER);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return pred;
-    const uint32_t tid = current_tid(w);
-    w->slots[tid].pred = pred != 0;
-    wait_here(w, tid, AT_BARRIER);
+    w->pred_count += pred != 0;
+    wait_here(w, current_tid(w), AT_BARRIER);
     const uint32_t count = w->barrier_result;
     switch (op) {
         case RK_BARRIER_COUNT: return static_cast<int>(count);
