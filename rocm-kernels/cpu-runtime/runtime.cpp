@@ -131,7 +131,6 @@ struct Slot {
     void *sp;       // saved stack pointer while the thread waits
     Fiber *fiber;   // the fiber it runs on (fiber mode)
     rk_uint3 idx;  // threadIdx of this thread
-    uint8_t state;
     uint8_t op;
     int32_t arg;
     int32_t width;
@@ -163,6 +162,7 @@ struct Worker {
     uint64_t pool_size = 1;
     std::vector<Fiber *> fibers;
     std::vector<Slot> slots;
+    std::vector<uint8_t> states;  // SlotState per thread, dense: scanned on every switch
     void *sched_sp = nullptr;
     Launch *launch = nullptr;
     uint32_t nthreads = 0;
@@ -298,14 +298,14 @@ bool ensure_fibers(Worker *w, uint32_t n) {
 // Switch from the current context (saved in *save) to thread `tid` of the block.
 __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void **save) {
     Slot &s = w->slots[tid];
-    if (s.state == NOT_STARTED) {
+    if (w->states[tid] == NOT_STARTED) {
         Fiber *f = s.fiber;
         f->begin = tid;
         f->end = tid + 1;
         f->tid = tid;
         prepare(f);
         s.sp = f->sp;
-        s.state = RUNNABLE;
+        w->states[tid] = RUNNABLE;
     }
     rk_cur.thread_idx = s.idx;
     w->cur_tid = tid;
@@ -315,7 +315,7 @@ __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void 
 
 __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t from) {
     for (uint32_t t = from; t < w->nthreads; ++t) {
-        uint8_t st = w->slots[t].state;
+        uint8_t st = w->states[t];
         if (st == RUNNABLE || st == NOT_STARTED) return t;
     }
     return w->nthreads;
@@ -352,7 +352,7 @@ __attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
     rk_uint3 idx{0, 0, 0};
     for (uint32_t t = 0; t < w->nthreads; ++t) {
         Slot &s = w->slots[t];
-        s.state = t < tid ? DONE : NOT_STARTED;
+        w->states[t] = t < tid ? DONE : NOT_STARTED;
         s.idx = idx;
         s.fiber = t == tid ? w->fibers[0] : w->fibers[t];
         if (++idx.x == dim.x) {
@@ -378,7 +378,7 @@ __attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
 // The current thread waits (barrier or collective) until the scheduler releases it.
 __attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, uint8_t state) {
     if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
-    w->slots[tid].state = state;
+    w->states[tid] = state;
     leave(w, tid);
     // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid.
 }
@@ -393,7 +393,7 @@ void fiber_main(Fiber *f) {
         __builtin_unreachable();
     }
     const uint32_t tid = f->tid;
-    w->slots[tid].state = DONE;
+    w->states[tid] = DONE;
     ++w->done_count;
     leave(w, tid);
     __builtin_unreachable();
@@ -414,7 +414,7 @@ bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
         uint64_t active = 0;
         for (uint32_t t = base; t < end; ++t) {
             Slot &s = w->slots[t];
-            if (s.state != AT_WARP) continue;
+            if (w->states[t] != AT_WARP) continue;
             if (op < 0) op = s.op;
             if (s.op == op) active |= lane_mask_bit(t - base);
         }
@@ -466,7 +466,7 @@ bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
                 case RK_WARP_ACTIVEMASK: s.result = active; break;
                 default: s.result = 0; break;
             }
-            s.state = RUNNABLE;
+            w->states[t] = RUNNABLE;
             --w->warp_waiting;
         }
     }
@@ -541,8 +541,8 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             if (done == w->nthreads) break;  // all returned
             if (done) {
                 uint32_t first_done = 0, first_waiting = 0;
-                while (w->slots[first_done].state != DONE) ++first_done;
-                while (w->slots[first_waiting].state == DONE) ++first_waiting;
+                while (w->states[first_done] != DONE) ++first_done;
+                while (w->states[first_waiting] == DONE) ++first_waiting;
                 rk_cur.thread_idx = unlinear(first_waiting, rk_cur.block_dim);
                 rk_uint3 e = unlinear(first_done, rk_cur.block_dim);
                 snprintf(w->message, sizeof w->message,
@@ -555,7 +555,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             }
             w->barrier_result = w->pred_count;
             w->pred_count = 0;
-            for (uint32_t t = 0; t < w->nthreads; ++t) w->slots[t].state = RUNNABLE;
+            memset(w->states.data(), RUNNABLE, w->nthreads);
         }
         const uint32_t first = next_runnable(w, 0);
         if (first >= w->nthreads) break;
@@ -669,6 +669,7 @@ bool prepare_launch(Worker *w, Launch *l) {
     w->launch = l;
     w->nthreads = d->block[0] * d->block[1] * d->block[2];
     if (w->slots.size() < w->nthreads) w->slots.resize(w->nthreads);
+    if (w->states.size() < w->nthreads) w->states.resize(w->nthreads);
     memset(w->slots.data(), 0, sizeof(Slot) * w->nthreads);
     if (!ensure_fibers(w, 1)) return false;
     rk_cur.block_dim = rk_uint3{d->block[0], d->block[1], d->block[2]};
