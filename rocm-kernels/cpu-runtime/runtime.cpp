@@ -172,6 +172,7 @@ struct Worker {
     uint32_t warp_waiting = 0;  // threads waiting in a collective
     uint32_t cur_tid = 0;       // the running thread (fiber mode)
     uint32_t done_count = 0;    // threads of the block that returned (fiber mode)
+    bool slots_ready = false;   // slots hold every thread's idx and fiber for this launch
     uint32_t pred_count = 0;    // true predicates of the current barrier
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
@@ -345,24 +346,35 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
 __attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
     w->fiber_mode = true;
     rk_cur.fiber_mode = 1;
-    w->fiber0_tid = tid;
-    if (!ensure_fibers(w, w->nthreads))
-        fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads, w->stack_size);
-    const rk_uint3 dim = rk_cur.block_dim;
-    rk_uint3 idx{0, 0, 0};
-    for (uint32_t t = 0; t < w->nthreads; ++t) {
-        Slot &s = w->slots[t];
-        w->states[t] = t < tid ? DONE : NOT_STARTED;
-        s.idx = idx;
-        s.fiber = t == tid ? w->fibers[0] : w->fibers[t];
-        if (++idx.x == dim.x) {
-            idx.x = 0;
-            if (++idx.y == dim.y) {
-                idx.y = 0;
-                ++idx.z;
+    if (!w->slots_ready) {
+        // Once per launch: every thread's coordinates and fiber.
+        if (!ensure_fibers(w, w->nthreads))
+            fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
+                 w->stack_size);
+        const rk_uint3 dim = rk_cur.block_dim;
+        rk_uint3 idx{0, 0, 0};
+        for (uint32_t t = 0; t < w->nthreads; ++t) {
+            Slot &s = w->slots[t];
+            s.idx = idx;
+            s.fiber = w->fibers[t];
+            if (++idx.x == dim.x) {
+                idx.x = 0;
+                if (++idx.y == dim.y) {
+                    idx.y = 0;
+                    ++idx.z;
+                }
             }
         }
+        w->slots_ready = true;
+    } else {
+        w->slots[w->fiber0_tid].fiber = w->fibers[w->fiber0_tid];  // undo the last block's
     }
+    // Threads before `tid` have returned; `tid` keeps fiber 0, every later one gets its own.
+    w->fiber0_tid = tid;
+    w->slots[tid].fiber = w->fibers[0];
+    if (tid != 0) w->slots[0].fiber = nullptr;  // thread 0 has returned: it never runs again
+    memset(w->states.data(), DONE, tid);
+    memset(w->states.data() + tid, NOT_STARTED, w->nthreads - tid);
     w->cur_fiber->tid = tid;
     w->cur_tid = tid;
     w->done_count = tid;
@@ -512,7 +524,6 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
                                 uint32_t(block / (uint64_t(d->grid[0]) * d->grid[1]))};
     w->fiber_mode = false;
     rk_cur.fiber_mode = 0;
-    w->fiber0_tid = 0;
     w->warp_waiting = 0;
     w->done_count = 0;
     w->pred_count = 0;
@@ -667,6 +678,8 @@ struct Pool {
 bool prepare_launch(Worker *w, Launch *l) {
     const rk_launch_desc *d = l->desc;
     w->launch = l;
+    w->slots_ready = false;
+    w->fiber0_tid = 0;
     w->nthreads = d->block[0] * d->block[1] * d->block[2];
     if (w->slots.size() < w->nthreads) w->slots.resize(w->nthreads);
     if (w->states.size() < w->nthreads) w->states.resize(w->nthreads);
