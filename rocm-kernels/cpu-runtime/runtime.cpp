@@ -123,6 +123,9 @@ struct Fiber {
     Worker *worker = nullptr;
     uint32_t begin = 0, end = 0;  // threads the entry runs
     uint32_t tid = 0;             // the thread currently on this fiber (fiber mode)
+    // Its thread returned and it waits at the end of fiber_main's loop to run another one
+    // (no fresh start needed). False for a new fiber or one abandoned by a fault.
+    bool parked = false;
 };
 
 enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
@@ -304,7 +307,8 @@ __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void 
         f->begin = tid;
         f->end = tid + 1;
         f->tid = tid;
-        prepare(f);
+        if (!f->parked) prepare(f);
+        f->parked = false;
         s.sp = f->sp;
         w->states[tid] = RUNNABLE;
     }
@@ -325,7 +329,7 @@ __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
 bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
 
-__attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
+__attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void **save) {
     uint32_t from = tid + 1;
     // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
     // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
@@ -336,9 +340,9 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid) {
     if (tid + 1 == end && w->warp_waiting && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
-        resume(w, next, &w->slots[tid].sp);
+        resume(w, next, save);
     else
-        rk_switch(&w->slots[tid].sp, w->sched_sp);
+        rk_switch(save, w->sched_sp);
 }
 
 // First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0, every later
@@ -391,24 +395,27 @@ __attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
 __attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, uint8_t state) {
     if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
     w->states[tid] = state;
-    leave(w, tid);
+    leave(w, tid, &w->slots[tid].sp);
     // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid.
 }
 
 void fiber_main(Fiber *f) {
     Worker *w = f->worker;
-    rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
-    w->launch->desc->entry(&call);
-    if (!w->fiber_mode) {
-        // The whole block ran as a plain loop.
-        rk_switch(&f->sp, w->sched_sp);
-        __builtin_unreachable();
+    for (;;) {
+        rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
+        w->launch->desc->entry(&call);
+        if (!w->fiber_mode) {
+            // The whole block ran as a plain loop (on fiber 0, which is prepared afresh).
+            rk_switch(&f->sp, w->sched_sp);
+            __builtin_unreachable();
+        }
+        const uint32_t tid = f->tid;
+        w->states[tid] = DONE;
+        ++w->done_count;
+        // Park: `resume` continues here with the next thread this fiber runs.
+        f->parked = true;
+        leave(w, tid, &f->sp);
     }
-    const uint32_t tid = f->tid;
-    w->states[tid] = DONE;
-    ++w->done_count;
-    leave(w, tid);
-    __builtin_unreachable();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -535,6 +542,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     f0->begin = 0;
     f0->end = w->nthreads;
     f0->tid = 0;
+    f0->parked = false;
     prepare(f0);
     rk_cur.thread_idx = rk_uint3{0, 0, 0};
     w->cur_fiber = f0;
