@@ -562,6 +562,36 @@ fn divergent_collectives_see_only_active_lanes() {
 }
 
 #[test]
+fn collectives_after_thread_zero_returned() {
+    both(|_, m| {
+        let d = m.device();
+        let (blocks, threads) = (3usize, 128usize);
+        let input: Vec<i32> = (0..(blocks * threads) as i32).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(input.len()).unwrap();
+        m.kernel("early_exit_shuffle")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        for b in 0..blocks {
+            for t in 0..threads {
+                let g = b * threads + t;
+                let want = match t {
+                    0 => -1,
+                    1 => input[g],
+                    _ => input[b * threads + (t ^ 1)],
+                };
+                assert_eq!(out[g], want, "block {b} thread {t}");
+            }
+        }
+    });
+}
+
+#[test]
 fn warp_reduction_correct_at_both_wave_sizes() {
     both(|_, m| {
         let d = m.device();
