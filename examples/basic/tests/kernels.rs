@@ -3,8 +3,9 @@
 //!
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
-use basic::BLOCK;
 use rocm_test::{gen, Inputs, Launch, Tolerance};
+
+use basic::BLOCK;
 
 fn main() -> std::process::ExitCode {
     rocm_test::main(basic::KERNELS, |s| {

@@ -4,6 +4,7 @@
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
 use rocm_test::{gen, Inputs, Launch, Tolerance};
+
 use {{crate_name}}::BLOCK;
 
 fn main() -> std::process::ExitCode {
