@@ -8,18 +8,14 @@ use clap::{Args, Parser, ValueEnum};
 
 use crate::commands;
 
-const AFTER_HELP: &str = concat!(
-    "Run `cargo rocm <COMMAND> --help` for a command's options.\n\n",
-    "Exit codes:\n",
-    "  0    success\n",
-    "  1    a check failed (test trial, doctor check for a requested backend)\n",
-    "  2    usage error (bad flag or value)\n",
-    "  3    environment problem (missing toolchain, compiler, library or device)\n",
-    "  4    build failed (cargo or a kernel compiler)\n",
-    "  5    malformed or unreadable input file\n",
-    "  101  internal error (a bug in cargo-rocm)\n\n",
-    "Docs: docs/exit-codes.md, docs/architecture.md"
-);
+/// `--help`'s closing text: the exit-code table lives in `exit.rs` so it has one source.
+fn after_help() -> String {
+    format!(
+        "Run `cargo rocm <COMMAND> --help` for a command's options.\n\n{}\n\n\
+         Docs: docs/exit-codes.md, docs/architecture.md",
+        crate::exit::HELP_TABLE
+    )
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +26,7 @@ const AFTER_HELP: &str = concat!(
     long_about = "Build, test, benchmark and tune HIP kernels in Rust crates.\n\n\
         Kernels are tested against Rust references on every backend that can run here: \
         amd (ROCm/HIP), nvidia (CUDA) and cpu (always available).",
-    after_help = AFTER_HELP,
+    after_help = after_help(),
     styles = cargo_styles(),
     propagate_version = true
 )]

@@ -6,20 +6,26 @@ use clap::Subcommand;
 use crate::cli::Cli;
 use crate::output::Output;
 
+pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
+pub mod toolchain;
 pub mod new;
 pub mod test;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Build the crate, then show each kernel's registers, LDS, scratch and spills per target
+    Build(build::BuildArgs),
     /// List the compute devices of this machine (AMD and NVIDIA GPUs, the CPU backend)
     Detect(detect::DetectArgs),
     /// Check the toolchains and libraries each backend needs, and say how to fix what is missing
     Doctor(doctor::DoctorArgs),
     /// Print the environment for the selected ROCm toolchain (sh, fish or JSON)
     Env(env::EnvArgs),
+    /// Install, list, link, pin and remove ROCm toolchains (like rustup for Rust)
+    Toolchain(toolchain::ToolchainArgs),
     /// Run every kernel's checks against its Rust reference on every backend that can run here
     Test(test::TestArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
@@ -29,9 +35,11 @@ pub enum Command {
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
     let global = cli.global;
     match cli.command {
+        Command::Build(args) => build::run(&global, args, out),
         Command::Detect(args) => detect::run(&global, args, out),
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),
+        Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
     }

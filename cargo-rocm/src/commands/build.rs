@@ -1,0 +1,223 @@
+//! `cargo rocm build`: `cargo build`, then a per-kernel, per-target table of register, LDS and
+//! scratch use read from the code objects each build script compiled (the manifests it wrote at
+//! `$OUT_DIR/rocm-kernels/<name>.manifest.json`), with warnings for spills and scratch.
+
+mod cargo_json;
+mod report;
+
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::Context;
+use rocm_kernels::build_manifest::BuildManifest;
+
+use crate::cli::{ColorChoice, FormatArgs, GlobalArgs};
+use crate::exit;
+use crate::output::Output;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Arguments after `--` are passed to `cargo build` unchanged.")]
+pub struct BuildArgs {
+    /// Package to build (see `cargo help pkgid`)
+    #[arg(short, long, value_name = "SPEC")]
+    pub package: Vec<String>,
+
+    /// Build all packages in the workspace
+    #[arg(long)]
+    pub workspace: bool,
+
+    /// Build artifacts in release mode, with optimizations
+    #[arg(short, long)]
+    pub release: bool,
+
+    /// Space or comma separated list of features to activate
+    #[arg(short = 'F', long, value_name = "FEATURES")]
+    pub features: Vec<String>,
+
+    /// Activate all available features
+    #[arg(long)]
+    pub all_features: bool,
+
+    /// Do not activate the `default` feature
+    #[arg(long)]
+    pub no_default_features: bool,
+
+    /// Directory for all generated artifacts
+    #[arg(long, value_name = "DIRECTORY")]
+    pub target_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Extra arguments for `cargo build`
+    #[arg(last = true, value_name = "CARGO_ARGS")]
+    pub cargo_args: Vec<String>,
+}
+
+/// The `cargo build` command line for these arguments.
+fn cargo_command(global: &GlobalArgs, args: &BuildArgs) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--message-format", "json-render-diagnostics"]);
+    if let Some(path) = &global.manifest_path {
+        cmd.arg("--manifest-path").arg(path);
+    }
+    for p in &args.package {
+        cmd.args(["--package", p]);
+    }
+    if args.workspace {
+        cmd.arg("--workspace");
+    }
+    if args.release {
+        cmd.arg("--release");
+    }
+    for f in &args.features {
+        cmd.args(["--features", f]);
+    }
+    if args.all_features {
+        cmd.arg("--all-features");
+    }
+    if args.no_default_features {
+        cmd.arg("--no-default-features");
+    }
+    if let Some(dir) = &args.target_dir {
+        cmd.arg("--target-dir").arg(dir);
+    }
+    if let Some(color) = global.color {
+        let when = match color {
+            ColorChoice::Auto => "auto",
+            ColorChoice::Always => "always",
+            ColorChoice::Never => "never",
+        };
+        cmd.args(["--color", when]);
+    }
+    if global.quiet {
+        cmd.arg("--quiet");
+    }
+    for _ in 0..global.verbose {
+        cmd.arg("--verbose");
+    }
+    cmd.args(&args.cargo_args);
+    cmd
+}
+
+pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result<u8> {
+    let mut cmd = cargo_command(global, &args);
+    out.verbose(format_args!("running {cmd:?}"));
+    // Cargo's progress and rendered diagnostics go straight to our stderr; its JSON comes to us.
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            exit::coded(
+                exit::ENVIRONMENT,
+                format!("cannot run cargo: {e} (is it on PATH, or $CARGO set?)"),
+            )
+        })?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let cargo_report = cargo_json::read_messages(BufReader::new(stdout), |line| {
+        // Not JSON: a build script's own stdout under -vv. Keep it visible.
+        eprintln!("{line}");
+    })
+    .context("reading cargo's output")?;
+    let status = child.wait().context("waiting for cargo")?;
+    if !status.success() || cargo_report.success == Some(false) {
+        return Err(exit::coded(
+            exit::BUILD,
+            format!("`cargo build` failed ({status}); its errors are above"),
+        ));
+    }
+
+    let mut libraries = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for script in &cargo_report.build_scripts {
+        if !seen.insert(script.out_dir.clone()) {
+            continue;
+        }
+        let manifests = BuildManifest::find_in(&script.out_dir)
+            .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+        let package = cargo_json::package_name(&script.package_id);
+        for (path, manifest) in manifests {
+            let lib = report::library_report(&package, &path, &manifest)
+                .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+            libraries.push(lib);
+        }
+    }
+
+    let warnings: Vec<String> = libraries
+        .iter()
+        .flat_map(|l| l.kernels.iter().filter_map(report::KernelRow::warning))
+        .collect();
+    let mut stdout = out.stdout();
+    if args.format.json() {
+        let doc = serde_json::json!({ "libraries": libraries, "warnings": warnings });
+        writeln!(stdout, "{doc}")?;
+    } else if libraries.is_empty() {
+        out.status(
+            "Finished",
+            "no kernel libraries in this build (no build script wrote $OUT_DIR/rocm-kernels/*.manifest.json)",
+        );
+    } else {
+        for lib in &libraries {
+            write!(stdout, "{}", report::render(lib))?;
+        }
+    }
+    for w in &warnings {
+        out.warn(w);
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        global: GlobalArgs,
+        #[command(flatten)]
+        args: BuildArgs,
+    }
+
+    #[test]
+    fn forwards_cargo_options_and_trailing_args() {
+        let w = Wrapper::parse_from([
+            "x",
+            "-p",
+            "demo",
+            "--release",
+            "--features",
+            "a,b",
+            "--target-dir",
+            "/t",
+            "--manifest-path",
+            "/w/Cargo.toml",
+            "--",
+            "--locked",
+        ]);
+        let cmd = cargo_command(&w.global, &w.args);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            args,
+            [
+                "build",
+                "--message-format",
+                "json-render-diagnostics",
+                "--manifest-path",
+                "/w/Cargo.toml",
+                "--package",
+                "demo",
+                "--release",
+                "--features",
+                "a,b",
+                "--target-dir",
+                "/t",
+                "--locked",
+            ]
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! Reading `cargo build --message-format json-render-diagnostics` from its stdout: which build
+//! scripts ran (or were fresh) and where their `OUT_DIR` is.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// A build script's run, as cargo reports it (`reason: build-script-executed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildScriptRun {
+    /// Cargo's package id (`path+file:///…/foo#0.1.0` or `foo 0.1.0 (path+file:///…)`).
+    pub package_id: String,
+    pub out_dir: PathBuf,
+}
+
+/// What a finished `cargo build` reported.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CargoReport {
+    pub build_scripts: Vec<BuildScriptRun>,
+    /// `build-finished.success`; `None` when cargo stopped before saying.
+    pub success: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    reason: String,
+    package_id: Option<String>,
+    out_dir: Option<PathBuf>,
+    success: Option<bool>,
+}
+
+/// Read cargo's JSON lines. Lines that are not JSON (a build script printing to stdout under
+/// `-vv`) are passed to `other`.
+pub fn read_messages(
+    reader: impl BufRead,
+    mut other: impl FnMut(&str),
+) -> std::io::Result<CargoReport> {
+    let mut report = CargoReport::default();
+    for line in reader.lines() {
+        let line = line?;
+        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
+            other(&line);
+            continue;
+        };
+        match msg.reason.as_str() {
+            "build-script-executed" => {
+                if let (Some(package_id), Some(out_dir)) = (msg.package_id, msg.out_dir) {
+                    report.build_scripts.push(BuildScriptRun {
+                        package_id,
+                        out_dir,
+                    });
+                }
+            }
+            "build-finished" => report.success = msg.success,
+            _ => {}
+        }
+    }
+    Ok(report)
+}
+
+/// The package name in a cargo package id, both the current spec form
+/// (`path+file:///x/foo#bar@0.1.0`, `registry+…#foo@1.0`, `path+file:///x/foo#0.1.0`) and the
+/// older `foo 0.1.0 (path+file:///x/foo)`.
+pub fn package_name(id: &str) -> String {
+    if let Some((url, fragment)) = id.split_once('#') {
+        if let Some((name, _version)) = fragment.split_once('@') {
+            return name.to_owned();
+        }
+        // No name in the fragment: it is the last path segment of the URL.
+        return url
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(url)
+            .to_owned();
+    }
+    id.split_whitespace().next().unwrap_or(id).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_scripts_and_result_are_collected() {
+        let stdout = concat!(
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{}}"#,
+            "\n",
+            r#"{"reason":"build-script-executed","package_id":"path+file:///w/a#0.1.0","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/t/debug/build/a-1/out"}"#,
+            "\nbuild script chatter\n",
+            r#"{"reason":"build-finished","success":true}"#,
+            "\n"
+        );
+        let mut chatter = Vec::new();
+        let r = read_messages(stdout.as_bytes(), |l| chatter.push(l.to_owned())).unwrap();
+        assert_eq!(r.success, Some(true));
+        assert_eq!(r.build_scripts.len(), 1);
+        assert_eq!(
+            r.build_scripts[0].out_dir,
+            PathBuf::from("/t/debug/build/a-1/out")
+        );
+        assert_eq!(chatter, ["build script chatter"]);
+    }
+
+    #[test]
+    fn package_names_from_every_id_form() {
+        assert_eq!(package_name("path+file:///w/kernels#0.1.0"), "kernels");
+        assert_eq!(
+            package_name("path+file:///w/dir#my-kernels@0.1.0"),
+            "my-kernels"
+        );
+        assert_eq!(
+            package_name("registry+https://github.com/rust-lang/crates.io-index#serde@1.0.0"),
+            "serde"
+        );
+        assert_eq!(package_name("demo 0.1.0 (path+file:///w/demo)"), "demo");
+    }
+}

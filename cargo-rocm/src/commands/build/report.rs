@@ -1,0 +1,333 @@
+//! The per-kernel resource table: rows read from each manifest's code objects, rendered for
+//! people or as JSON, plus the warnings (spills, scratch) worth acting on.
+
+use std::path::{Path, PathBuf};
+
+use rocm_kernels::build_manifest::{BuildManifest, ManifestObject, ObjectFormat};
+use rocm_kernels::code_object::{self, CodeObjectError};
+use serde::Serialize;
+
+/// One kernel on one target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelRow {
+    pub source: String,
+    pub backend: String,
+    pub target: String,
+    /// The symbol name (`_Z4axpyfPKfPfi`).
+    pub kernel: String,
+    /// The C++ name when the symbol is mangled (`axpy(float, float const*, float*, int)`).
+    pub demangled: Option<String>,
+    /// VGPRs, AGPRs included on targets with a unified register file.
+    pub vgpr_count: u32,
+    pub agpr_count: Option<u32>,
+    pub sgpr_count: u32,
+    /// Static LDS per work-group, bytes.
+    pub lds_bytes: u32,
+    /// Scratch per work-item, bytes.
+    pub scratch_bytes: u32,
+    pub vgpr_spill_count: Option<u32>,
+    pub sgpr_spill_count: Option<u32>,
+    pub wavefront_size: u32,
+    pub max_flat_workgroup_size: u32,
+}
+
+impl KernelRow {
+    fn display_name(&self) -> &str {
+        self.demangled.as_deref().unwrap_or(&self.kernel)
+    }
+
+    /// A warning for spills or scratch use, if any.
+    pub fn warning(&self) -> Option<String> {
+        let (v, s) = (
+            self.vgpr_spill_count.unwrap_or(0),
+            self.sgpr_spill_count.unwrap_or(0),
+        );
+        if v > 0 || s > 0 {
+            return Some(format!(
+                "`{}` spills on {} ({v} VGPRs, {s} SGPRs; {} bytes of scratch per work-item, {}): \
+                 reduce live values, or allow more registers per work-item with a smaller \
+                 `__launch_bounds__`",
+                self.display_name(),
+                self.target,
+                self.scratch_bytes,
+                self.source
+            ));
+        }
+        (self.scratch_bytes > 0).then(|| {
+            format!(
+                "`{}` uses {} bytes of scratch per work-item on {} ({}): a private array \
+                 indexed at run time or a call stack; scratch is slow global memory",
+                self.display_name(),
+                self.scratch_bytes,
+                self.target,
+                self.source
+            )
+        })
+    }
+}
+
+/// An object whose kernels are not read (yet): why, instead of numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectNote {
+    pub source: String,
+    pub backend: String,
+    pub format: String,
+    pub targets: Vec<String>,
+    pub note: String,
+}
+
+/// One kernel library (one manifest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LibraryReport {
+    pub package: String,
+    pub name: String,
+    pub manifest: PathBuf,
+    pub kernels: Vec<KernelRow>,
+    pub notes: Vec<ObjectNote>,
+}
+
+/// Reading an object listed in a manifest failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read code object {path} (listed in {manifest}): {source}")]
+    Io {
+        path: PathBuf,
+        manifest: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot parse code object {path} (listed in {manifest}): {source}")]
+    Parse {
+        path: PathBuf,
+        manifest: PathBuf,
+        source: CodeObjectError,
+    },
+}
+
+/// Read every object of a manifest into rows (AMD) or notes (formats not parsed yet).
+pub fn library_report(
+    package: &str,
+    manifest_path: &Path,
+    manifest: &BuildManifest,
+) -> Result<LibraryReport, ReportError> {
+    let mut report = LibraryReport {
+        package: package.to_owned(),
+        name: manifest.name.clone(),
+        manifest: manifest_path.to_owned(),
+        kernels: Vec::new(),
+        notes: Vec::new(),
+    };
+    for object in &manifest.objects {
+        match object.format {
+            ObjectFormat::HipOffloadBundle | ObjectFormat::AmdgpuElf => {
+                report.kernels.extend(amd_rows(manifest_path, object)?);
+            }
+            ObjectFormat::Cubin | ObjectFormat::Ptx => report.notes.push(ObjectNote {
+                source: object.source.clone(),
+                backend: object.backend.to_string(),
+                format: object.format.as_str().to_owned(),
+                targets: object.targets.clone(),
+                note: format!(
+                    "register usage not yet parsed for {}",
+                    object.format.as_str()
+                ),
+            }),
+        }
+    }
+    Ok(report)
+}
+
+fn amd_rows(manifest: &Path, object: &ManifestObject) -> Result<Vec<KernelRow>, ReportError> {
+    let parse_err = |source| ReportError::Parse {
+        path: object.path.clone(),
+        manifest: manifest.to_owned(),
+        source,
+    };
+    let bytes = std::fs::read(&object.path).map_err(|source| ReportError::Io {
+        path: object.path.clone(),
+        manifest: manifest.to_owned(),
+        source,
+    })?;
+    let objects = code_object::parse(&bytes).map_err(parse_err)?;
+    let mut rows = Vec::new();
+    for entry in objects.gpu_entries() {
+        let target = entry.target_string();
+        for k in entry.kernels().map_err(parse_err)? {
+            rows.push(KernelRow {
+                source: object.source.clone(),
+                backend: object.backend.to_string(),
+                target: target.clone(),
+                demangled: demangle(&k.name),
+                kernel: k.name,
+                vgpr_count: k.vgpr_count,
+                agpr_count: k.agpr_count,
+                sgpr_count: k.sgpr_count,
+                lds_bytes: k.group_segment_fixed_size,
+                scratch_bytes: k.private_segment_fixed_size,
+                vgpr_spill_count: k.vgpr_spill_count,
+                sgpr_spill_count: k.sgpr_spill_count,
+                wavefront_size: k.wavefront_size,
+                max_flat_workgroup_size: k.max_flat_workgroup_size,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// The human table of one library.
+pub fn render(lib: &LibraryReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "kernel library `{}` (package {})",
+        lib.name, lib.package
+    );
+    let header = [
+        "kernel",
+        "target",
+        "VGPR",
+        "AGPR",
+        "SGPR",
+        "LDS",
+        "scratch",
+        "spills v/s",
+        "wave",
+    ];
+    let rows: Vec<[String; 9]> = lib
+        .kernels
+        .iter()
+        .map(|r| {
+            [
+                r.display_name().to_owned(),
+                r.target.clone(),
+                r.vgpr_count.to_string(),
+                opt(r.agpr_count),
+                r.sgpr_count.to_string(),
+                r.lds_bytes.to_string(),
+                r.scratch_bytes.to_string(),
+                format!("{}/{}", opt(r.vgpr_spill_count), opt(r.sgpr_spill_count)),
+                r.wavefront_size.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::from("   ");
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            // Names left-aligned, numbers right-aligned.
+            if i < 2 {
+                let _ = write!(s, " {cell:<w$}");
+            } else {
+                let _ = write!(s, " {cell:>w$}");
+            }
+        }
+        s.trim_end().to_owned()
+    };
+    let mut current_source: Option<&str> = None;
+    for (row, cells) in lib.kernels.iter().zip(&rows) {
+        if current_source != Some(&row.source) {
+            current_source = Some(&row.source);
+            let _ = writeln!(out, "  {} ({})", row.source, row.backend);
+            let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+        }
+        let _ = writeln!(out, "{}", line(cells));
+    }
+    for note in &lib.notes {
+        let _ = writeln!(
+            out,
+            "  {} ({}, {} for {}): {}",
+            note.source,
+            note.backend,
+            note.format,
+            note.targets.join(","),
+            note.note
+        );
+    }
+    if lib.kernels.is_empty() && lib.notes.is_empty() {
+        let _ = writeln!(out, "  (no code objects)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kernel: &str, spills: u32, scratch: u32) -> KernelRow {
+        KernelRow {
+            source: "src/k.hip".into(),
+            backend: "amd".into(),
+            target: "gfx1030".into(),
+            kernel: kernel.into(),
+            demangled: demangle(kernel),
+            vgpr_count: 128,
+            agpr_count: None,
+            sgpr_count: 12,
+            lds_bytes: 0,
+            scratch_bytes: scratch,
+            vgpr_spill_count: Some(spills),
+            sgpr_spill_count: Some(0),
+            wavefront_size: 32,
+            max_flat_workgroup_size: 1024,
+        }
+    }
+
+    #[test]
+    fn warnings_for_spills_and_scratch_only() {
+        let spill = row("_Z6spillsPKfPfi", 268, 1552).warning().unwrap();
+        assert!(
+            spill.contains("`spills(float const*, float*, int)` spills on gfx1030 (268 VGPRs"),
+            "{spill}"
+        );
+        let scratch = row("k", 0, 16).warning().unwrap();
+        assert!(scratch.contains("16 bytes of scratch"), "{scratch}");
+        assert_eq!(row("k", 0, 0).warning(), None);
+    }
+
+    #[test]
+    fn table_groups_by_source_and_aligns_columns() {
+        let lib = LibraryReport {
+            package: "demo".into(),
+            name: "kernels".into(),
+            manifest: "/m".into(),
+            kernels: vec![row("axpy", 0, 0), row("_Z6spillsPKfPfi", 268, 1552)],
+            notes: vec![ObjectNote {
+                source: "src/k.hip".into(),
+                backend: "nvidia".into(),
+                format: "cubin".into(),
+                targets: vec!["sm_90".into()],
+                note: "register usage not yet parsed for cubin".into(),
+            }],
+        };
+        let text = render(&lib);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "kernel library `kernels` (package demo)");
+        assert_eq!(lines[1], "  src/k.hip (amd)");
+        assert!(lines[2].trim_start().starts_with("kernel "));
+        assert!(lines[3].trim_start().starts_with("axpy "));
+        assert!(
+            lines[4].contains("spills(float const*, float*, int)")
+                && lines[4].ends_with("268/0   32"),
+            "{text}"
+        );
+        assert!(lines[5].contains("not yet parsed for cubin"));
+        // Columns line up: every data row has the same width as the header.
+        assert_eq!(lines[2].len(), lines[4].len());
+    }
+}

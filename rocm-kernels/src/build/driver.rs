@@ -1,0 +1,457 @@
+//! One run of `Build::try_compile`: settle the settings, compile every backend's jobs in
+//! parallel, and write the outputs under OUT_DIR.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::amd::{self, AmdCompiler};
+use super::cache::{self, Hasher};
+use super::codegen;
+use super::contract::{KernelGen, ParamGen};
+use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
+use super::error::BuildError;
+use super::jobs;
+use super::report::{Log, Output};
+use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
+use super::source::{self, SourceFile};
+use super::toolchain_cache::{self, CompilerInfo, ToolchainInfo};
+use super::{Build, CompileOptions, Compiled, CompiledObject, ObjectOut};
+use crate::build_manifest::{BuildManifest, ManifestObject};
+use crate::code_object;
+use crate::toolchain::CompilerKind;
+use crate::Backend;
+
+/// A unit of parallel work.
+enum Job<'a> {
+    /// The whole cpu build (one job: it compiles into one static library).
+    Cpu(&'a CpuBuildRequest),
+    /// One source for the `amd` backend.
+    Amd(SourceFile),
+}
+
+enum Done {
+    Cpu(Result<CpuBuildOutput, BuildError>, u128),
+    Amd(Result<ObjectOut, BuildError>),
+}
+
+/// The paths of one run.
+struct Paths {
+    out_dir: PathBuf,
+    crate_root: PathBuf,
+    /// `$OUT_DIR/rocm-kernels`.
+    state: PathBuf,
+    /// `$OUT_DIR/rocm-kernels/<name>`.
+    lib: PathBuf,
+}
+
+impl Build {
+    pub(super) fn run(
+        &self,
+        name: &str,
+        env: &EnvReader,
+        out: &mut Output,
+        started: Instant,
+    ) -> Result<Compiled, BuildError> {
+        validate_name(name)?;
+        let paths = self.paths(name)?;
+        let mut log = Log::open(&paths.state.join(format!("{name}.log")));
+
+        let sources = self.sources(&paths.crate_root)?;
+        let manifest_path = paths.crate_root.join("Cargo.toml");
+        let metadata = Metadata::from_manifest(&manifest_path)?;
+        out.watch(&manifest_path);
+        for s in &sources {
+            out.watch(&s.abs);
+        }
+
+        let toolchain = self.find_toolchain(env, &paths.state);
+        let (backends, backend_origin) =
+            settings::resolve_backends(&self.backends, env, &metadata, || toolchain.is_some())?;
+        let opts = self.options(env, &paths.crate_root);
+
+        let amd = if backends.contains(&Backend::Amd) {
+            let (targets, origin) =
+                settings::resolve_targets(&self.targets, env, &metadata, detect_gfx_targets)?;
+            if targets.is_empty() {
+                out.warn(&format!(
+                    "the amd backend of `{name}` is skipped: no GPU targets were given and none \
+                     were detected. Set them with ROCM_OFFLOAD_ARCH=gfx90a,gfx1030, with \
+                     `[package.metadata.rocm] targets = [\"gfx90a\"]` in Cargo.toml, or with \
+                     Build::offload_arch"
+                ));
+                log.line("skipped amd no-targets");
+                None
+            } else {
+                let toolchain = toolchain.ok_or_else(|| BuildError::ToolchainNotFound {
+                    searched: format!(
+                        "amd was requested by {backend_origin}; looked at ROCM_PATH, HIP_PATH, \
+                         /opt/rocm*, /usr and pip-installed ROCm SDKs"
+                    ),
+                })?;
+                log.line(&format!("amd targets {} from {origin}", targets.join(",")));
+                let amd = self.prepare_amd(toolchain, env, targets, &paths)?;
+                log.line(&format!(
+                    "amd compiler {} ({}) rocm {}",
+                    amd.compiler.path.display(),
+                    amd.version,
+                    amd.toolchain.root.display()
+                ));
+                Some(amd)
+            }
+        } else {
+            None
+        };
+        if backends.contains(&Backend::Nvidia) {
+            out.warn(&format!(
+                "the nvidia backend of `{name}` is skipped: Build does not compile for NVIDIA yet \
+                 (kernels can still be compiled at run time with NVRTC)"
+            ));
+            log.line("skipped nvidia not-supported");
+        }
+        let cpu_request = backends.contains(&Backend::Cpu).then(|| CpuBuildRequest {
+            name: name.to_string(),
+            sources: sources.iter().map(|s| s.abs.clone()).collect(),
+            crate_root: paths.crate_root.clone(),
+            out_dir: paths.lib.join("cpu"),
+            header_dir: cpu::cpu_include_dir(),
+            include_dirs: opts.includes.clone(),
+            defines: opts.defines.clone(),
+            // Only the builder's flags: ROCM_HIPFLAGS is for the HIP compiler.
+            flags: self.flags.clone(),
+            opt_level: self.opt_level,
+            cargo_metadata: self.cargo_metadata,
+        });
+
+        // The cpu build goes first: it is one long job, and the amd files fill the other slots.
+        let mut work: Vec<Job> = Vec::new();
+        work.extend(cpu_request.as_ref().map(Job::Cpu));
+        if amd.is_some() {
+            work.extend(sources.iter().cloned().map(Job::Amd));
+        }
+        let amd_dir = paths.lib.join("amd");
+        let hasher = Hasher::default();
+        let results = jobs::run_parallel(work, |job| match job {
+            Job::Cpu(req) => {
+                let t = Instant::now();
+                Done::Cpu(
+                    cpu::build_cpu(req).map_err(BuildError::from),
+                    t.elapsed().as_millis(),
+                )
+            }
+            Job::Amd(src) => Done::Amd(
+                amd.as_ref()
+                    .expect("amd jobs exist only with a compiler")
+                    .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
+            ),
+        });
+
+        let mut objects: Vec<ObjectOut> = Vec::new();
+        let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
+        let mut first_error = None;
+        for done in results {
+            match done {
+                Done::Cpu(Ok(cpu_out), ms) => {
+                    log.line(&format!(
+                        "built cpu {} kernels {ms}ms",
+                        cpu_out.kernels.len()
+                    ));
+                    for p in &cpu_out.rerun_if_changed {
+                        out.watch(p);
+                    }
+                    cpu_kernels = cpu_out.kernels;
+                }
+                Done::Amd(Ok(o)) => {
+                    log.line(&format!(
+                        "{} {} {} {}ms",
+                        if o.fresh { "fresh" } else { "compiled" },
+                        o.backend,
+                        o.source.rel,
+                        o.millis
+                    ));
+                    for w in &o.warnings {
+                        out.warn(w);
+                    }
+                    for p in &o.inputs {
+                        out.watch(p);
+                    }
+                    objects.push(o);
+                }
+                Done::Cpu(Err(e), _) | Done::Amd(Err(e)) => {
+                    log.line(&format!(
+                        "failed {}",
+                        e.to_string().lines().next().unwrap_or("")
+                    ));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        out.flush_watches();
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+
+        let mut amd_kernels: Vec<KernelGen> = Vec::new();
+        for o in &objects {
+            amd_kernels.extend(amd_kernels_of(o)?);
+        }
+        let kernels = codegen::merge_kernels(amd_kernels, &cpu_kernels);
+        let rust_file = paths.out_dir.join(format!("{name}.rs"));
+        write_if_changed(
+            &rust_file,
+            codegen::render(name, &objects, &kernels, &cpu_kernels).as_bytes(),
+        )?;
+        let manifest_file = paths.state.join(format!("{name}.manifest.json"));
+        write_if_changed(&manifest_file, &manifest_json(name, &objects))?;
+
+        let reused = objects.iter().filter(|o| o.fresh).count();
+        log.line(&format!(
+            "done compiled={} reused={reused} elapsed_ms={}",
+            objects.len() - reused,
+            started.elapsed().as_millis()
+        ));
+        let mut built = Vec::new();
+        built.extend(cpu_request.map(|_| Backend::Cpu));
+        built.extend(amd.as_ref().map(|_| Backend::Amd));
+        Ok(Compiled {
+            name: name.to_string(),
+            rust_file,
+            manifest_file,
+            backends: built,
+            targets: amd.map(|a| a.targets).unwrap_or_default(),
+            objects: objects
+                .into_iter()
+                .map(|o| CompiledObject {
+                    backend: o.backend,
+                    source: o.source,
+                    targets: o.targets,
+                    format: o.format,
+                    path: o.path,
+                    reused: o.fresh,
+                })
+                .collect(),
+            warnings: Vec::new(),
+        })
+    }
+
+    fn paths(&self, name: &str) -> Result<Paths, BuildError> {
+        let out_dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| {
+                    BuildError::config(
+                        "OUT_DIR is not set: call Build from a build script (build.rs), or set \
+                         Build::out_dir",
+                    )
+                })?,
+        };
+        let crate_root = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .ok_or_else(|| BuildError::config("cannot tell the crate root (CARGO_MANIFEST_DIR)"))?;
+        let state = out_dir.join("rocm-kernels");
+        let lib = state.join(name);
+        std::fs::create_dir_all(&lib).map_err(|e| BuildError::io("cannot create", &lib, e))?;
+        Ok(Paths {
+            out_dir,
+            crate_root,
+            state,
+            lib,
+        })
+    }
+
+    fn options(&self, env: &EnvReader, crate_root: &Path) -> CompileOptions {
+        let env_flags = env
+            .get(ENV_HIPFLAGS)
+            .map(|f| f.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .unwrap_or_default();
+        CompileOptions {
+            includes: self.includes.iter().map(|i| crate_root.join(i)).collect(),
+            defines: self.defines.clone(),
+            flags: self.flags.iter().cloned().chain(env_flags).collect(),
+            opt_level: self.opt_level.unwrap_or(3),
+        }
+    }
+
+    /// Every source file, globs expanded, each once, in the order given.
+    fn sources(&self, crate_root: &Path) -> Result<Vec<SourceFile>, BuildError> {
+        if self.files.is_empty() {
+            return Err(BuildError::NoSources {
+                message: "no kernel sources: add some with Build::file or Build::files".into(),
+            });
+        }
+        let mut out: Vec<SourceFile> = Vec::new();
+        for entry in &self.files {
+            for p in source::expand(entry, crate_root)? {
+                let f = SourceFile::new(p, crate_root);
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The toolchain to use: the builder's, else discovery (remembered under OUT_DIR). The
+    /// compiler override (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred
+    /// compiler.
+    fn find_toolchain(&self, env: &EnvReader, state_dir: &Path) -> Option<ToolchainInfo> {
+        let mut tc = match &self.toolchain {
+            Some(t) => ToolchainInfo::from(t),
+            None => toolchain_cache::find(env, &state_dir.join("toolchain.json"), || {
+                crate::toolchain::discover().best().cloned()
+            })?,
+        };
+        let forced = self
+            .compiler
+            .clone()
+            .or_else(|| env.get(ENV_HIP_COMPILER).map(PathBuf::from));
+        if let Some(path) = forced {
+            let path = which(&path).unwrap_or(path);
+            tc.compilers.insert(0, CompilerInfo::from_path(path));
+        }
+        Some(tc)
+    }
+
+    /// Checks the targets against the toolchain and gets the compiler's version (cached).
+    fn prepare_amd(
+        &self,
+        toolchain: ToolchainInfo,
+        env: &EnvReader,
+        targets: Vec<String>,
+        paths: &Paths,
+    ) -> Result<AmdCompiler, BuildError> {
+        amd::check_targets(&toolchain, &targets)?;
+        let compiler =
+            toolchain
+                .compilers
+                .first()
+                .cloned()
+                .ok_or_else(|| BuildError::ToolchainNotFound {
+                    searched: format!(
+                        "the toolchain at {} has no HIP compiler",
+                        toolchain.root.display()
+                    ),
+                })?;
+        let mut fingerprint_env = Vec::new();
+        if compiler.kind() == CompilerKind::Hipcc {
+            for var in amd::HIPCC_ENV {
+                if let Some(v) = env.get(var) {
+                    fingerprint_env.push((var.to_string(), v));
+                }
+            }
+        }
+        let dir = paths.lib.join("amd");
+        std::fs::create_dir_all(&dir).map_err(|e| BuildError::io("cannot create", &dir, e))?;
+        AmdCompiler::new(
+            toolchain,
+            compiler,
+            targets,
+            &paths.state.join("compiler-versions.json"),
+            fingerprint_env,
+        )
+    }
+}
+
+fn manifest_json(name: &str, objects: &[ObjectOut]) -> Vec<u8> {
+    let manifest = BuildManifest {
+        name: name.to_string(),
+        objects: objects
+            .iter()
+            .map(|o| ManifestObject {
+                backend: o.backend,
+                source: o.source.rel.clone(),
+                targets: o.targets.clone(),
+                format: o.format,
+                path: o.path.clone(),
+            })
+            .collect(),
+    };
+    serde_json::to_vec_pretty(&manifest).expect("manifest serializes")
+}
+
+/// gfx targets of this machine's AMD GPUs (the last resort for targets).
+fn detect_gfx_targets() -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in crate::detect::detect().devices_of(Backend::Amd) {
+        if let Some(arch) = &d.arch {
+            if !out.contains(arch) {
+                out.push(arch.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The kernels of an AMD offload bundle, from its AMDGPU metadata: every target's entry is read
+/// (they normally agree) and each kernel is listed once, under its user-facing name
+/// (`scale<float>`, not `_Z5scaleIfEvPT_S0_i`).
+fn amd_kernels_of(object: &ObjectOut) -> Result<Vec<KernelGen>, BuildError> {
+    let unreadable = |e: &dyn std::fmt::Display| BuildError::Backend {
+        backend: Backend::Amd,
+        message: format!(
+            "the compiler wrote `{}` for `{}`, but its code object cannot be read: {e}",
+            object.path.display(),
+            object.source.rel
+        ),
+    };
+    let bytes = std::fs::read(&object.path)
+        .map_err(|e| BuildError::io("cannot read code object", &object.path, e))?;
+    let objects = code_object::parse(&bytes).map_err(|e| unreadable(&e))?;
+    let mut out: Vec<KernelGen> = Vec::new();
+    for entry in objects.gpu_entries() {
+        for k in entry.kernels().map_err(|e| unreadable(&e))? {
+            let name = crate::symbols::kernel_name(&k.name);
+            if out.iter().any(|e| e.name == name) {
+                continue;
+            }
+            out.push(KernelGen {
+                name,
+                source_rel: object.source.rel.clone(),
+                params: k
+                    .params()
+                    .into_iter()
+                    .map(|p| ParamGen {
+                        name: p.name,
+                        type_name: p.type_name,
+                        size: p.size,
+                        kind: p.kind,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn validate_name(name: &str) -> Result<(), BuildError> {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        Ok(())
+    } else {
+        Err(BuildError::config(format!(
+            "library name `{name}` must be non-empty and use only letters, digits, `_` and `-` \
+             (it names files under OUT_DIR)"
+        )))
+    }
+}
+
+/// Looks a bare program name up in `PATH`.
+fn which(program: &Path) -> Option<PathBuf> {
+    if program.components().count() != 1 {
+        return None;
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    cache::write_atomic(path, bytes)
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the staged test binaries (see gpu-remote-test.sh) on this GPU machine and prints a table
+# of checks × backend/target with pass/fail/ignored. Exit status: 0 when nothing failed.
+#   run.sh [OUTDIR]    events (JSON lines) and logs go to OUTDIR (default: ./gpu-results)
+set -uo pipefail
+dir="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-$PWD/gpu-results}"
+mkdir -p "$out"
+: > "$out/events.jsonl"
+export ROCM_TEST_EVENTS="$out/events.jsonl"
+export ROCM_TEST_BACKEND="${ROCM_TEST_BACKEND:-cpu,nvidia}"
+export ROCM_TEST_REQUIRE_BACKEND="${ROCM_TEST_REQUIRE_BACKEND:-nvidia}"
+nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>/dev/null \
+  | sed 's/^/gpu: /' || echo "gpu: nvidia-smi not available"
+status=0
+for bin in "$dir"/bin/*; do
+  name="$(basename "$bin")"
+  echo "==> $name"
+  if ! "$bin" --test-threads 1 >"$out/$name.log" 2>&1; then
+    status=1
+    tail -n 40 "$out/$name.log"
+  else
+    grep -E "^test result" "$out/$name.log" || tail -n 3 "$out/$name.log"
+  fi
+done
+python3 - "$out/events.jsonl" <<'PY'
+import json, sys, collections
+rows = collections.OrderedDict()
+cols = set()
+for line in open(sys.argv[1]):
+    if not line.strip(): continue
+    e = json.loads(line)
+    col = "/".join(x for x in (e.get("backend"), e.get("target")) if x) or "library"
+    cols.add(col)
+    rows.setdefault((e["binary"], e["check"]), {})[col] = e["outcome"]
+cols = sorted(cols)
+w = max([len(f"{b}::{c}") for b, c in rows] + [5])
+print("\n" + "check".ljust(w) + "  " + "  ".join(c.ljust(10) for c in cols))
+totals = collections.Counter()
+for (b, c), res in rows.items():
+    print(f"{b}::{c}".ljust(w) + "  " + "  ".join(res.get(col, "-").ljust(10) for col in cols))
+    totals.update(res.values())
+print("\n%d passed, %d failed, %d ignored" % (totals["passed"], totals["failed"], totals["ignored"]))
+PY
+exit $status
