@@ -75,8 +75,8 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     target: String::new(),
                 },
                 target: Err(format!(
-                    "library `{}` was built without {backend} code objects (the build script's \
-                     warnings say why)",
+                    "library `{}` has no {backend} code objects: build.rs built none for \
+                     {backend} (its warnings, or `cargo rocm doctor`, say why)",
                     lib.name
                 )),
             });

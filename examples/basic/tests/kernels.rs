@@ -3,8 +3,8 @@
 //!
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
-use rocm_test::{gen, Inputs, Launch, Tolerance};
 use basic::BLOCK;
+use rocm_test::{gen, Inputs, Launch, Tolerance};
 
 fn main() -> std::process::ExitCode {
     rocm_test::main(basic::KERNELS, |s| {
