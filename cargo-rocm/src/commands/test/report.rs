@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(lines[0], "kernel           cpu/w64  amd/gfx90a  library");
         assert_eq!(
             lines[1],
-            "kernels: orphan  -           -        FAIL (no check)"
+            "kernels: orphan  -        -           FAIL (no check)"
         );
         assert_eq!(lines[2], "kernels: reduce  FAIL     skip [1]    -");
         assert_eq!(lines[3], "kernels: saxpy   pass     skip [1]    -");
