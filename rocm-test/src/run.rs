@@ -238,7 +238,7 @@ fn case_strategy_with(
             let values: Vec<SBoxedStrategy<(String, Option<CaseValue>)>> = args
                 .iter()
                 .map(|a| {
-                    let s = arg_strategy(a, &sizes);
+                    let s = arg_strategy(a, &sizes, shrink_values);
                     if shrink_values {
                         s
                     } else {
@@ -255,6 +255,7 @@ fn case_strategy_with(
 fn arg_strategy(
     arg: &ArgSpec,
     sizes: &[(String, usize)],
+    shrink: bool,
 ) -> SBoxedStrategy<(String, Option<CaseValue>)> {
     let name = arg.name.clone();
     let size_of = |s: &str| sizes.iter().find(|(n, _)| n == s).map_or(0, |(_, v)| *v);
@@ -288,7 +289,9 @@ fn arg_strategy(
                 LenRef::Size(s) => size_of(s),
                 LenRef::Fixed(n) => *n,
             };
-            make(n).prop_map(|b| Some(CaseValue::Buffer(b))).sboxed()
+            make(n, shrink)
+                .prop_map(|b| Some(CaseValue::Buffer(b)))
+                .sboxed()
         }
         ArgKind::Output { .. } => Just(None).sboxed(),
     };

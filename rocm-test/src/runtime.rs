@@ -28,13 +28,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                 target: format!("w{wave_size}"),
             };
             let target: Result<Arc<dyn Target>, String> = if cpu_built {
-                let device = Device::cpu(CpuOptions {
-                    wave_size,
-                    checked: true,
-                    time_limit: Some(CPU_TIME_LIMIT),
-                    ..CpuOptions::default()
-                });
-                Ok(Arc::new(DeviceTarget::new(device, lib)))
+                Ok(cpu_target(lib, wave_size))
             } else {
                 Err(format!(
                     "library `{}` was built without the cpu backend (enable it in build.rs)",
@@ -81,8 +75,8 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     target: String::new(),
                 },
                 target: Err(format!(
-                    "library `{}` was built without {backend} code objects (the build script's \
-                     warnings say why)",
+                    "library `{}` has no {backend} code objects: build.rs built none for \
+                     {backend} (its warnings, or `cargo rocm doctor`, say why)",
                     lib.name
                 )),
             });
@@ -112,6 +106,17 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
         }
     }
     slots
+}
+
+/// The cpu backend with this wave size, in checked mode, with a time limit.
+pub(crate) fn cpu_target(lib: &'static KernelLibrary, wave_size: u32) -> Arc<dyn Target> {
+    let device = Device::cpu(CpuOptions {
+        wave_size,
+        checked: true,
+        time_limit: Some(CPU_TIME_LIMIT),
+        ..CpuOptions::default()
+    });
+    Arc::new(DeviceTarget::new(device, lib))
 }
 
 /// `gfx90a:sramecc+:xnack-` (what a device reports) runs code for `gfx90a`.

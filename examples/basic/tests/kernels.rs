@@ -5,8 +5,6 @@
 
 use rocm_test::{gen, Inputs, Launch, Tolerance};
 
-use basic::BLOCK;
-
 fn main() -> std::process::ExitCode {
     rocm_test::main(basic::KERNELS, |s| {
         s.check("saxpy")
@@ -21,9 +19,9 @@ fn main() -> std::process::ExitCode {
         s.check("block_sum")
             .size("n", 1..=5000)
             .input("x", gen::vec("n", -1.0f32..1.0))
-            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil(BLOCK))
+            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil(basic::BLOCK))
             .scalar("n", gen::size::<i32>("n"))
-            .launch_with(|i| Launch::cover(i.size("n"), BLOCK as u32))
+            .launch_with(|i| Launch::cover(i.size("n"), basic::BLOCK as u32))
             // A tree of float additions against an f64 sum: allow for the rounding.
             .tolerance_for("partial", Tolerance::close(1e-4, 1e-4))
             .reference(|i, o| basic::block_sum(i.buf("x"), o.buf("partial")));

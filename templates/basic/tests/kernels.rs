@@ -5,8 +5,6 @@
 
 use rocm_test::{gen, Inputs, Launch, Tolerance};
 
-use {{crate_name}}::BLOCK;
-
 fn main() -> std::process::ExitCode {
     rocm_test::main({{crate_name}}::KERNELS, |s| {
         s.check("saxpy")
@@ -21,9 +19,9 @@ fn main() -> std::process::ExitCode {
         s.check("block_sum")
             .size("n", 1..=5000)
             .input("x", gen::vec("n", -1.0f32..1.0))
-            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil(BLOCK))
+            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil({{crate_name}}::BLOCK))
             .scalar("n", gen::size::<i32>("n"))
-            .launch_with(|i| Launch::cover(i.size("n"), BLOCK as u32))
+            .launch_with(|i| Launch::cover(i.size("n"), {{crate_name}}::BLOCK as u32))
             // A tree of float additions against an f64 sum: allow for the rounding.
             .tolerance_for("partial", Tolerance::close(1e-4, 1e-4))
             .reference(|i, o| {{crate_name}}::block_sum(i.buf("x"), o.buf("partial")));
