@@ -28,11 +28,12 @@ stage() {
 
   # name|cargo arguments: the example crate, a freshly generated crate, and rocm-kernels' feature
   # corpus and nvidia backend tests.
-  rm -rf "$dir/src/fresh"; mkdir -p "$dir/src"
-  $rocm rocm new "$dir/src/fresh" --path-deps "$here" >&2
+  # Outside any workspace (DIR may be inside this checkout's).
+  local fresh; fresh="$(mktemp -d)/fresh"
+  $rocm rocm new "$fresh" --path-deps "$here" >&2
   local builds=(
     "basic|--manifest-path $here/examples/basic/Cargo.toml"
-    "fresh|--manifest-path $dir/src/fresh/Cargo.toml"
+    "fresh|--manifest-path $fresh/Cargo.toml"
     "rocm-kernels|--manifest-path $here/Cargo.toml -p rocm-kernels --test cpu_corpus --test nvidia_backend"
   )
   for b in "${builds[@]}"; do
