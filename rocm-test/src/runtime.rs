@@ -47,21 +47,34 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     }
     let probe = Device::probe();
     for backend in gpus {
-        let mut archs: Vec<String> = lib
+        let objects: Vec<_> = lib
             .code_objects
             .iter()
             .filter(|o| o.backend == backend)
+            .collect();
+        // Machine code names the targets (gfx90a, sm_90). PTX and source beside it are
+        // fallbacks of the same kernels, not targets of their own.
+        let mut archs: Vec<String> = objects
+            .iter()
+            .filter(|o| !is_jit(o.format))
             .flat_map(|o| o.targets.split(','))
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
             .collect();
-        archs.sort();
-        archs.dedup();
         let devices: Vec<&Device> = probe
             .available
             .iter()
             .filter(|d| d.backend() == backend)
             .collect();
+        if archs.is_empty() && !objects.is_empty() {
+            // Only PTX or source: the driver (or NVRTC) compiles for whatever device is here.
+            archs = devices.iter().map(|d| d.info().arch.clone()).collect();
+            if archs.is_empty() {
+                archs.push(String::new());
+            }
+        }
+        archs.sort();
+        archs.dedup();
         let why_none = probe
             .unavailable
             .iter()
@@ -124,10 +137,15 @@ pub(crate) fn cpu_target(lib: &'static KernelLibrary, wave_size: u32) -> Arc<dyn
     Arc::new(DeviceTarget::new(device, lib))
 }
 
+/// Formats compiled for the device at load time rather than ahead of it.
+fn is_jit(format: &str) -> bool {
+    matches!(format, "ptx" | "cuda-source")
+}
+
 /// `gfx90a:sramecc+:xnack-` (what a device reports) runs code for `gfx90a`.
 fn arch_matches(device_arch: &str, code_arch: &str) -> bool {
     let base = |s: &str| s.split(':').next().unwrap_or("").to_owned();
-    device_arch == code_arch || base(device_arch) == base(code_arch)
+    code_arch.is_empty() || device_arch == code_arch || base(device_arch) == base(code_arch)
 }
 
 /// A runtime device and the library's module on it (loaded once, on first use).
