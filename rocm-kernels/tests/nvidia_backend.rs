@@ -153,8 +153,41 @@ fn warp_collectives_use_a_wave_of_32() {
     assert_eq!(out.to_vec().unwrap(), vec![256.0]);
 }
 
+/// A fault poisons the CUDA context of the process that made it, so it runs in a child process
+/// (this test binary again, running only `faulting_kernel_child`).
 #[test]
-fn a_faulting_kernel_reports_the_cuda_error_and_the_device_recovers() {
+fn a_faulting_kernel_reports_the_cuda_error_and_later_work_is_recovered_or_not_run() {
+    if nvidia_device().is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "faulting_kernel_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the child did not run: {text}");
+    println!("{text}");
+}
+
+const CHILD_ENV: &str = "ROCM_KERNELS_FAULT_CHILD";
+
+#[test]
+fn faulting_kernel_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return; // run only as the child of the test above
+    }
     let Some(device) = nvidia_device() else {
         return;
     };
@@ -180,6 +213,22 @@ fn a_faulting_kernel_reports_the_cuda_error_and_the_device_recovers() {
         "unexpected error kind: {text}"
     );
     assert!(text.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{text}");
-    // The next work runs on a fresh context; the module reloads itself.
-    run_saxpy(&device, lib);
+    assert!(text.contains("kernel `fault`"), "{text}");
+    // Later work either runs on a reset context, or is refused with the reason (never a hang
+    // or a crash).
+    match device.load(lib) {
+        Ok(_) => {
+            run_saxpy(&device, lib);
+            println!("the device recovered after the fault");
+        }
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                matches!(e, RuntimeError::NoDevice { .. }) && text.contains("not run"),
+                "{text}"
+            );
+            assert!(text.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{text}");
+            println!("later work is reported as not run: {text}");
+        }
+    }
 }

@@ -38,8 +38,9 @@ fn library(name: &str, sources: &[&str], out: &mut String) {
     for (source, target, format, path) in nvidia_objects(name, sources, &root) {
         writeln!(
             out,
-            "        EmbeddedObject {{ backend: Backend::Nvidia, targets: {target:?}, source: \
-             {source:?}, format: {format:?}, bytes: include_bytes!({path:?}) }},"
+            "        rocm_kernels::embedded::EmbeddedObject {{ backend: \
+             rocm_kernels::Backend::Nvidia, targets: {target:?}, source: {source:?}, format: \
+             {format:?}, bytes: include_bytes!({path:?}) }},"
         )
         .unwrap();
     }
@@ -125,7 +126,7 @@ fn nvidia_objects(
 
 fn main() {
     let mut out = String::from(
-        "use rocm_kernels::embedded::{CpuKernel, EmbeddedObject, KernelDecl, KernelLibrary, ParamDecl, ParamKind};\nuse rocm_kernels::Backend;\n",
+        "use rocm_kernels::embedded::{CpuKernel, KernelDecl, KernelLibrary, ParamDecl, ParamKind};\n",
     );
     library(
         "features",

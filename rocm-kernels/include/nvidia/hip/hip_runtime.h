@@ -59,33 +59,36 @@
 typedef __nv_bfloat16 __hip_bfloat16;
 typedef __nv_bfloat162 __hip_bfloat162;
 
-// ---- warp collectives: HIP's mask-free forms over the full warp --------------------------------
-#define ROCM_FULL_MASK 0xffffffffu
+// ---- warp collectives: HIP's mask-free forms over the lanes that are active ---------------------
+// HIP's collectives (like AMD hardware's exec mask) involve the lanes active at the call; lanes that
+// already returned take no part. `__activemask()` gives CUDA the same set; a full mask would wait
+// for (or read garbage from) exited lanes.
+#define ROCM_ACTIVE_MASK __activemask()
 
 // CUDA still declares its deprecated mask-free intrinsics (with 32-bit ballots), so HIP's
 // names are macros onto our own functions rather than overloads that would clash with them.
 namespace rocm_nv {
 template <typename T>
 __device__ __forceinline__ T shfl(T var, int src_lane, int width = 32) {
-    return __shfl_sync(ROCM_FULL_MASK, var, src_lane, width);
+    return __shfl_sync(ROCM_ACTIVE_MASK, var, src_lane, width);
 }
 template <typename T>
 __device__ __forceinline__ T shfl_up(T var, unsigned int delta, int width = 32) {
-    return __shfl_up_sync(ROCM_FULL_MASK, var, delta, width);
+    return __shfl_up_sync(ROCM_ACTIVE_MASK, var, delta, width);
 }
 template <typename T>
 __device__ __forceinline__ T shfl_down(T var, unsigned int delta, int width = 32) {
-    return __shfl_down_sync(ROCM_FULL_MASK, var, delta, width);
+    return __shfl_down_sync(ROCM_ACTIVE_MASK, var, delta, width);
 }
 template <typename T>
 __device__ __forceinline__ T shfl_xor(T var, int lane_mask, int width = 32) {
-    return __shfl_xor_sync(ROCM_FULL_MASK, var, lane_mask, width);
+    return __shfl_xor_sync(ROCM_ACTIVE_MASK, var, lane_mask, width);
 }
 __device__ __forceinline__ unsigned long long ballot(int predicate) {
-    return (unsigned long long)__ballot_sync(ROCM_FULL_MASK, predicate);
+    return (unsigned long long)__ballot_sync(ROCM_ACTIVE_MASK, predicate);
 }
-__device__ __forceinline__ int any(int predicate) { return __any_sync(ROCM_FULL_MASK, predicate); }
-__device__ __forceinline__ int all(int predicate) { return __all_sync(ROCM_FULL_MASK, predicate); }
+__device__ __forceinline__ int any(int predicate) { return __any_sync(ROCM_ACTIVE_MASK, predicate); }
+__device__ __forceinline__ int all(int predicate) { return __all_sync(ROCM_ACTIVE_MASK, predicate); }
 __device__ __forceinline__ unsigned long long activemask() { return (unsigned long long)__activemask(); }
 }  // namespace rocm_nv
 #define __shfl(...) ::rocm_nv::shfl(__VA_ARGS__)

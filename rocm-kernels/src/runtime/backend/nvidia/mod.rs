@@ -7,11 +7,13 @@
 //! launched on the (blocking) streams this backend creates: a download after a launch always
 //! sees the kernel's results. Launches are asynchronous.
 //!
-//! A kernel that faults (illegal address, trap, assert) leaves a CUDA context unusable. The
-//! backend then resets the device's primary context on the next call and starts a new
-//! *generation*: modules reload themselves, and memory of the old generation is reported as
-//! lost instead of being touched. The fault itself is reported by the call that observed it,
-//! naming the kernel launched last.
+//! A kernel that faults (illegal address, trap, assert) leaves a CUDA context unusable. The fault
+//! is reported by the call that observed it, naming the kernel launched last. On the next call
+//! the backend resets the device's primary context and starts a new *generation* (modules reload
+//! themselves; memory of the old generation is reported as lost instead of being touched). Where
+//! the driver refuses the reset (seen on an H100 with driver 580: a sticky error stays for the
+//! life of the process), the device is marked lost and every later call says why, so a harness
+//! reports the remaining work as not run instead of hanging or crashing.
 
 mod image;
 mod nvrtc;
@@ -115,6 +117,8 @@ struct Context {
     broken: Option<String>,
     /// The kernel launched last, to name it when a later call reports its fault.
     last_launch: Option<String>,
+    /// Set when a reset after a fault failed: the device cannot be used in this process.
+    lost: Option<String>,
     /// Live allocations → the generation they belong to.
     allocations: HashMap<u64, u64>,
 }
@@ -191,6 +195,7 @@ impl Core {
                 generation: 0,
                 broken: None,
                 last_launch: None,
+                lost: None,
                 allocations: HashMap::new(),
             }),
         })
@@ -200,21 +205,33 @@ impl Core {
     /// broke it) and hold the state lock for the duration of the call.
     fn enter(&self) -> Result<MutexGuard<'_, Context>> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.broken.is_some() {
+        if let Some(fault) = state.broken.take() {
             // Safety: resetting the primary context of a valid device destroys every resource
             // of the old generation, which is why allocations are tracked per generation.
-            unsafe {
+            let reset = unsafe {
                 sys::cuDevicePrimaryCtxReset_v2(self.device)
                     .result()
-                    .map_err(|e| api("cuDevicePrimaryCtxReset", e))?;
-                state.ctx = cu::primary_ctx::retain(self.device)
-                    .map_err(|e| api("cuDevicePrimaryCtxRetain", e))?;
-                cu::primary_ctx::release(self.device)
-                    .map_err(|e| api("cuDevicePrimaryCtxRelease", e))?;
-            }
+                    .and_then(|_| cu::primary_ctx::retain(self.device))
+                    .and_then(|ctx| cu::primary_ctx::release(self.device).map(|_| ctx))
+            };
             state.generation += 1;
-            state.broken = None;
             state.allocations.clear();
+            match reset {
+                Ok(ctx) => state.ctx = ctx,
+                Err(e) => state.lost = Some(format!(
+                    "not run: an earlier kernel left this GPU's CUDA context unusable ({fault}), \
+                         and CUDA could not reset it ({}); CUDA cannot recover from this within a \
+                         process, so later work on this device is not run. Fix that kernel and \
+                         run again",
+                    error_text(&e)
+                )),
+            }
+        }
+        if let Some(lost) = &state.lost {
+            return Err(RuntimeError::NoDevice {
+                backend: Backend::Nvidia,
+                reason: lost.clone(),
+            });
         }
         // Safety: a context retained above and not yet released.
         unsafe { cu::ctx::set_current(state.ctx) }.map_err(|e| api("cuCtxSetCurrent", e))?;
@@ -226,8 +243,8 @@ impl Core {
         if is_sticky(&e) {
             let kernel = state.last_launch.clone().unwrap_or_else(|| "?".into());
             let message = format!(
-                "{} (raised by kernel `{kernel}`, the last one launched; the device context was \
-                 reset, so memory allocated before this error is gone)",
+                "{} (raised by kernel `{kernel}`, the last one launched; the device's context is \
+                 reset before its next use, and memory allocated before this error is gone)",
                 error_text(&e)
             );
             state.broken = Some(message.clone());
