@@ -9,7 +9,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
-use crate::target::{LaunchArg, Target, TargetId, TargetSlot};
+use crate::target::{Bandwidth, LaunchArg, Target, TargetId, TargetSlot};
 use crate::Launch;
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
@@ -74,11 +74,16 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     backend,
                     target: String::new(),
                 },
-                target: Err(format!(
-                    "library `{}` has no {backend} code objects: build.rs built none for \
-                     {backend} (its warnings, or `cargo rocm doctor`, say why)",
-                    lib.name
-                )),
+                // With no device at all, that is the reason that matters here.
+                target: Err(if devices.is_empty() {
+                    why_none.clone()
+                } else {
+                    format!(
+                        "library `{}` has no {backend} code objects: build.rs built none for \
+                         {backend} (its warnings, or `cargo rocm doctor`, say why)",
+                        lib.name
+                    )
+                }),
             });
             continue;
         }
@@ -175,21 +180,16 @@ enum DevArg {
     Buffer(DevBuf),
 }
 
-impl Target for DeviceTarget {
-    fn launch(
-        &self,
-        kernel: &str,
-        launch: &Launch,
-        args: &mut [LaunchArg<'_>],
-    ) -> Result<(), String> {
-        let module = self
-            .module
+impl DeviceTarget {
+    fn module(&self) -> Result<&Module, String> {
+        self.module
             .get_or_init(|| self.device.load(self.library).map_err(|e| e.to_string()))
             .as_ref()
-            .map_err(Clone::clone)?;
-        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
-        let dev_args = args
-            .iter()
+            .map_err(Clone::clone)
+    }
+
+    fn upload(&self, args: &[LaunchArg<'_>]) -> Result<Vec<DevArg>, String> {
+        args.iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
                 LaunchArg::Buffer { data, .. } => {
@@ -197,21 +197,55 @@ impl Target for DeviceTarget {
                 }
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("upload: {e}"))?;
+            .map_err(|e| format!("upload: {e}"))
+    }
+
+    /// Launch once on `stream` (asynchronously).
+    fn run(
+        kernel: &rocm_kernels::runtime::Kernel,
+        launch: &Launch,
+        dev_args: &[DevArg],
+        stream: &rocm_kernels::runtime::Stream,
+    ) -> Result<(), String> {
         let config = LaunchConfig::new(
             (launch.grid.x, launch.grid.y, launch.grid.z),
             (launch.block.x, launch.block.y, launch.block.z),
         )
         .shared_mem(launch.shared_bytes);
-        let stream = self.device.stream().map_err(|e| e.to_string())?;
         let mut builder = kernel.launch(config);
-        for a in &dev_args {
+        for a in dev_args {
             builder = match a {
                 DevArg::Scalar(v) => push_scalar(v, builder),
                 DevArg::Buffer(b) => b.push(builder),
             };
         }
-        builder.run(&stream).map_err(|e| e.to_string())?;
+        builder.run(stream).map_err(|e| e.to_string())
+    }
+}
+
+/// The median of `reps` runs of `f`, in seconds.
+fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let mut times = Vec::with_capacity(reps as usize);
+    for _ in 0..reps.max(1) {
+        let start = std::time::Instant::now();
+        f()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+impl Target for DeviceTarget {
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+    ) -> Result<(), String> {
+        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let dev_args = self.upload(args)?;
+        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        Self::run(&kernel, launch, &dev_args, &stream)?;
         stream.synchronize().map_err(|e| e.to_string())?;
         for (a, d) in args.iter_mut().zip(&dev_args) {
             if let (
@@ -226,6 +260,45 @@ impl Target for DeviceTarget {
             }
         }
         Ok(())
+    }
+
+    fn time(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+        bytes: u64,
+        reps: u32,
+    ) -> Result<Bandwidth, String> {
+        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let dev_args = self.upload(args)?;
+        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        let sync =
+            |r: Result<(), String>| r.and_then(|_| stream.synchronize().map_err(|e| e.to_string()));
+        sync(Self::run(&kernel, launch, &dev_args, &stream))?; // warm-up
+        let kernel_s = median_secs(reps, || {
+            sync(Self::run(&kernel, launch, &dev_args, &stream))
+        })?;
+        // A copy of bytes/2 reads and writes `bytes` in all.
+        let half = (bytes / 2).max(1) as usize;
+        let err = |e: rocm_kernels::runtime::RuntimeError| e.to_string();
+        let mut src = self.device.alloc::<u8>(half).map_err(err)?;
+        src.fill(1).map_err(err)?;
+        let mut dst = self.device.alloc::<u8>(half).map_err(err)?;
+        dst.copy_from(&src).map_err(err)?; // warm-up
+        let copy_s = median_secs(reps, || {
+            dst.copy_from(&src).map_err(err)?;
+            self.device.synchronize().map_err(err)
+        })?;
+        let gbps = |secs: f64| bytes as f64 / secs / 1e9;
+        Ok(Bandwidth {
+            bytes,
+            kernel_ms: kernel_s * 1e3,
+            kernel_gbps: gbps(kernel_s),
+            copy_ms: copy_s * 1e3,
+            copy_gbps: gbps(copy_s),
+            ratio: copy_s / kernel_s,
+        })
     }
 }
 

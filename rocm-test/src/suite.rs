@@ -12,7 +12,7 @@ use rocm_kernels::KernelLibrary;
 use crate::events::{EventSink, TrialEvent, TrialOutcome};
 use crate::options::HarnessOptions;
 use crate::run::{panic_message, run_check, RunConfig};
-use crate::target::{trial_name, Target, TargetSlot};
+use crate::target::{trial_name, Bandwidth, Target, TargetSlot};
 use crate::Check;
 
 /// The checks of one harness binary. Given to the closure of [`crate::main`].
@@ -158,7 +158,7 @@ impl Suite {
                         let trial = name.clone();
                         Box::new(move || {
                             run_check(&check, target.as_ref(), &cfg, &trial)
-                                .map(|ok| Done::Passed(Some(ok.cases), ok.seed))
+                                .map(|ok| Done::Passed(Some(ok.cases), ok.seed, ok.bandwidth))
                         })
                     }
                 };
@@ -221,7 +221,7 @@ pub(crate) struct TrialBody {
 
 /// How a trial body ended when it did not fail.
 enum Done {
-    Passed(Option<u32>, Option<u64>),
+    Passed(Option<u32>, Option<u64>, Option<Bandwidth>),
     Ignored(String),
 }
 
@@ -251,13 +251,22 @@ impl Recorder {
             let result = catch_unwind(AssertUnwindSafe(body))
                 .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
             let duration_s = start.elapsed().as_secs_f64();
-            let (outcome, message, cases, seed) = match &result {
-                Ok(Done::Passed(cases, seed)) => (TrialOutcome::Passed, None, *cases, *seed),
-                Ok(Done::Ignored(reason)) => {
-                    (TrialOutcome::Ignored, Some(reason.clone()), None, None)
+            let (outcome, message, cases, seed, bandwidth) = match &result {
+                Ok(Done::Passed(cases, seed, bw)) => {
+                    (TrialOutcome::Passed, None, *cases, *seed, *bw)
                 }
-                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None),
+                Ok(Done::Ignored(reason)) => (
+                    TrialOutcome::Ignored,
+                    Some(reason.clone()),
+                    None,
+                    None,
+                    None,
+                ),
+                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None, None),
             };
+            if let Some(bw) = &bandwidth {
+                println!("bandwidth of {}: {bw}", meta.name);
+            }
             if let Some(sink) = &rec.sink {
                 sink.write(&TrialEvent {
                     kind: "trial".into(),
@@ -271,6 +280,7 @@ impl Recorder {
                     duration_s,
                     cases,
                     seed,
+                    bandwidth,
                     binary: rec.binary.clone(),
                 });
             }

@@ -11,6 +11,7 @@ use super::contract::{KernelGen, ParamGen};
 use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use super::error::BuildError;
 use super::jobs;
+use super::nvidia::NvidiaCompiler;
 use super::report::{Log, Output};
 use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
 use super::source::{self, SourceFile};
@@ -27,11 +28,14 @@ enum Job<'a> {
     Cpu(&'a CpuBuildRequest),
     /// One source for the `amd` backend.
     Amd(SourceFile),
+    /// One source for the `nvidia` backend (a cubin per target and PTX).
+    Nvidia(SourceFile),
 }
 
 enum Done {
     Cpu(Result<CpuBuildOutput, BuildError>, u128),
     Amd(Result<ObjectOut, BuildError>),
+    Nvidia(Result<Vec<ObjectOut>, BuildError>),
 }
 
 /// The paths of one run.
@@ -64,9 +68,16 @@ impl Build {
             out.watch(&s.abs);
         }
 
-        let toolchain = self.find_toolchain(env, &paths.state);
-        let (backends, backend_origin) =
-            settings::resolve_backends(&self.backends, env, &metadata, || toolchain.is_some())?;
+        let toolchain = self.find_toolchain(env, &paths.state, &paths.crate_root);
+        // Looked up at most once: finding nvcc may ask python3 where pip put it.
+        let nvcc_lookup = std::cell::OnceCell::new();
+        let (backends, backend_origin) = settings::resolve_backends(
+            &self.backends,
+            env,
+            &metadata,
+            || toolchain.is_some(),
+            || nvcc_lookup.get_or_init(|| find_nvcc(env)).is_some(),
+        )?;
         let opts = self.options(env, &paths.crate_root);
 
         let amd = if backends.contains(&Backend::Amd) {
@@ -101,13 +112,44 @@ impl Build {
         } else {
             None
         };
-        if backends.contains(&Backend::Nvidia) {
-            out.warn(&format!(
-                "the nvidia backend of `{name}` is skipped: Build does not compile for NVIDIA yet \
-                 (kernels can still be compiled at run time with NVRTC)"
-            ));
-            log.line("skipped nvidia not-supported");
-        }
+        let nvidia = if backends.contains(&Backend::Nvidia) {
+            let (targets, origin) = settings::resolve_nvidia_targets(
+                &self.nvidia_targets,
+                env,
+                &metadata,
+                detect_nvidia_targets,
+            )?;
+            let nvcc = nvcc_lookup.get_or_init(|| find_nvcc(env)).clone();
+            if nvcc.is_none() {
+                out.warn(&format!(
+                    "no nvcc found for the nvidia backend of `{name}`: the sources are embedded \
+                     and compiled at run time with NVRTC. Install nvcc (CUDA toolkit, or `pip \
+                     install nvidia-cuda-nvcc`) to embed cubins"
+                ));
+                log.line("nvidia source-only (no nvcc)");
+                Some(NvidiaCompiler { nvcc, targets })
+            } else if targets.is_empty() {
+                out.warn(&format!(
+                    "the nvidia backend of `{name}` is skipped: no NVIDIA targets were given and \
+                     none were detected. Set them with ROCM_NVIDIA_ARCH=sm_90, with \
+                     `[package.metadata.rocm] nvidia-targets = [\"sm_90\"]` in Cargo.toml, or \
+                     with Build::nvidia_arch"
+                ));
+                log.line("skipped nvidia no-targets");
+                None
+            } else {
+                log.line(&format!(
+                    "nvidia targets {} from {origin}, nvcc {}",
+                    targets.join(","),
+                    nvcc.as_ref()
+                        .map(|n| n.path.display().to_string())
+                        .unwrap_or_default()
+                ));
+                Some(NvidiaCompiler { nvcc, targets })
+            }
+        } else {
+            None
+        };
         let cpu_request = backends.contains(&Backend::Cpu).then(|| CpuBuildRequest {
             name: name.to_string(),
             sources: sources.iter().map(|s| s.abs.clone()).collect(),
@@ -128,7 +170,11 @@ impl Build {
         if amd.is_some() {
             work.extend(sources.iter().cloned().map(Job::Amd));
         }
+        if nvidia.is_some() {
+            work.extend(sources.iter().cloned().map(Job::Nvidia));
+        }
         let amd_dir = paths.lib.join("amd");
+        let nvidia_dir = paths.lib.join("nvidia");
         let hasher = Hasher::default();
         let results = jobs::run_parallel(work, |job| match job {
             Job::Cpu(req) => {
@@ -143,11 +189,22 @@ impl Build {
                     .expect("amd jobs exist only with a compiler")
                     .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
             ),
+            Job::Nvidia(src) => Done::Nvidia(
+                nvidia
+                    .as_ref()
+                    .expect("nvidia jobs exist only with a compiler")
+                    .compile(&src, &nvidia_dir, &paths.crate_root, &opts, &hasher),
+            ),
         });
 
         let mut objects: Vec<ObjectOut> = Vec::new();
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
         let mut first_error = None;
+        let results = results.into_iter().flat_map(|done| match done {
+            Done::Nvidia(Ok(objects)) => objects.into_iter().map(|o| Done::Amd(Ok(o))).collect(),
+            Done::Nvidia(Err(e)) => vec![Done::Amd(Err(e))],
+            other => vec![other],
+        });
         for done in results {
             match done {
                 Done::Cpu(Ok(cpu_out), ms) => {
@@ -176,6 +233,7 @@ impl Build {
                     }
                     objects.push(o);
                 }
+                Done::Nvidia(_) => unreachable!("flattened above"),
                 Done::Cpu(Err(e), _) | Done::Amd(Err(e)) => {
                     log.line(&format!(
                         "failed {}",
@@ -191,7 +249,7 @@ impl Build {
         }
 
         let mut amd_kernels: Vec<KernelGen> = Vec::new();
-        for o in &objects {
+        for o in objects.iter().filter(|o| o.backend == Backend::Amd) {
             amd_kernels.extend(amd_kernels_of(o)?);
         }
         let kernels = codegen::merge_kernels(amd_kernels, &cpu_kernels);
@@ -212,6 +270,7 @@ impl Build {
         let mut built = Vec::new();
         built.extend(cpu_request.map(|_| Backend::Cpu));
         built.extend(amd.as_ref().map(|_| Backend::Amd));
+        built.extend(nvidia.as_ref().map(|_| Backend::Nvidia));
         Ok(Compiled {
             name: name.to_string(),
             rust_file,
@@ -295,12 +354,29 @@ impl Build {
     /// The toolchain to use: the builder's, else discovery (remembered under OUT_DIR). The
     /// compiler override (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred
     /// compiler.
-    fn find_toolchain(&self, env: &EnvReader, state_dir: &Path) -> Option<ToolchainInfo> {
+    fn find_toolchain(
+        &self,
+        env: &EnvReader,
+        state_dir: &Path,
+        crate_root: &Path,
+    ) -> Option<ToolchainInfo> {
         let mut tc = match &self.toolchain {
             Some(t) => ToolchainInfo::from(t),
-            None => toolchain_cache::find(env, &state_dir.join("toolchain.json"), || {
-                crate::toolchain::discover().best().cloned()
-            })?,
+            None => {
+                let watch = resolution_inputs(crate_root);
+                toolchain_cache::find(env, &state_dir.join("toolchain.json"), &watch, || {
+                    // The same resolution as `cargo rocm`: +NAME/CARGO_ROCM_TOOLCHAIN,
+                    // directory override, rocm-toolchain.toml, default, then discovery.
+                    match crate::home::resolve_toolchain(crate_root) {
+                        Ok(resolved) => Some(resolved.toolchain),
+                        Err(crate::home::HomeError::NoToolchain) => None,
+                        Err(e) => {
+                            println!("cargo:warning=ROCm toolchain: {e}");
+                            None
+                        }
+                    }
+                })?
+            }
         };
         let forced = self
             .compiler
@@ -454,4 +530,41 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
         return Ok(());
     }
     cache::write_atomic(path, bytes)
+}
+
+/// nvcc for the `nvidia` backend, looked up through the build script's environment (so every
+/// variable it reads is reported with `rerun-if-env-changed`).
+fn find_nvcc(env: &EnvReader) -> Option<crate::nvcc::Nvcc> {
+    let read = |v: &str| env.get(v).map(std::ffi::OsString::from);
+    crate::nvcc::find_nvcc(&read).ok()
+}
+
+/// `sm_XX` of this machine's NVIDIA GPUs (the last resort for targets; never required).
+fn detect_nvidia_targets() -> Vec<String> {
+    let mut targets: Vec<String> = crate::detect::detect()
+        .devices_of(Backend::Nvidia)
+        .filter_map(|d| {
+            d.compute_capability
+                .as_deref()
+                .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        })
+        .collect();
+    targets.sort();
+    targets.dedup();
+    targets
+}
+
+/// Files the toolchain choice depends on besides the environment: every `rocm-toolchain.toml`
+/// from the crate up to the root (present or not: one appearing changes the choice), and the
+/// home's settings and toolchain folder.
+fn resolution_inputs(crate_root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = crate_root
+        .ancestors()
+        .map(|d| d.join(crate::home::PIN_FILE_NAME))
+        .collect();
+    if let Ok(home) = crate::home::Home::from_env() {
+        files.push(home.settings_path());
+        files.push(home.toolchains_dir());
+    }
+    files
 }

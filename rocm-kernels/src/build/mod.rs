@@ -33,6 +33,7 @@ mod diagnostics;
 mod driver;
 mod error;
 mod jobs;
+mod nvidia;
 mod report;
 mod settings;
 mod source;
@@ -42,7 +43,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{BuildError, CompileFailure, Diagnostic};
-pub use settings::{ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_OFFLOAD_ARCH};
+pub use nvidia::resources_path as nvidia_resources_path;
+pub use settings::{
+    ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_NVIDIA_ARCH, ENV_OFFLOAD_ARCH,
+};
 pub use source::SourceFile;
 
 use report::Output;
@@ -67,6 +71,7 @@ pub struct Build {
     flags: Vec<String>,
     opt_level: Option<u32>,
     targets: Vec<String>,
+    nvidia_targets: Vec<String>,
     backends: Vec<Backend>,
     cargo_metadata: bool,
     out_dir: Option<PathBuf>,
@@ -147,6 +152,7 @@ impl Build {
             flags: Vec::new(),
             opt_level: None,
             targets: Vec::new(),
+            nvidia_targets: Vec::new(),
             backends: Vec::new(),
             cargo_metadata: true,
             out_dir: None,
@@ -210,6 +216,13 @@ impl Build {
             .into_iter()
             .map(|t| t.as_ref().to_string())
             .collect();
+        self
+    }
+
+    /// Adds an NVIDIA target (`sm_90`) for the `nvidia` backend; overrides `ROCM_NVIDIA_ARCH`
+    /// and `[package.metadata.rocm] nvidia-targets`.
+    pub fn nvidia_arch(&mut self, target: &str) -> &mut Build {
+        self.nvidia_targets.push(target.to_string());
         self
     }
 

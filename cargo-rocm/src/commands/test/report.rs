@@ -214,6 +214,7 @@ mod tests {
             duration_s: 0.5,
             cases: None,
             seed: None,
+            bandwidth: None,
             binary: "kernels".into(),
         }
     }
