@@ -46,7 +46,7 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
     run_suite(suite, &slots, &opts, &args)
 }
 
-/// Everything after discovery: trials, events, libtest. Separate so tests can supply targets.
+/// Everything after discovery: trials, events, libtest.
 pub(crate) fn run_suite(
     suite: Suite,
     slots: &[TargetSlot],

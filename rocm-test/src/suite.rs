@@ -83,7 +83,7 @@ impl Suite {
         run_check(check, target.as_ref(), &RunConfig::default(), &trial).map(|ok| ok.cases)
     }
 
-    /// The trials for these targets.
+    /// The trials for these targets, as libtest-mimic trials.
     pub(crate) fn trials(
         self,
         slots: &[TargetSlot],
@@ -91,6 +91,20 @@ impl Suite {
         sink: Option<Arc<EventSink>>,
         binary: &str,
     ) -> Vec<Trial> {
+        self.trial_bodies(slots, opts, sink, binary)
+            .into_iter()
+            .map(|t| Trial::ignorable_test(t.name, t.run))
+            .collect()
+    }
+
+    /// The trials for these targets: names and bodies (each records its event when run).
+    pub(crate) fn trial_bodies(
+        self,
+        slots: &[TargetSlot],
+        opts: &HarnessOptions,
+        sink: Option<Arc<EventSink>>,
+        binary: &str,
+    ) -> Vec<TrialBody> {
         let cfg = Arc::new(RunConfig {
             seed: opts.seed,
             cases: opts.cases.unwrap_or(crate::run::DEFAULT_CASES),
@@ -199,6 +213,12 @@ fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
     errs
 }
 
+/// A trial before libtest-mimic wraps it.
+pub(crate) struct TrialBody {
+    pub name: String,
+    pub run: Box<dyn FnOnce() -> Result<Completion, Failed> + Send>,
+}
+
 /// How a trial body ended when it did not fail.
 enum Done {
     Passed(Option<u32>, Option<u64>, Option<Bandwidth>),
@@ -223,9 +243,10 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn trial(&self, meta: Meta, body: Body) -> Trial {
+    fn trial(&self, meta: Meta, body: Body) -> TrialBody {
         let rec = self.clone();
-        Trial::ignorable_test(meta.name.clone(), move || {
+        let name = meta.name.clone();
+        let run = Box::new(move || {
             let start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(body))
                 .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
@@ -268,6 +289,7 @@ impl Recorder {
                 Ok(Done::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
                 Err(msg) => Err(Failed::from(msg)),
             }
-        })
+        });
+        TrialBody { name, run }
     }
 }
