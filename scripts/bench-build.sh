@@ -101,6 +101,7 @@ EOF
 done
 
 cd "$CRATE"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -165,16 +166,17 @@ done
 
 med() { printf '%s\n' "$@" | median; }
 fmt() { printf '%.3f' "$1"; }
+all() { for v in "$@"; do printf '%.2f ' "$v"; done; }
 CV=$("$COMPILER_PATH" --version 2>/dev/null | grep -i version | head -1)
 echo
 echo "rocm_kernels::Build benchmark: $KERNELS kernels x ${TARGETS//,/ + } with $COMPILER ($CV)"
-echo "machine: $(nproc) cores, load average before: $(cut -d' ' -f1-3 /proc/loadavg), runs: $RUNS (median shown), jobs: $JOBS"
+echo "machine: $(nproc) cores, load average before: $LOAD_BEFORE, runs: $RUNS (median shown), jobs: $JOBS"
 echo
 printf '| %-58s | %9s | %s\n' "measurement" "seconds" "notes"
 printf '|%s|%s|%s\n' "------------------------------------------------------------" "-----------" "------"
-printf '| %-58s | %9s | %s\n' "cold: Build inside the build script (its log)" "$(fmt "$(med "${cold_builder[@]}")")" "runs: ${cold_builder[*]}"
-printf '| %-58s | %9s | %s\n' "cold: cargo build (script + crate), wall" "$(fmt "$(med "${cold_wall[@]}")")" "runs: ${cold_wall[*]}"
-printf '| %-58s | %9s | %s\n' "cold: make -j$JOBS of the same compiler commands, wall" "$(fmt "$(med "${make_wall[@]}")")" "runs: ${make_wall[*]}"
+printf '| %-58s | %9s | %s\n' "cold: Build inside the build script (its log)" "$(fmt "$(med "${cold_builder[@]}")")" "runs: $(all "${cold_builder[@]}")"
+printf '| %-58s | %9s | %s\n' "cold: cargo build (script + crate), wall" "$(fmt "$(med "${cold_wall[@]}")")" "runs: $(all "${cold_wall[@]}")"
+printf '| %-58s | %9s | %s\n' "cold: make -j$JOBS of the same compiler commands, wall" "$(fmt "$(med "${make_wall[@]}")")" "runs: $(all "${make_wall[@]}")"
 ratio=$(echo "$(med "${cold_builder[@]}") / $(med "${make_wall[@]}")" | bc -l)
 printf '| %-58s | %9s | %s\n' "cold: Build / make" "$(printf '%.2fx' "$ratio")" "goal: within 1.10x"
 printf '| %-58s | %9s | %s\n' "no-op: cargo build, nothing changed, wall" "$(fmt "$(med "${noop_wall[@]}")")" "build script not run"
