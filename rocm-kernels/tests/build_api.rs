@@ -86,3 +86,57 @@ fn second_compile_reuses_every_object() {
     let third = b.opt_level(1).try_compile("lib").unwrap();
     assert!(third.objects.iter().all(|o| !o.reused));
 }
+
+#[test]
+fn nvidia_embeds_self_contained_sources() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("include")).unwrap();
+    std::fs::write(
+        dir.path().join("include/common.h"),
+        "#pragma once\n#define SCALE 2.0f\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("k.hip"),
+        "#include <hip/hip_runtime.h>\n#include \"common.h\"\nextern \"C\" __global__ void k(float* y) { y[0] = SCALE * N; }\n",
+    )
+    .unwrap();
+    let compiled = quiet()
+        .out_dir(out.path())
+        .file(dir.path().join("k.hip"))
+        .include(dir.path().join("include"))
+        .define("N", Some("3"))
+        .backends([Backend::Nvidia])
+        .try_compile("nv")
+        .unwrap();
+    assert_eq!(compiled.backends, [Backend::Nvidia]);
+    assert_eq!(compiled.objects.len(), 1);
+    let o = &compiled.objects[0];
+    assert_eq!(o.format, "cuda-source");
+    let generated = std::fs::read_to_string(&compiled.rust_file).unwrap();
+    assert!(generated.contains("backend: ::rocm_kernels::Backend::Nvidia"));
+    assert!(generated.contains("format: \"cuda-source\""));
+    // Not a code object: the manifest (for `cargo rocm build`) does not list it.
+    let manifest = std::fs::read_to_string(&compiled.manifest_file).unwrap();
+    assert!(manifest.contains("\"objects\": []"), "{manifest}");
+
+    // The text needs nothing from the crate: it compiles with no -I and no -D.
+    if !fixture::have("clang++-19") {
+        eprintln!("skipped the compile check: clang++-19 is not installed");
+        return;
+    }
+    let status = std::process::Command::new("clang++-19")
+        .args([
+            "-x",
+            "hip",
+            "--cuda-device-only",
+            "--offload-arch=gfx90a",
+            "-nogpulib",
+        ])
+        .args(["-fsyntax-only"])
+        .arg(&o.path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

@@ -11,6 +11,7 @@ use super::contract::{KernelGen, ParamGen};
 use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use super::error::BuildError;
 use super::jobs;
+use super::nvidia;
 use super::report::{Log, Output};
 use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
 use super::source::{self, SourceFile};
@@ -27,11 +28,14 @@ enum Job<'a> {
     Cpu(&'a CpuBuildRequest),
     /// One source for the `amd` backend.
     Amd(SourceFile),
+    /// One source for the `nvidia` backend.
+    Nvidia(SourceFile),
 }
 
 enum Done {
     Cpu(Result<CpuBuildOutput, BuildError>, u128),
-    Amd(Result<ObjectOut, BuildError>),
+    /// An object of a GPU backend.
+    Object(Result<ObjectOut, BuildError>),
 }
 
 /// The paths of one run.
@@ -101,12 +105,11 @@ impl Build {
         } else {
             None
         };
-        if backends.contains(&Backend::Nvidia) {
-            out.warn(&format!(
-                "the nvidia backend of `{name}` is skipped: Build does not compile for NVIDIA yet \
-                 (kernels can still be compiled at run time with NVRTC)"
-            ));
-            log.line("skipped nvidia not-supported");
+        let nvidia = backends.contains(&Backend::Nvidia);
+        let nvidia_dir = paths.lib.join("nvidia");
+        if nvidia {
+            std::fs::create_dir_all(&nvidia_dir)
+                .map_err(|e| BuildError::io("cannot create", &nvidia_dir, e))?;
         }
         let cpu_request = backends.contains(&Backend::Cpu).then(|| CpuBuildRequest {
             name: name.to_string(),
@@ -128,6 +131,9 @@ impl Build {
         if amd.is_some() {
             work.extend(sources.iter().cloned().map(Job::Amd));
         }
+        if nvidia {
+            work.extend(sources.iter().cloned().map(Job::Nvidia));
+        }
         let amd_dir = paths.lib.join("amd");
         let hasher = Hasher::default();
         let results = jobs::run_parallel(work, |job| match job {
@@ -138,11 +144,12 @@ impl Build {
                     t.elapsed().as_millis(),
                 )
             }
-            Job::Amd(src) => Done::Amd(
+            Job::Amd(src) => Done::Object(
                 amd.as_ref()
                     .expect("amd jobs exist only with a compiler")
                     .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
             ),
+            Job::Nvidia(src) => Done::Object(nvidia::embed_source(&src, &nvidia_dir, &opts)),
         });
 
         let mut objects: Vec<ObjectOut> = Vec::new();
@@ -160,10 +167,14 @@ impl Build {
                     }
                     cpu_kernels = cpu_out.kernels;
                 }
-                Done::Amd(Ok(o)) => {
+                Done::Object(Ok(o)) => {
                     log.line(&format!(
                         "{} {} {} {}ms",
-                        if o.fresh { "fresh" } else { "compiled" },
+                        match (o.backend, o.fresh) {
+                            (Backend::Nvidia, _) => "embedded",
+                            (_, true) => "fresh",
+                            (_, false) => "compiled",
+                        },
                         o.backend,
                         o.source.rel,
                         o.millis
@@ -176,7 +187,7 @@ impl Build {
                     }
                     objects.push(o);
                 }
-                Done::Cpu(Err(e), _) | Done::Amd(Err(e)) => {
+                Done::Cpu(Err(e), _) | Done::Object(Err(e)) => {
                     log.line(&format!(
                         "failed {}",
                         e.to_string().lines().next().unwrap_or("")
@@ -191,7 +202,7 @@ impl Build {
         }
 
         let mut amd_kernels: Vec<KernelGen> = Vec::new();
-        for o in &objects {
+        for o in objects.iter().filter(|o| o.backend == Backend::Amd) {
             amd_kernels.extend(amd_kernels_of(o)?);
         }
         let kernels = codegen::merge_kernels(amd_kernels, &cpu_kernels);
@@ -204,14 +215,19 @@ impl Build {
         write_if_changed(&manifest_file, &manifest_json(name, &objects))?;
 
         let reused = objects.iter().filter(|o| o.fresh).count();
+        let compiled = objects
+            .iter()
+            .filter(|o| o.manifest_format.is_some())
+            .count()
+            - reused;
         log.line(&format!(
-            "done compiled={} reused={reused} elapsed_ms={}",
-            objects.len() - reused,
+            "done compiled={compiled} reused={reused} elapsed_ms={}",
             started.elapsed().as_millis()
         ));
         let mut built = Vec::new();
         built.extend(cpu_request.map(|_| Backend::Cpu));
         built.extend(amd.as_ref().map(|_| Backend::Amd));
+        built.extend(nvidia.then_some(Backend::Nvidia));
         Ok(Compiled {
             name: name.to_string(),
             rust_file,
@@ -358,12 +374,14 @@ fn manifest_json(name: &str, objects: &[ObjectOut]) -> Vec<u8> {
         name: name.to_string(),
         objects: objects
             .iter()
-            .map(|o| ManifestObject {
-                backend: o.backend,
-                source: o.source.rel.clone(),
-                targets: o.targets.clone(),
-                format: o.format,
-                path: o.path.clone(),
+            .filter_map(|o| {
+                Some(ManifestObject {
+                    backend: o.backend,
+                    source: o.source.rel.clone(),
+                    targets: o.targets.clone(),
+                    format: o.manifest_format?,
+                    path: o.path.clone(),
+                })
             })
             .collect(),
     };
@@ -449,7 +467,7 @@ fn which(program: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+pub(super) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }

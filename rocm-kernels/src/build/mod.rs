@@ -33,6 +33,7 @@ mod diagnostics;
 mod driver;
 mod error;
 mod jobs;
+mod nvidia;
 mod report;
 mod settings;
 mod source;
@@ -95,7 +96,10 @@ pub(crate) struct ObjectOut {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    pub format: ObjectFormat,
+    /// The `EmbeddedObject::format`: `hip-offload-bundle`, `cuda-source`.
+    pub format: &'static str,
+    /// How the build manifest lists it; `None` for objects that are not code (`cuda-source`).
+    pub manifest_format: Option<ObjectFormat>,
     pub path: PathBuf,
     /// Every file the compiler read (source and headers).
     pub inputs: Vec<PathBuf>,
@@ -130,8 +134,9 @@ pub struct CompiledObject {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    /// [`ObjectFormat::HipOffloadBundle`] for `amd`.
-    pub format: ObjectFormat,
+    /// As in `EmbeddedObject::format`: `hip-offload-bundle` (amd), `cuda-source` (nvidia: the
+    /// source with the crate's headers inlined, compiled at run time by NVRTC).
+    pub format: &'static str,
     pub path: PathBuf,
     /// True when the cache was used and no compiler ran.
     pub reused: bool,
