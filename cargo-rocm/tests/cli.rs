@@ -244,11 +244,13 @@ fn env_without_a_usable_toolchain_is_an_environment_error() {
     cargo_rocm()
         .args(["env"])
         .env("CARGO_ROCM_TOOLCHAIN", "no-such-toolchain")
+        .env("CARGO_ROCM_HOME", tempfile::tempdir().unwrap().path())
         .assert()
         .code(3)
         .stderr(predicate::str::contains(
-            "no ROCm toolchain named `no-such-toolchain`",
-        ));
+            "toolchain `no-such-toolchain` (CARGO_ROCM_TOOLCHAIN",
+        ))
+        .stderr(predicate::str::contains("is not installed"));
 }
 
 #[test]

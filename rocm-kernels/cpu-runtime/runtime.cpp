@@ -28,6 +28,8 @@
 
 #include "hip/detail/abi.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -96,8 +99,6 @@ rk_fiber_boot:
     ud2
     .size rk_fiber_boot, .-rk_fiber_boot
 )");
-#else
-#error "the cargo-rocm cpu runtime implements fiber switching for x86-64 only"
 #endif
 
 namespace {
@@ -127,6 +128,7 @@ struct Fiber {
 enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
 struct Slot {
+    rk_uint3 idx;  // threadIdx of this thread
     uint8_t state;
     uint8_t op;
     int32_t arg;
@@ -156,6 +158,7 @@ struct Worker {
     pthread_t thread{};
     std::thread handle;
     size_t stack_size = 0;
+    uint64_t pool_size = 1;
     std::vector<Fiber *> fibers;
     std::vector<Slot> slots;
     void *sched_sp = nullptr;
@@ -165,6 +168,7 @@ struct Worker {
     uint32_t fiber0_tid = 0;
     bool fiber_mode = false;
     uint32_t barrier_result = 0;
+    uint32_t warp_waiting = 0;  // threads waiting in a collective
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -232,7 +236,10 @@ Fiber *new_fiber(Worker *w) {
     f->map = base;
     f->map_len = len;
     f->lo = base + page;
-    f->hi = base + len;
+    // Stagger the top of each stack over 64 cache lines: stacks are page-aligned mappings, so
+    // their hot top frames would otherwise all map to the same cache sets and evict each other
+    // on every switch of a block's fibers.
+    f->hi = base + len - (w->fibers.size() * 7 % 64) * 64;
     f->worker = w;
     return f;
 }
@@ -274,7 +281,7 @@ inline rk_uint3 unlinear(uint32_t t, const rk_uint3 &d) {
     return rk_uint3{t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
 
-Fiber *fiber_of(Worker *w, uint32_t tid) {
+__attribute__((always_inline)) inline Fiber *fiber_of(Worker *w, uint32_t tid) {
     if (tid == w->fiber0_tid) return w->fibers[0];
     return w->fibers[tid];
 }
@@ -289,7 +296,7 @@ bool ensure_fibers(Worker *w, uint32_t n) {
 }
 
 // Switch from the current context (saved in *save) to thread `tid` of the block.
-void resume(Worker *w, uint32_t tid, void **save) {
+__attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void **save) {
     Slot &s = w->slots[tid];
     Fiber *f = fiber_of(w, tid);
     if (s.state == NOT_STARTED) {
@@ -300,12 +307,12 @@ void resume(Worker *w, uint32_t tid, void **save) {
     s.state = RUNNABLE;
     f->tid = tid;
     w->round_pos = tid;
-    rk_cur.thread_idx = unlinear(tid, rk_cur.block_dim);
+    rk_cur.thread_idx = s.idx;
     w->cur_fiber = f;
     rk_switch(save, f->sp);
 }
 
-uint32_t next_runnable(Worker *w, uint32_t from) {
+__attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t from) {
     for (uint32_t t = from; t < w->nthreads; ++t) {
         uint8_t st = w->slots[t].state;
         if (st == RUNNABLE || st == NOT_STARTED) return t;
@@ -314,8 +321,18 @@ uint32_t next_runnable(Worker *w, uint32_t from) {
 }
 
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
-void leave(Worker *w, Fiber *self, uint32_t tid) {
-    uint32_t next = next_runnable(w, tid + 1);
+bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
+
+__attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_t tid) {
+    uint32_t from = tid + 1;
+    // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
+    // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
+    // on the CPU through a run of shuffles keeps its fibers' stacks in cache.
+    const uint32_t ws = rk_cur.wave_size;
+    const uint32_t base = tid & ~(ws - 1);  // wave sizes are powers of two
+    const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+    if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
+    uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
         resume(w, next, &self->sp);
     else
@@ -323,7 +340,7 @@ void leave(Worker *w, Fiber *self, uint32_t tid) {
 }
 
 // The current thread waits (barrier or collective) until the scheduler releases it.
-void wait_here(Worker *w, uint8_t state) {
+__attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
     const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
     Fiber *self = w->cur_fiber;
     if (!w->fiber_mode) {
@@ -334,8 +351,20 @@ void wait_here(Worker *w, uint8_t state) {
         if (!ensure_fibers(w, w->nthreads))
             fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
                  w->stack_size);
-        for (uint32_t t = 0; t < w->nthreads; ++t)
-            w->slots[t].state = t < tid ? DONE : NOT_STARTED;
+        const rk_uint3 dim = rk_cur.block_dim;
+        rk_uint3 idx{0, 0, 0};
+        for (uint32_t t = 0; t < w->nthreads; ++t) {
+            Slot &s = w->slots[t];
+            s.state = t < tid ? DONE : NOT_STARTED;
+            s.idx = idx;
+            if (++idx.x == dim.x) {
+                idx.x = 0;
+                if (++idx.y == dim.y) {
+                    idx.y = 0;
+                    ++idx.z;
+                }
+            }
+        }
         self->tid = tid;
     }
     w->slots[tid].state = state;
@@ -363,12 +392,11 @@ void fiber_main(Fiber *f) {
 
 uint64_t lane_mask_bit(uint32_t lane) { return uint64_t(1) << lane; }
 
-// Resolve the collective of each wave that has lanes waiting in one. Returns whether any was.
-bool resolve_warps(Worker *w) {
+// Resolve the collective lanes [base, end) of one wave wait in, if any; returns whether it did.
+bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
     const uint32_t ws = rk_cur.wave_size;
     bool any = false;
-    for (uint32_t base = 0; base < w->nthreads; base += ws) {
-        const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+    {
         // The op of the first waiting lane; lanes waiting in another op go next round.
         int op = -1;
         uint64_t active = 0;
@@ -378,7 +406,7 @@ bool resolve_warps(Worker *w) {
             if (op < 0) op = s.op;
             if (s.op == op) active |= lane_mask_bit(t - base);
         }
-        if (op < 0) continue;
+        if (op < 0) return false;
         any = true;
         uint64_t ballot = 0;
         for (uint32_t t = base; t < end; ++t)
@@ -427,8 +455,18 @@ bool resolve_warps(Worker *w) {
                 default: s.result = 0; break;
             }
             s.state = RUNNABLE;
+            --w->warp_waiting;
         }
     }
+    return any;
+}
+
+// Resolve every wave's pending collective. Returns whether any was.
+bool resolve_warps(Worker *w) {
+    const uint32_t ws = rk_cur.wave_size;
+    bool any = false;
+    for (uint32_t base = 0; base < w->nthreads; base += ws)
+        any |= resolve_wave(w, base, base + ws < w->nthreads ? base + ws : w->nthreads);
     return any;
 }
 
@@ -463,6 +501,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     w->fiber_mode = false;
     rk_cur.fiber_mode = 0;
     w->fiber0_tid = 0;
+    w->warp_waiting = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
@@ -482,7 +521,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             w->abort_status = RK_TIMEOUT;
             break;
         }
-        if (!resolve_warps(w)) {
+        if (w->warp_waiting == 0 || !resolve_warps(w)) {
             uint32_t done = 0, waiting = 0, first_done = 0, first_waiting = 0;
             uint32_t count = 0;
             for (uint32_t t = 0; t < w->nthreads; ++t) {
@@ -661,11 +700,19 @@ void work(Worker *w, Launch *l) {
         finish_launch(w);
         return;
     }
+    // Blocks are taken a few at a time: one shared counter update per block would bounce its
+    // cache line between workers for grids of many small blocks.
+    const uint64_t workers = w->pool_size;
+    uint64_t chunk = l->blocks / (workers * 64);
+    chunk = chunk < 1 ? 1 : (chunk > 16 ? 16 : chunk);
     while (!l->stop.load(std::memory_order_relaxed)) {
-        const uint64_t pos = l->next.fetch_add(1, std::memory_order_relaxed);
-        if (pos >= l->blocks) break;
-        const uint64_t block = l->order.empty() ? pos : l->order[pos];
-        if (!run_block(w, pos, block)) l->stop = true;
+        const uint64_t first = l->next.fetch_add(chunk, std::memory_order_relaxed);
+        if (first >= l->blocks) break;
+        const uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
+        for (uint64_t pos = first; pos < end && !l->stop.load(std::memory_order_relaxed); ++pos) {
+            const uint64_t block = l->order.empty() ? pos : l->order[pos];
+            if (!run_block(w, pos, block)) l->stop = true;
+        }
     }
     finish_launch(w);
 }
@@ -750,6 +797,7 @@ extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t widt
     s.arg = arg;
     s.width = width;
     s.pred = 0;
+    ++w->warp_waiting;
     wait_here(w, AT_WARP);
     return w->slots[tid].result;
 }
@@ -789,6 +837,7 @@ extern "C" rk_pool *rk_pool_create(uint32_t threads, uint64_t stack_size, char *
             Worker *w = new Worker();
             w->pool = p;
             w->stack_size = stack_size;
+            w->pool_size = threads;
             p->workers.push_back(w);
             w->handle = std::thread(worker_loop, w);
         }
@@ -902,11 +951,57 @@ extern "C" double rk_measure_switch_ns(uint64_t iterations) {
     sp[6] = reinterpret_cast<void *>(&rk_fiber_boot);
     f->sp = sp;
     rk_switch(&pp.main_sp, f->sp);  // warm up: start the fiber
-    const auto start = Clock::now();
+    // CPU time of this thread, not wall time: on a loaded machine the thread is descheduled.
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (uint64_t i = 0; i < iterations; ++i) rk_switch(&pp.main_sp, f->sp);
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    const double ns = double(t1.tv_sec - t0.tv_sec) * 1e9 + double(t1.tv_nsec - t0.tv_nsec);
     munmap(f->map, f->map_len);
     delete f;
     ping_pong = nullptr;
     return ns / (2.0 * double(iterations));
 }
+
+extern "C" uint32_t rk_runtime_supported(void) { return 1; }
+
+#else  // not x86-64 Linux
+
+// The fiber switch and the fault handling (ucontext register names) are written for x86-64
+// Linux. Elsewhere the runtime still links, so crates build, and reports itself unsupported.
+#include <cstdio>
+#include <cstdlib>
+
+__thread rk_ctx rk_cur;
+
+static const char *const unsupported =
+    "the cargo-rocm cpu backend runs kernels on x86-64 Linux only";
+
+extern "C" uint32_t rk_runtime_supported(void) { return 0; }
+extern "C" void rk_syncthreads(void) {}
+extern "C" int rk_syncthreads_op(int, int pred) { return pred; }
+extern "C" uint64_t rk_warp_op(int, uint64_t value, int32_t, int32_t) { return value; }
+extern "C" void rk_kernel_fault(const char *message) {
+    std::fprintf(stderr, "kernel fault: %s\n", message);
+    std::abort();
+}
+extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
+                               const char *function) noexcept {
+    std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
+    std::abort();
+}
+extern "C" rk_pool *rk_pool_create(uint32_t, uint64_t, char *error, uint64_t error_len) {
+    std::snprintf(error, error_len, "%s", unsupported);
+    return nullptr;
+}
+extern "C" void rk_pool_destroy(rk_pool *) {}
+extern "C" uint32_t rk_launch(rk_pool *, const rk_launch_desc *, rk_launch_result *result) {
+    result->status = RK_INVALID;
+    std::snprintf(result->message, sizeof result->message, "%s", unsupported);
+    return RK_INVALID;
+}
+extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t) { return std::calloc(1, bytes ? bytes : 1); }
+extern "C" void rk_mem_free(void *ptr, uint64_t, uint32_t) { std::free(ptr); }
+extern "C" double rk_measure_switch_ns(uint64_t) { return -1.0; }
+
+#endif

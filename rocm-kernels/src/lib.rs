@@ -1,6 +1,7 @@
 //! `rocm-kernels`: the build-time and run-time half of cargo-rocm.
 //!
 //! * [`toolchain`] finds ROCm installs (compiler, device libraries, targets).
+//! * [`home`] is the cargo-rocm home and which toolchain a crate uses (pins, overrides).
 //! * [`build_manifest`] lists what a build script compiled (read by `cargo rocm build`).
 //! * [`code_object`] reads compiled code objects (bundles, AMDGPU ELF, kernel metadata).
 //! * [`detect`] finds the compute devices of this machine.
@@ -13,6 +14,7 @@ pub mod build_manifest;
 pub mod code_object;
 pub mod detect;
 pub mod embedded;
+pub mod home;
 pub mod nvcc;
 pub mod process;
 pub mod runtime;

@@ -162,70 +162,136 @@ fn assert_matches(target: &str, k: &KernelMetadata, r: &Remarks) {
     assert_eq!(k.vgpr_spill_count, r.vgpr_spill, "{ctx}: VGPR spills");
 }
 
+/// `hipcc` (ROCm's driver; on Debian ROCm 5.2 it runs that release's clang and writes code
+/// object v4), or `None` after saying why.
+fn hipcc() -> Option<PathBuf> {
+    let hipcc = std::env::var_os("ROCM_KERNELS_TEST_HIPCC")
+        .map_or_else(|| PathBuf::from("hipcc"), PathBuf::from);
+    if Command::new(&hipcc)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        Some(hipcc)
+    } else {
+        eprintln!(
+            "skipped: `{}` not found; install hipcc or set ROCM_KERNELS_TEST_HIPCC",
+            hipcc.display()
+        );
+        None
+    }
+}
+
+/// Compile the fixture for one target with `hipcc --genco`.
+fn compile_hipcc(hipcc: &Path, target: &str, out: &Path) -> (Vec<u8>, String) {
+    let output = Command::new(hipcc)
+        .args([
+            "--genco",
+            "-O3",
+            "-fhip-kernel-arg-name",
+            "-Rpass-analysis=kernel-resource-usage",
+        ])
+        .arg(format!("--offload-arch={target}"))
+        .arg(FIXTURE)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run hipcc");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "hipcc failed:\n{stderr}");
+    (std::fs::read(out).unwrap(), stderr)
+}
+
+/// The fixture's bundle for one `target` and the compiler's remarks for it: every kernel's
+/// metadata must equal the remarks, and the kernels must differ the way they were written to.
+fn check_metadata_against_remarks(compiler: &str, target: &str, bundle: &[u8], stderr: &str) {
+    let remarks = parse_remarks(stderr);
+    let objects = code_object::parse(bundle).unwrap();
+    let entry = objects.entry_for(target).unwrap();
+    assert!(matches!(
+        entry.elf().unwrap().code_object_version,
+        Some(4..=6)
+    ));
+    let kernels = entry.kernels().unwrap();
+
+    let mut names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort_unstable();
+    let mut expected = KERNELS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(
+        names, expected,
+        "{compiler} {target}: kernels in the metadata"
+    );
+    assert_eq!(
+        remarks.len(),
+        KERNELS.len(),
+        "{compiler} {target}: remarks\n{stderr}"
+    );
+
+    for k in &kernels {
+        assert_matches(target, k, &remarks[&k.name]);
+    }
+
+    // The kernels really differ in what is compared (else the equality above is weak).
+    let by_name = |n: &str| kernels.iter().find(|k| k.name == n).unwrap();
+    assert_eq!(by_name("_Z9block_sumPKfPf").group_segment_fixed_size, 4096);
+    assert!(
+        by_name("_Z8pressurePKfPf").vgpr_count > 32,
+        "{target}: pressure"
+    );
+    assert!(
+        by_name("_Z6spillsPKfPfi").private_segment_fixed_size > 0,
+        "{target}: scratch"
+    );
+    assert_eq!(by_name("_Z8pressurePKfPf").max_flat_workgroup_size, 64);
+    let wave = if target == "gfx1030" { 32 } else { 64 };
+    assert!(
+        kernels.iter().all(|k| k.wavefront_size == wave),
+        "{target}: wave size"
+    );
+    if target == "gfx90a" {
+        assert_eq!(by_name("uses_agprs").agpr_count, Some(8));
+    } else {
+        assert!(by_name("_Z6spillsPKfPfi").vgpr_spill_count.unwrap() > 0);
+        assert_eq!(by_name("uses_agprs").agpr_count, None);
+    }
+
+    // Parameters, with names from -fhip-kernel-arg-name and hidden args left out.
+    let params = by_name("axpy").params();
+    let summary: Vec<_> = params
+        .iter()
+        .map(|p| (p.name.as_str(), p.size, p.offset))
+        .collect();
+    assert_eq!(
+        summary,
+        [("a", 4, 0), ("x", 8, 8), ("y", 8, 16), ("n", 4, 24)]
+    );
+}
+
 #[test]
-fn metadata_equals_compiler_resource_usage_remarks() {
+fn clang_metadata_equals_compiler_resource_usage_remarks() {
     let Some(clang) = clang() else { return };
     let dir = tempfile::tempdir().unwrap();
     for target in ["gfx90a", "gfx1030"] {
         // One target per compile: the remarks do not say which target they are for.
         let out = dir.path().join(format!("{target}.hipfb"));
-        let (bytes, stderr) = compile(
+        let (bundle, stderr) = compile(
             &clang,
             FIXTURE.as_ref(),
             &[&format!("--offload-arch={target}")],
             &out,
         );
-        let remarks = parse_remarks(&stderr);
-        let objects = code_object::parse(&bytes).unwrap();
-        let entry = objects.entry_for(target).unwrap();
-        let kernels = entry.kernels().unwrap();
-
-        let mut names: Vec<_> = kernels.iter().map(|k| k.name.as_str()).collect();
-        names.sort_unstable();
-        let mut expected = KERNELS.to_vec();
-        expected.sort_unstable();
-        assert_eq!(names, expected, "{target}: kernels in the metadata");
-        assert_eq!(remarks.len(), KERNELS.len(), "{target}: remarks\n{stderr}");
-
-        for k in &kernels {
-            assert_matches(target, k, &remarks[&k.name]);
-        }
-
-        // The kernels really differ in what is compared (else the equality above is weak).
-        let by_name = |n: &str| kernels.iter().find(|k| k.name == n).unwrap();
-        assert_eq!(by_name("_Z9block_sumPKfPf").group_segment_fixed_size, 4096);
-        assert!(
-            by_name("_Z8pressurePKfPf").vgpr_count > 32,
-            "{target}: pressure"
-        );
-        assert!(
-            by_name("_Z6spillsPKfPfi").private_segment_fixed_size > 0,
-            "{target}: scratch"
-        );
-        assert_eq!(by_name("_Z8pressurePKfPf").max_flat_workgroup_size, 64);
-        let wave = if target == "gfx1030" { 32 } else { 64 };
-        assert!(
-            kernels.iter().all(|k| k.wavefront_size == wave),
-            "{target}: wave size"
-        );
-        if target == "gfx90a" {
-            assert_eq!(by_name("uses_agprs").agpr_count, Some(8));
-        } else {
-            assert!(by_name("_Z6spillsPKfPfi").vgpr_spill_count.unwrap() > 0);
-            assert_eq!(by_name("uses_agprs").agpr_count, None);
-        }
-
-        // Parameters, with names from -fhip-kernel-arg-name and hidden args left out.
-        let params = by_name("axpy").params();
-        let summary: Vec<_> = params
-            .iter()
-            .map(|p| (p.name.as_str(), p.size, p.offset))
-            .collect();
-        assert_eq!(
-            summary,
-            [("a", 4, 0), ("x", 8, 8), ("y", 8, 16), ("n", 4, 24)]
-        );
+        check_metadata_against_remarks("clang", target, &bundle, &stderr);
     }
+}
+
+#[test]
+fn hipcc_metadata_equals_compiler_resource_usage_remarks() {
+    let Some(hipcc) = hipcc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gfx90a.hipfb");
+    let (bundle, stderr) = compile_hipcc(&hipcc, "gfx90a", &out);
+    check_metadata_against_remarks("hipcc", "gfx90a", &bundle, &stderr);
 }
 
 #[test]

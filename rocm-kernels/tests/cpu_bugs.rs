@@ -299,3 +299,26 @@ fn shuffled_block_order_exposes_dependencies_between_blocks() {
     assert_ne!(shuffled, in_order);
     assert_eq!(shuffled, run(Some(7)), "a seed gives one order");
 }
+
+#[test]
+fn stack_overflow_is_a_kernel_fault() {
+    let m = module(64);
+    let d = m.device();
+    let mut out = d.alloc::<i32>(4).unwrap();
+    let err = m
+        .kernel("stack_overflow")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 4))
+        .arg(&mut out)
+        .arg(&1_000_000i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.thread, [0, 0, 0]);
+            assert!(message.contains("stack overflow"), "{message}");
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}

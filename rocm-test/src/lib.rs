@@ -1,1 +1,72 @@
-//! `rocm-test`: check every kernel against its Rust reference (being written).
+//! `rocm-test`: check every HIP kernel of a crate against its Rust reference, on every backend
+//! that can run here, as ordinary `cargo test` trials.
+//!
+//! A harness is a `harness = false` test target:
+//!
+//! ```toml
+//! [[test]]
+//! name = "kernels"
+//! harness = false
+//! ```
+//!
+//! ```no_run
+//! use rocm_test::{gen, Launch};
+//! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
+//! #     name: "kernels", code_objects: &[], kernels: &[], cpu_kernels: &[] };
+//!
+//! fn main() -> std::process::ExitCode {
+//!     rocm_test::main(&KERNELS, |s| {
+//!         s.check("saxpy")
+//!             .size("n", 1..=5000)
+//!             .scalar("n", gen::size::<i32>("n"))
+//!             .scalar("a", gen::value(-4.0f32..4.0))
+//!             .input("x", gen::vec("n", -1.0f32..1.0))
+//!             .inout("y", gen::vec("n", -1.0f32..1.0))
+//!             .launch_with(|i| Launch::cover(i.size("n"), 256))
+//!             .reference(|i, o| {
+//!                 let (a, x) = (i.scalar::<f32>("a"), i.buf::<f32>("x"));
+//!                 for (y, x) in o.buf::<f32>("y").iter_mut().zip(x) {
+//!                     *y += a * x;
+//!                 }
+//!             });
+//!     })
+//! }
+//! ```
+//!
+//! Each check becomes one trial per target: `saxpy::cpu/w32`, `saxpy::cpu/w64`,
+//! `saxpy::amd/gfx90a`, `saxpy::nvidia/sm_90`. Targets that cannot run here are ignored with
+//! the reason (or fail, with `--require-backend`). Outputs are poisoned before every launch, so
+//! an element the kernel never writes fails. A kernel of the library without a check fails
+//! `<kernel>::no-check` unless opted out with [`Suite::untested`].
+
+mod check;
+mod compare;
+mod element;
+pub mod events;
+pub mod gen;
+mod harness;
+mod launch;
+mod options;
+mod run;
+mod runtime;
+mod suite;
+mod target;
+mod tolerance;
+
+#[cfg(test)]
+mod testing;
+
+pub use check::{Check, Inputs, Outputs};
+pub use compare::{compare, Failure, Mismatch};
+pub use element::{ElemType, ElemVerdict, Element, HostBuf, ScalarValue};
+pub use harness::main;
+pub use launch::{Dim3, Launch};
+pub use options::HarnessOptions;
+pub use run::DEFAULT_CASES;
+pub use suite::Suite;
+pub use target::{trial_name, TargetId};
+pub use tolerance::Tolerance;
+
+/// Re-exported so harnesses can write strategies (`proptest::num::f32::NORMAL`) without a
+/// separate dependency.
+pub use proptest;

@@ -39,14 +39,14 @@ pub enum Shell {
     Fish,
 }
 
-pub fn run(_global: &GlobalArgs, args: EnvArgs, out: &Output) -> anyhow::Result<u8> {
+pub fn run(global: &GlobalArgs, args: EnvArgs, out: &Output) -> anyhow::Result<u8> {
     let found = discover();
     // Discovery notes here are about the environment the user set up (a ROCM_PATH that is not
     // an install, say), which this command's output is meant to fix: worth a warning.
     for note in &found.notes {
         out.warn(note);
     }
-    let toolchain = select_toolchain(args.toolchain_path.as_deref(), &found)?;
+    let toolchain = select_toolchain(global, args.toolchain_path.as_deref(), out)?;
     out.verbose(format_args!(
         "using {} at {} (version {})",
         toolchain.name,

@@ -10,6 +10,9 @@ pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
+pub mod toolchain;
+pub mod new;
+pub mod test;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -21,6 +24,12 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Print the environment for the selected ROCm toolchain (sh, fish or JSON)
     Env(env::EnvArgs),
+    /// Install, list, link, pin and remove ROCm toolchains (like rustup for Rust)
+    Toolchain(toolchain::ToolchainArgs),
+    /// Run every kernel's checks against its Rust reference on every backend that can run here
+    Test(test::TestArgs),
+    /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
+    New(new::NewArgs),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -30,5 +39,8 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Detect(args) => detect::run(&global, args, out),
         Command::Doctor(args) => doctor::run(&global, args, out),
         Command::Env(args) => env::run(&global, args, out),
+        Command::Toolchain(args) => toolchain::run(&global, args, out),
+        Command::Test(args) => test::run(&global, args, out),
+        Command::New(args) => new::run(&global, args, out),
     }
 }

@@ -242,6 +242,9 @@ fn base_build(req: &CpuBuildRequest) -> cc::Build {
         .opt_level(req.opt_level.unwrap_or(2))
         .cargo_metadata(req.cargo_metadata)
         .flag_if_supported("-Wno-unused-parameter")
+        // Kernels are global functions in position-independent code; without this the compiler
+        // must assume they can be interposed and will not inline them into the thread loop.
+        .flag_if_supported("-fno-semantic-interposition")
         .flag_if_supported("-fno-omit-frame-pointer");
     for dir in &req.include_dirs {
         build.include(dir);

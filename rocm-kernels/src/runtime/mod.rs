@@ -1,4 +1,4 @@
-//! Running kernels: find a [`Device`], load a [`Module`] from an embedded [`KernelLibrary`], take a
+//! Running kernels: find a [`Device`], load a [`Module`] from an embedded [`KernelLibrary`](crate::KernelLibrary), take a
 //! [`Kernel`] by name and launch it on [`Buffer`]s.
 //!
 //! ```no_run

@@ -11,17 +11,17 @@ use rocm_kernels::Backend;
 use super::libs::load_first;
 use super::{BackendReport, Check, Context, Status};
 use crate::fix;
-use crate::selection::{select_toolchain, SEARCHED, TOOLCHAIN_VAR};
+use crate::selection::{SEARCHED, TOOLCHAIN_VAR};
 
 pub fn check(ctx: &Context) -> BackendReport {
     let mut checks = Vec::new();
     let gpus: Vec<&Device> = ctx.detection.devices_of(Backend::Amd).collect();
     let explicit = ctx.toolchain_path.is_some() || std::env::var_os(TOOLCHAIN_VAR).is_some();
 
-    let toolchain = match select_toolchain(ctx.toolchain_path.as_deref(), &ctx.discovery) {
-        Ok(tc) => Some(tc),
+    let toolchain = match &ctx.selected {
+        Ok(tc) => Some(tc.clone()),
         Err(e) if explicit => {
-            checks.push(Check::new("ROCm toolchain", Status::Error, e.to_string()));
+            checks.push(Check::new("ROCm toolchain", Status::Error, e.clone()));
             None
         }
         Err(_) => {

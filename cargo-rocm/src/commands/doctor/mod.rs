@@ -150,17 +150,22 @@ struct Report<'a> {
 
 /// What the checks of every backend read: gathered once.
 pub struct Context {
+    /// The toolchain every command would use (see `selection`), or why there is none.
+    pub selected: Result<rocm_kernels::toolchain::Toolchain, String>,
     pub discovery: Discovery,
     pub detection: Detection,
     pub toolchain_path: Option<PathBuf>,
 }
 
-pub fn run(_global: &GlobalArgs, args: DoctorArgs, out: &Output) -> anyhow::Result<u8> {
+pub fn run(global: &GlobalArgs, args: DoctorArgs, out: &Output) -> anyhow::Result<u8> {
     out.status(
         "Checking",
         "ROCm toolchains, devices, compilers and runtime libraries",
     );
+    let selected = crate::selection::select_toolchain(global, args.toolchain_path.as_deref(), out)
+        .map_err(|e| format!("{e:#}"));
     let ctx = Context {
+        selected,
         discovery: discover(),
         detection: detect(),
         toolchain_path: args.toolchain_path.clone(),

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <math.h>
 #include <tuple>
 #include <type_traits>
@@ -112,7 +113,11 @@ inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 [[noreturn]] inline void __builtin_amdgcn_s_trap_rk() { __trap(); }
 
 /* ---- clocks ---- */
+#if defined(__x86_64__)
 inline long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
+#else
+inline long long clock64() { return static_cast<long long>(std::clock()); }
+#endif
 inline long long wall_clock64() { return clock64(); }
 inline unsigned int __smid() { return 0; }
 

@@ -4,7 +4,7 @@
 //! `Result`, raw device addresses and type-erased handles), and [`crate::runtime`]'s `Device`,
 //! `Buffer<T>`, `Module`, `Kernel`, `Stream` and `Event` are the safe layer on top. A backend is
 //! one module under `backend/` with a `probe()` that lists its devices or says why there are none;
-//! [`probe_all`] asks every backend in turn.
+//! `probe_all` asks every backend in turn.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::embedded::{Backend, KernelLibrary};
 
+pub mod amd;
 pub mod cpu;
 pub mod nvidia;
 
@@ -131,10 +132,7 @@ pub(crate) type ProbeResult = std::result::Result<Vec<Arc<dyn DeviceBackend>>, S
 /// them). A backend not compiled into this version reports why.
 pub(crate) fn probe_all() -> Vec<(Backend, ProbeResult)> {
     vec![
-        (
-            Backend::Amd,
-            Err("the amd backend is not part of this build of rocm-kernels yet".to_string()),
-        ),
+        (Backend::Amd, amd::probe()),
         (Backend::Nvidia, nvidia::probe()),
         (Backend::Cpu, cpu::probe()),
     ]

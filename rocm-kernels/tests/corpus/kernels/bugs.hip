@@ -83,3 +83,11 @@ __global__ void null_write(int* out) {
 __global__ void order_dependent(int* data) {
     if (threadIdx.x == 0 && blockIdx.x > 0) data[blockIdx.x] = data[blockIdx.x - 1] + 1;
 }
+
+// Unbounded recursion with a large frame: overflows the kernel thread's stack.
+__device__ __noinline__ int recurse(int n) {
+    volatile char frame[1024];
+    frame[0] = static_cast<char>(n);
+    return n == 0 ? frame[0] : recurse(n - 1) + frame[0];
+}
+__global__ void stack_overflow(int* out, int depth) { out[threadIdx.x] = recurse(depth); }

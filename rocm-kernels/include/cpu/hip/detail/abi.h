@@ -123,6 +123,8 @@ void rk_pool_destroy(rk_pool *pool);
 uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_launch_result *result);
 void *rk_mem_alloc(uint64_t bytes, uint32_t guarded);
 void rk_mem_free(void *ptr, uint64_t bytes, uint32_t guarded);
+/* 1 where this runtime can run kernels (x86-64 Linux), else 0. */
+uint32_t rk_runtime_supported(void);
 /* Nanoseconds per fiber switch, measured over `iterations` round trips. */
 double rk_measure_switch_ns(uint64_t iterations);
 

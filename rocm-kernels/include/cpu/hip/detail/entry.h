@@ -6,9 +6,16 @@
 #ifndef RK_CPU_ENTRY_H
 #define RK_CPU_ENTRY_H
 
+/* The store of thread_idx must happen before the thread's first memory access: a fault (out of
+ * bounds, null pointer) is reported with the thread the runtime reads from rk_cur, and without
+ * this compiler barrier the store can be sunk to the end of the loop once the kernel is inlined. */
+#define RK_PUBLISH_THREAD_IDX() __asm__ __volatile__("" ::: "memory")
+
 namespace rk {
+/* `flatten` inlines the kernel (and what it calls) into the thread loop: kernels are ordinary
+ * external functions the compiler would otherwise call once per GPU thread. */
 template <auto K, class... P, std::size_t... I>
-inline void run(void (*)(P...), const rk_call *c, std::index_sequence<I...>) {
+__attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::index_sequence<I...>) {
     if (c->op == RK_CALL_DESCRIBE) {
         static_assert(sizeof...(P) <= RK_MAX_PARAMS, "too many kernel parameters");
         rk_param_info *info = c->info;
@@ -23,9 +30,21 @@ inline void run(void (*)(P...), const rk_call *c, std::index_sequence<I...>) {
     (void)args;
     const rk_uint3 dim = rk_cur.block_dim;
     uint32_t t = c->begin;
+    if (dim.y == 1 && dim.z == 1) {
+        // 1-D blocks: one counter, the common case.
+        rk_cur.thread_idx = rk_uint3{t, 0, 0};
+        for (; t < c->end; ++t) {
+            rk_cur.thread_idx.x = t;
+            RK_PUBLISH_THREAD_IDX();
+            K(std::get<I>(args)...);
+            if (rk_cur.fiber_mode) break;
+        }
+        return;
+    }
     uint32_t x = t % dim.x, y = (t / dim.x) % dim.y, z = t / (dim.x * dim.y);
     for (; t < c->end; ++t) {
         rk_cur.thread_idx = rk_uint3{x, y, z};
+        RK_PUBLISH_THREAD_IDX();
         K(std::get<I>(args)...);
         if (rk_cur.fiber_mode) break;
         if (++x == dim.x) {

@@ -80,6 +80,7 @@ extern "C" {
     pub fn rk_mem_alloc(bytes: u64, guarded: u32) -> *mut c_void;
     pub fn rk_mem_free(ptr: *mut c_void, bytes: u64, guarded: u32);
     pub fn rk_measure_switch_ns(iterations: u64) -> f64;
+    pub fn rk_runtime_supported() -> u32;
 }
 
 /// The text of a NUL-terminated C buffer.

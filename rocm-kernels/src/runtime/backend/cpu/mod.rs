@@ -1,6 +1,28 @@
 //! The cpu backend: kernels compiled by the host C++ compiler against the cpu kernel-language
-//! header (`include/cpu`), run in-process by the C++ runtime in `cpu-runtime/` (blocks on a
-//! pool of worker threads, the threads of a block as fibers).
+//! header (`include/cpu`), run in-process by the C++ runtime in `cpu-runtime/`.
+//!
+//! How a launch runs:
+//! * Blocks are spread over a pool of worker threads ([`CpuOptions::threads`]), in grid order or
+//!   in an order shuffled by [`CpuOptions::shuffle_seed`].
+//! * Within a block, threads run one after another on one fiber (a plain loop, the kernel
+//!   inlined into it) until one waits in `__syncthreads` or a warp collective; from then on every
+//!   thread has its own fiber and they run in rounds, switching only at barriers and
+//!   collectives. A collective is computed when every active lane of the wave has arrived, with
+//!   the wave size of the device (32 or 64).
+//! * Static `__shared__` variables are per worker thread (`thread_local`), which is per block
+//!   because a worker runs one block at a time to its end; dynamic shared memory is allocated per
+//!   worker and launch.
+//!
+//! What it reports instead of hiding ([`RuntimeError`] variants naming kernel, block and thread):
+//! out-of-bounds accesses past the end of a buffer ([`CpuOptions::checked`]: every buffer ends
+//! at a guard page), stray pointers, failed `assert`s, `__trap`, fiber stack overflow, barriers
+//! reached while part of the block has returned, and launches running past
+//! [`CpuOptions::time_limit`].
+//!
+//! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
+//! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
+//! limit inside a C library call (e.g. `printf`) may leave that library's locks held; data races
+//! on shared memory are not detected yet ([`CpuOptions::race_check`] is refused).
 
 mod ffi;
 
@@ -24,8 +46,16 @@ const MAX_DYNAMIC_SHARED: u32 = 64 * 1024;
 /// Bytes of guard after (and before) each checked allocation; the runtime uses pages.
 const GUARD_BYTES: u64 = 4096;
 
-/// The cpu backend always has exactly one device (with default options).
+/// The cpu backend has exactly one device (with default options) wherever its runtime runs.
 pub(crate) fn probe() -> ProbeResult {
+    // Safety: a constant query.
+    if unsafe { ffi::rk_runtime_supported() } == 0 {
+        return Err(format!(
+            "the cpu backend runs kernels on x86-64 Linux only (this is {} {})",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        ));
+    }
     Ok(vec![Arc::new(CpuDevice::new(CpuOptions::default()))])
 }
 

@@ -1,0 +1,287 @@
+//! `cargo rocm new PATH`: write a crate with HIP kernels, their Rust references, a rocm-test
+//! harness, a criterion benchmark and a README, from `templates/basic` (embedded in the binary).
+//!
+//! Dependencies on `rocm-kernels` and `rocm-test` are path dependencies when cargo-rocm runs from
+//! a source checkout (or `--path-deps DIR` names one), so a fresh crate builds without anything
+//! published; otherwise crates.io versions (`--crates-io` forces that).
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cli::GlobalArgs;
+use crate::exit;
+use crate::output::Output;
+
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// Directory to create (it must not exist or be empty)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+
+    /// Package name (default: the directory's name)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Depend on rocm-kernels and rocm-test through paths into this cargo-rocm checkout
+    #[arg(long, value_name = "DIR", conflicts_with = "crates_io")]
+    pub path_deps: Option<PathBuf>,
+
+    /// Depend on crates.io versions even when running from a checkout
+    #[arg(long)]
+    pub crates_io: bool,
+}
+
+/// One file of the template: where it goes, and its text with `{{…}}` placeholders.
+pub struct TemplateFile {
+    pub path: &'static str,
+    pub text: &'static str,
+}
+
+macro_rules! template {
+    ($($dest:literal => $src:literal),* $(,)?) => {
+        &[$(TemplateFile { path: $dest, text: include_str!(concat!("../../../templates/basic/", $src)) }),*]
+    };
+}
+
+/// `templates/basic`, embedded. (`Cargo.toml.tmpl` and `gitignore` are renamed so that the
+/// template directory is neither a cargo package nor ignores itself.)
+pub const BASIC: &[TemplateFile] = template! {
+    "Cargo.toml" => "Cargo.toml.tmpl",
+    ".gitignore" => "gitignore",
+    "README.md" => "README.md",
+    "build.rs" => "build.rs",
+    "kernels/kernels.hip" => "kernels/kernels.hip",
+    "src/lib.rs" => "src/lib.rs",
+    "tests/kernels.rs" => "tests/kernels.rs",
+    "benches/kernels.rs" => "benches/kernels.rs",
+};
+
+/// How the new crate depends on rocm-kernels and rocm-test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deps {
+    /// `path = "<dir>/rocm-kernels"`; `dir` as written into Cargo.toml.
+    Path(String),
+    /// `version = "<this version>"` from crates.io.
+    CratesIo,
+}
+
+/// The template's files with the placeholders filled in.
+pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
+    let crate_name = name.replace('-', "_");
+    let dep = |krate: &str| match deps {
+        Deps::Path(dir) => {
+            let dir = dir.trim_end_matches('/');
+            format!("{krate} = {{ path = \"{dir}/{krate}\" }}")
+        }
+        Deps::CratesIo => format!("{krate} = \"{}\"", env!("CARGO_PKG_VERSION")),
+    };
+    BASIC
+        .iter()
+        .map(|f| {
+            let text = f
+                .text
+                .replace("{{name}}", name)
+                .replace("{{crate_name}}", &crate_name)
+                .replace("{{rocm_kernels_dep}}", &dep("rocm-kernels"))
+                .replace("{{rocm_test_dep}}", &dep("rocm-test"));
+            (f.path, text)
+        })
+        .collect()
+}
+
+pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<u8> {
+    let dest = &args.path;
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => dest
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                exit::coded(
+                    exit::USAGE,
+                    format!(
+                        "cannot take a package name from `{}`: pass --name",
+                        dest.display()
+                    ),
+                )
+            })?,
+    };
+    validate_name(&name).map_err(|e| exit::coded(exit::USAGE, e))?;
+    if dest.exists()
+        && std::fs::read_dir(dest)
+            .with_context(|| format!("cannot read {}", dest.display()))?
+            .next()
+            .is_some()
+    {
+        return Err(exit::coded(
+            exit::USAGE,
+            format!(
+                "destination `{}` already exists and is not empty",
+                dest.display()
+            ),
+        ));
+    }
+    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let dest_abs = dest.canonicalize()?;
+
+    let checkout = if args.crates_io {
+        None
+    } else if let Some(dir) = &args.path_deps {
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("--path-deps: cannot find {}", dir.display()))?;
+        if !is_checkout(&dir) {
+            return Err(exit::coded(
+                exit::USAGE,
+                format!(
+                    "--path-deps: {} has no rocm-kernels/ and rocm-test/ crates",
+                    dir.display()
+                ),
+            ));
+        }
+        Some(dir)
+    } else {
+        own_checkout()
+    };
+    let deps = match &checkout {
+        Some(dir) => Deps::Path(dep_path(&dest_abs, dir)),
+        None => Deps::CratesIo,
+    };
+
+    for (path, text) in render(&name, &deps) {
+        let file = dest.join(path);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    out.status(
+        "Created",
+        format!(
+            "crate `{name}` at {} ({})",
+            dest.display(),
+            match &deps {
+                Deps::Path(p) => format!("rocm-kernels and rocm-test from {p}"),
+                Deps::CratesIo => "rocm-kernels and rocm-test from crates.io".to_owned(),
+            }
+        ),
+    );
+    out.status("Next", format!("cd {} && cargo rocm test", dest.display()));
+    Ok(exit::OK)
+}
+
+/// Cargo's rules for a package name, as far as they matter here.
+fn validate_name(name: &str) -> Result<(), String> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if name.is_empty() || !ok_chars || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!(
+            "`{name}` is not a valid package name: use letters, digits, `-` and `_`, not starting with a digit (or pass --name)"
+        ));
+    }
+    if matches!(
+        name,
+        "test" | "core" | "std" | "alloc" | "proc_macro" | "build"
+    ) {
+        return Err(format!(
+            "`{name}` is a reserved name: pass another with --name"
+        ));
+    }
+    Ok(())
+}
+
+fn is_checkout(dir: &Path) -> bool {
+    dir.join("rocm-kernels/Cargo.toml").is_file() && dir.join("rocm-test/Cargo.toml").is_file()
+}
+
+/// The checkout this binary was built from, if it is still there.
+fn own_checkout() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_owned();
+    is_checkout(&dir).then_some(dir)
+}
+
+/// How the crate at `krate` refers to `checkout`: relative when the crate is inside it (so a
+/// committed example keeps working wherever the checkout is), else absolute.
+fn dep_path(krate: &Path, checkout: &Path) -> String {
+    match krate.strip_prefix(checkout) {
+        Ok(rel) => {
+            let ups = rel
+                .components()
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .count();
+            if ups == 0 {
+                ".".to_owned()
+            } else {
+                vec![".."; ups].join("/")
+            }
+        }
+        Err(_) => checkout.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkout() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn the_committed_example_is_the_rendered_template() {
+        let example = checkout().join("examples/basic");
+        for (path, text) in render("basic", &Deps::Path("../..".into())) {
+            let committed = std::fs::read_to_string(example.join(path))
+                .unwrap_or_else(|e| panic!("examples/basic/{path}: {e}"));
+            assert_eq!(
+                committed, text,
+                "examples/basic/{path} differs from the template: regenerate the example with \
+                 `cargo rocm new examples/basic --path-deps .` (after removing it)"
+            );
+        }
+    }
+
+    #[test]
+    fn placeholders_are_all_filled() {
+        for deps in [Deps::CratesIo, Deps::Path("/x".into())] {
+            for (path, text) in render("my-kernels", &deps) {
+                assert!(!text.contains("{{"), "{path} still has a placeholder");
+            }
+        }
+        let files = render("my-kernels", &Deps::CratesIo);
+        let manifest = &files.iter().find(|(p, _)| *p == "Cargo.toml").unwrap().1;
+        assert!(manifest.contains("name = \"my-kernels\""));
+        assert!(manifest.contains(&format!("rocm-test = \"{}\"", env!("CARGO_PKG_VERSION"))));
+        let harness = &files
+            .iter()
+            .find(|(p, _)| *p == "tests/kernels.rs")
+            .unwrap()
+            .1;
+        assert!(harness.contains("rocm_test::main(my_kernels::KERNELS"));
+    }
+
+    #[test]
+    fn dep_paths_are_relative_inside_the_checkout() {
+        let c = Path::new("/src/cargo-rocm");
+        assert_eq!(
+            dep_path(Path::new("/src/cargo-rocm/examples/basic"), c),
+            "../.."
+        );
+        assert_eq!(dep_path(Path::new("/tmp/k"), c), "/src/cargo-rocm");
+    }
+
+    #[test]
+    fn names_are_validated() {
+        assert!(validate_name("my-kernels_2").is_ok());
+        assert!(validate_name("2fast").is_err());
+        assert!(validate_name("a b").is_err());
+        assert!(validate_name("test").is_err());
+    }
+}

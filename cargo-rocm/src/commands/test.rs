@@ -1,0 +1,400 @@
+//! `cargo rocm test`: build and run the workspace's rocm-test harnesses through cargo, then
+//! report every trial (kernel × backend × target) as a table, JSON events and JUnit XML.
+//!
+//! The harness options travel to the test binaries as environment variables (`ROCM_TEST_*`,
+//! see `rocm_test::HarnessOptions`), so the arguments after `--` reach them unchanged and
+//! every libtest flag works there. Results are written under `<target-dir>/rocm/test/`:
+//! `events.jsonl` (one object per trial), `summary.json` and `junit.xml`.
+
+mod report;
+mod workspace;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::Context;
+use rocm_kernels::Backend;
+use rocm_test::events::{read_events, TrialEvent, TrialOutcome};
+
+use crate::cli::{FormatArgs, GlobalArgs};
+use crate::exit;
+use crate::output::Output;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  cargo rocm test                          test the package here on every backend that can run
+  cargo rocm test --backend cpu -- saxpy   only cpu trials of checks matching `saxpy`
+  cargo rocm test --require-backend amd    fail (not skip) when the AMD GPU cannot run
+  cargo rocm test --message-format json --junit target/junit.xml
+
+Exit codes: 0 all trials passed or were skipped, 1 a trial failed, 2 usage error,
+4 the crate or its kernels did not build, 5 no harness found or a manifest is unreadable.")]
+pub struct TestArgs {
+    /// Package to test (repeatable)
+    #[arg(short, long = "package", value_name = "SPEC")]
+    pub package: Vec<String>,
+
+    /// Test all packages in the workspace
+    #[arg(long)]
+    pub workspace: bool,
+
+    /// Space or comma separated list of features to activate
+    #[arg(short = 'F', long, value_name = "FEATURES")]
+    pub features: Vec<String>,
+
+    /// Activate all available features
+    #[arg(long)]
+    pub all_features: bool,
+
+    /// Do not activate the `default` feature
+    #[arg(long)]
+    pub no_default_features: bool,
+
+    /// Build in release mode, with optimizations
+    #[arg(short, long)]
+    pub release: bool,
+
+    /// Directory for all generated artifacts
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+
+    /// Only run trials of these backends: cpu, amd, nvidia (repeatable or comma separated)
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    pub backend: Vec<Backend>,
+
+    /// Fail (instead of skipping) trials of this backend when it cannot run here
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    pub require_backend: Vec<Backend>,
+
+    /// Wave sizes to test on the cpu backend (default: 32,64)
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(["32", "64"]))]
+    pub wave_size: Vec<String>,
+
+    /// Seed for generated inputs (decimal or 0x…); default: a fixed seed per check
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+
+    /// Generated cases per trial (default: 32)
+    #[arg(long, value_name = "N")]
+    pub cases: Option<u32>,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Also write JUnit XML to PATH (it is always written to <target-dir>/rocm/test/junit.xml)
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+
+    /// Arguments for the harness binaries (libtest flags and filters), after `--`
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    s.parse()
+}
+
+pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<u8> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
+    let meta = workspace::metadata(&cargo, Some(&manifest))?;
+    let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+    let harnesses: Vec<workspace::HarnessTargets> = packages
+        .iter()
+        .map(|p| workspace::harness_targets(p))
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|h| !h.tests.is_empty())
+        .collect();
+    if harnesses.is_empty() {
+        let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
+        return Err(exit::coded(
+            exit::INPUT,
+            format!(
+                "no rocm-test harness in {}: add `rocm-test` to [dev-dependencies] and a \
+                 `[[test]]` with `harness = false` whose `main` calls `rocm_test::main` \
+                 (`cargo rocm new` writes a complete example)",
+                if names.is_empty() {
+                    "this workspace".to_owned()
+                } else {
+                    format!("package(s) {}", names.join(", "))
+                }
+            ),
+        ));
+    }
+
+    let target_dir = args
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| meta.target_directory.clone());
+    let results = target_dir.join("rocm").join("test");
+    std::fs::create_dir_all(&results)
+        .with_context(|| format!("cannot create {}", results.display()))?;
+    let events_path = results.join("events.jsonl");
+    let _ = std::fs::remove_file(&events_path);
+
+    let mut cargo_failures = Vec::new();
+    for h in &harnesses {
+        out.status("Testing", format!("{} ({})", h.package, h.tests.join(", ")));
+        let base = cargo_test_args(&args, global.manifest_path.as_deref(), h);
+        // Build first, so a compile error is told apart from a failing trial (cargo says 101 for both).
+        let status = Command::new(&cargo)
+            .args(&base)
+            .arg("--no-run")
+            .stdout(child_stdout(&args))
+            .status()
+            .with_context(|| format!("could not run `{cargo} test`"))?;
+        if !status.success() {
+            return Err(exit::coded(
+                exit::BUILD,
+                format!(
+                    "building the tests of `{}` failed (see cargo's messages above)",
+                    h.package
+                ),
+            ));
+        }
+        let mut cmd = Command::new(&cargo);
+        cmd.args(&base).arg("--no-fail-fast");
+        if !args.args.is_empty() {
+            cmd.arg("--").args(&args.args);
+        }
+        for (k, v) in harness_env(&args, &events_path) {
+            cmd.env(k, v);
+        }
+        out.verbose(format!("running {cmd:?}"));
+        let status = cmd
+            .stdout(child_stdout(&args))
+            .status()
+            .with_context(|| format!("could not run `{cargo} test`"))?;
+        if !status.success() {
+            cargo_failures.push((h.package.clone(), status));
+        }
+    }
+
+    let text = std::fs::read_to_string(&events_path).unwrap_or_default();
+    let events: Vec<TrialEvent> = read_events(&text).map_err(|e| {
+        exit::coded(
+            exit::INTERNAL,
+            format!("{} is malformed: {e}", events_path.display()),
+        )
+    })?;
+    let counts = report::Counts::of(&events);
+
+    let xml = report::junit(&events);
+    std::fs::write(results.join("junit.xml"), &xml)
+        .with_context(|| format!("cannot write {}", results.join("junit.xml").display()))?;
+    if let Some(path) = &args.junit {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, &xml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let junit_str = args.junit.as_ref().map(|p| p.display().to_string());
+    let summary = report::SummaryEvent {
+        kind: "summary",
+        counts,
+        total: counts.total(),
+        junit: junit_str.as_deref(),
+    };
+    std::fs::write(
+        results.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+
+    {
+        use std::io::Write;
+        let mut stdout = out.stdout();
+        if args.format.json() {
+            for e in &events {
+                writeln!(stdout, "{}", serde_json::to_string(e)?)?;
+            }
+            writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
+        } else if !events.is_empty() {
+            writeln!(stdout, "\nrocm-test summary ({}):", results.display())?;
+            write!(stdout, "{}", report::summary_table(&events))?;
+        }
+    }
+
+    if counts.failed > 0 {
+        let failed: Vec<&str> = events
+            .iter()
+            .filter(|e| e.outcome == TrialOutcome::Failed)
+            .map(|e| e.name.as_str())
+            .collect();
+        return Err(exit::coded(
+            exit::FAILED,
+            format!(
+                "{} of {} trials failed: {}",
+                counts.failed,
+                counts.total(),
+                failed.join(", ")
+            ),
+        ));
+    }
+    if let Some((package, status)) = cargo_failures.first() {
+        return Err(exit::coded(
+            exit::FAILED,
+            format!(
+                "`cargo test` for `{package}` exited with {status} although no trial failed: a \
+                 harness could not start or rejected its arguments (see its output above)"
+            ),
+        ));
+    }
+    if events.is_empty() {
+        out.warn("no trials ran (did a filter after `--` match nothing?)");
+    }
+    Ok(exit::OK)
+}
+
+/// In JSON mode stdout carries only our events, so the test binaries' output goes to stderr.
+fn child_stdout(args: &TestArgs) -> Stdio {
+    if args.format.json() {
+        Stdio::from(std::io::stderr())
+    } else {
+        Stdio::inherit()
+    }
+}
+
+/// `cargo test` arguments for one package's harness targets (without `--no-run` or `--`).
+fn cargo_test_args(
+    args: &TestArgs,
+    manifest_path: Option<&Path>,
+    h: &workspace::HarnessTargets,
+) -> Vec<String> {
+    let mut a = vec!["test".to_owned(), "-p".to_owned(), h.package.clone()];
+    for t in &h.tests {
+        a.push("--test".to_owned());
+        a.push(t.clone());
+    }
+    if let Some(m) = manifest_path {
+        a.push("--manifest-path".to_owned());
+        a.push(m.display().to_string());
+    }
+    for f in &args.features {
+        a.push("--features".to_owned());
+        a.push(f.clone());
+    }
+    if args.all_features {
+        a.push("--all-features".to_owned());
+    }
+    if args.no_default_features {
+        a.push("--no-default-features".to_owned());
+    }
+    if args.release {
+        a.push("--release".to_owned());
+    }
+    if let Some(d) = &args.target_dir {
+        a.push("--target-dir".to_owned());
+        a.push(d.display().to_string());
+    }
+    a
+}
+
+/// The `ROCM_TEST_*` variables that carry our options to the harnesses.
+fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
+    let join = |v: &[Backend]| v.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(",");
+    let mut env = vec![("ROCM_TEST_EVENTS", events.display().to_string())];
+    if !args.backend.is_empty() {
+        env.push(("ROCM_TEST_BACKEND", join(&args.backend)));
+    }
+    if !args.require_backend.is_empty() {
+        env.push(("ROCM_TEST_REQUIRE_BACKEND", join(&args.require_backend)));
+    }
+    if !args.wave_size.is_empty() {
+        env.push(("ROCM_TEST_WAVE_SIZE", args.wave_size.join(",")));
+    }
+    if let Some(s) = &args.seed {
+        env.push(("ROCM_TEST_SEED", s.clone()));
+    }
+    if let Some(n) = args.cases {
+        env.push(("ROCM_TEST_CASES", n.to_string()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        t: TestArgs,
+    }
+
+    fn parse(v: &[&str]) -> TestArgs {
+        Wrap::try_parse_from(std::iter::once("test").chain(v.iter().copied()))
+            .unwrap()
+            .t
+    }
+
+    #[test]
+    fn cargo_flags_are_forwarded_and_harness_options_become_env() {
+        let a = parse(&[
+            "-p",
+            "k",
+            "--features",
+            "x,y",
+            "--release",
+            "--target-dir",
+            "/t",
+            "--backend",
+            "cpu",
+            "--require-backend",
+            "amd,nvidia",
+            "--wave-size",
+            "32",
+            "--seed",
+            "0x2a",
+            "--cases",
+            "4",
+            "--",
+            "saxpy",
+            "--exact",
+        ]);
+        let h = workspace::HarnessTargets {
+            package: "k".into(),
+            tests: vec!["kernels".into()],
+        };
+        assert_eq!(
+            cargo_test_args(&a, Some(Path::new("/w/Cargo.toml")), &h),
+            [
+                "test",
+                "-p",
+                "k",
+                "--test",
+                "kernels",
+                "--manifest-path",
+                "/w/Cargo.toml",
+                "--features",
+                "x,y",
+                "--release",
+                "--target-dir",
+                "/t"
+            ]
+        );
+        assert_eq!(a.args, ["saxpy", "--exact"]);
+        let env = harness_env(&a, Path::new("/t/e.jsonl"));
+        assert!(env.contains(&("ROCM_TEST_EVENTS", "/t/e.jsonl".into())));
+        assert!(env.contains(&("ROCM_TEST_BACKEND", "cpu".into())));
+        assert!(env.contains(&("ROCM_TEST_REQUIRE_BACKEND", "amd,nvidia".into())));
+        assert!(env.contains(&("ROCM_TEST_WAVE_SIZE", "32".into())));
+        assert!(env.contains(&("ROCM_TEST_SEED", "0x2a".into())));
+        assert!(env.contains(&("ROCM_TEST_CASES", "4".into())));
+    }
+
+    #[test]
+    fn bad_backend_and_wave_size_are_usage_errors() {
+        let err = |v: &[&str]| {
+            Wrap::try_parse_from(std::iter::once("test").chain(v.iter().copied()))
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(err(&["--backend", "tpu"]).contains("unknown backend `tpu`"));
+        assert!(err(&["--wave-size", "16"]).contains("16"));
+    }
+}

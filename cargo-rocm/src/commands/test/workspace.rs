@@ -1,0 +1,228 @@
+//! Which test targets are rocm-test harnesses: `[[test]]` entries with `harness = false` in
+//! packages that depend on `rocm-test`, found through `cargo metadata` and the manifests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::exit;
+
+/// What `cargo metadata --no-deps` says, as much as we need.
+#[derive(Debug, Deserialize)]
+pub struct Metadata {
+    pub packages: Vec<Package>,
+    pub workspace_members: Vec<String>,
+    #[serde(default)]
+    pub workspace_default_members: Vec<String>,
+    pub target_directory: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Package {
+    pub name: String,
+    pub id: String,
+    pub manifest_path: PathBuf,
+    pub dependencies: Vec<Dependency>,
+    pub targets: Vec<Target>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Dependency {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Target {
+    pub name: String,
+    pub kind: Vec<String>,
+}
+
+/// One package's harness test targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessTargets {
+    pub package: String,
+    pub tests: Vec<String>,
+}
+
+/// Run `cargo metadata` for the manifest (or the current directory).
+pub fn metadata(cargo: &str, manifest_path: Option<&Path>) -> anyhow::Result<Metadata> {
+    let mut cmd = Command::new(cargo);
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    if let Some(m) = manifest_path {
+        cmd.arg("--manifest-path").arg(m);
+    }
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not run `{cargo} metadata`; is cargo on PATH?"))?;
+    if !out.status.success() {
+        return Err(exit::coded(
+            exit::INPUT,
+            format!(
+                "`cargo metadata` failed:\n{}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ),
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        exit::coded(
+            exit::INTERNAL,
+            format!("could not read `cargo metadata` output: {e}"),
+        )
+    })
+}
+
+/// Which packages `cargo test` would test with these selection flags: `-p` names, all members
+/// with `--workspace`, else the package whose manifest was given (or is in the current
+/// directory), else the workspace's default members.
+pub fn selected<'m>(
+    meta: &'m Metadata,
+    packages: &[String],
+    workspace: bool,
+    manifest: &Path,
+) -> anyhow::Result<Vec<&'m Package>> {
+    let members: Vec<&Package> = meta
+        .packages
+        .iter()
+        .filter(|p| meta.workspace_members.contains(&p.id))
+        .collect();
+    if !packages.is_empty() {
+        return packages
+            .iter()
+            .map(|name| {
+                members
+                    .iter()
+                    .copied()
+                    .find(|p| &p.name == name)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
+                        exit::coded(
+                            exit::USAGE,
+                            format!(
+                                "package `{name}` is not a member of this workspace (members: {})",
+                                names.join(", ")
+                            ),
+                        )
+                    })
+            })
+            .collect();
+    }
+    if workspace {
+        return Ok(members);
+    }
+    let manifest = manifest
+        .canonicalize()
+        .unwrap_or_else(|_| manifest.to_owned());
+    if let Some(p) = members
+        .iter()
+        .find(|p| p.manifest_path.canonicalize().ok().as_deref() == Some(manifest.as_path()))
+    {
+        return Ok(vec![*p]);
+    }
+    let defaults: Vec<&Package> = members
+        .iter()
+        .copied()
+        .filter(|p| meta.workspace_default_members.contains(&p.id))
+        .collect();
+    Ok(if defaults.is_empty() {
+        members
+    } else {
+        defaults
+    })
+}
+
+/// The harness test targets of `package`: `[[test]]` entries with `harness = false`, when the
+/// package depends on `rocm-test`.
+pub fn harness_targets(package: &Package) -> anyhow::Result<HarnessTargets> {
+    let uses_rocm_test = package.dependencies.iter().any(|d| d.name == "rocm-test");
+    let mut tests = Vec::new();
+    if uses_rocm_test {
+        let text = std::fs::read_to_string(&package.manifest_path).map_err(|e| {
+            exit::coded(
+                exit::INPUT,
+                format!("cannot read {}: {e}", package.manifest_path.display()),
+            )
+        })?;
+        tests = harness_false_tests(&text).map_err(|e| {
+            exit::coded(
+                exit::INPUT,
+                format!("{}: {e}", package.manifest_path.display()),
+            )
+        })?;
+        // Only names cargo knows as test targets (a `[[test]]` can be disabled by a feature).
+        tests.retain(|t| {
+            package
+                .targets
+                .iter()
+                .any(|tg| &tg.name == t && tg.kind.iter().any(|k| k == "test"))
+        });
+    }
+    Ok(HarnessTargets {
+        package: package.name.clone(),
+        tests,
+    })
+}
+
+/// Names of the `[[test]]` targets with `harness = false` in a manifest's text.
+pub fn harness_false_tests(manifest: &str) -> Result<Vec<String>, String> {
+    let doc: toml::Table = manifest
+        .parse()
+        .map_err(|e: toml::de::Error| e.to_string())?;
+    let Some(tests) = doc.get("test").and_then(|t| t.as_array()) else {
+        return Ok(Vec::new());
+    };
+    Ok(tests
+        .iter()
+        .filter_map(|t| t.as_table())
+        .filter(|t| t.get("harness").and_then(|h| h.as_bool()) == Some(false))
+        .filter_map(|t| t.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+        .collect())
+}
+
+/// The manifest cargo would use: `--manifest-path`, else `Cargo.toml` in the nearest ancestor
+/// of the current directory that has one.
+pub fn locate_manifest(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(m) = given {
+        return Ok(m.to_owned());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    cwd.ancestors()
+        .map(|d| d.join("Cargo.toml"))
+        .find(|m| m.is_file())
+        .ok_or_else(|| {
+            exit::coded(
+                exit::USAGE,
+                format!(
+                    "could not find `Cargo.toml` in `{}` or any parent directory",
+                    cwd.display()
+                ),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_harness_false_tests_only() {
+        let m = r#"
+            [package]
+            name = "k"
+            [[test]]
+            name = "kernels"
+            harness = false
+            [[test]]
+            name = "plain"
+            [[test]]
+            name = "other"
+            harness = true
+        "#;
+        assert_eq!(harness_false_tests(m).unwrap(), vec!["kernels".to_owned()]);
+        assert!(harness_false_tests("[package]\nname='x'")
+            .unwrap()
+            .is_empty());
+        assert!(harness_false_tests("[[test]").is_err());
+    }
+}

@@ -1,0 +1,156 @@
+//! The cpu backend on the four benchmark kernels of tests/corpus/kernels/bench.hip, beside a plain
+//! Rust loop, plus the cost of one fiber switch. Prints a table (best of 5 runs after a warm-up).
+//!
+//!     cargo bench -p rocm-kernels --bench cpu_backend
+//!
+//! For the side-by-side with ROCm's HIP-CPU on the same kernel sources, run
+//! `rocm-kernels/benches/hip-cpu/run.sh <HIP-CPU checkout>`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use rocm_kernels::runtime::{fiber_switch_ns, CpuOptions, Device, LaunchConfig, Stream};
+use rocm_kernels_corpus::BENCH;
+
+const RUNS: usize = 5;
+
+/// CPU time of the whole process (all threads). On a shared machine wall time mostly measures
+/// the other tenants; CPU time measures the work. The cpu backend's workers sleep when idle, so
+/// it adds nothing of its own.
+fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Best wall time and best CPU time over `RUNS` runs after a warm-up.
+fn best(mut f: impl FnMut()) -> (Duration, Duration) {
+    f();
+    let mut wall = Duration::MAX;
+    let mut cpu = Duration::MAX;
+    for _ in 0..RUNS {
+        let (t, c) = (Instant::now(), process_cpu_time());
+        f();
+        wall = wall.min(t.elapsed());
+        cpu = cpu.min(process_cpu_time().saturating_sub(c));
+    }
+    (wall, cpu)
+}
+
+fn ms((wall, cpu): (Duration, Duration)) -> String {
+    format!(
+        "{:12.3} {:12.3}",
+        wall.as_secs_f64() * 1e3,
+        cpu.as_secs_f64() * 1e3
+    )
+}
+
+fn main() {
+    // `cargo test --benches` runs this with `--bench` absent: keep that quick.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let n: usize = if quick { 1 << 16 } else { 16 << 20 };
+    let side: usize = if quick { 256 } else { 4096 };
+    let device = Device::cpu(CpuOptions {
+        checked: false,
+        stack_size: std::env::var("RK_STACK")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(128 * 1024),
+        ..CpuOptions::default()
+    });
+    let info = device.info().clone();
+    let module = device.load(&BENCH).expect("load bench kernels");
+    let stream: Stream = device.stream().expect("stream");
+    let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let x = device.upload(&host).expect("upload");
+    let mut y = device.upload(&host).expect("upload");
+    let mut out = device.alloc::<f32>(n).expect("alloc");
+
+    let saxpy = module.kernel("bench_saxpy").expect("kernel");
+    let t_saxpy = best(|| {
+        saxpy
+            .launch(LaunchConfig::for_elements(n, 256))
+            .arg(&2.0f32)
+            .arg(&x)
+            .arg(&mut y)
+            .arg(&(n as i32))
+            .run(&stream)
+            .expect("saxpy");
+    });
+    let mut xs = host.clone();
+    let mut ys = host.clone();
+    let t_rust = best(|| {
+        let (xs, ys) = (black_box(&mut xs), black_box(&mut ys));
+        for (y, x) in ys.iter_mut().zip(xs.iter()) {
+            *y += 2.0 * *x;
+        }
+    });
+
+    let reduce = module.kernel("bench_block_reduce").expect("kernel");
+    let t_reduce = best(|| {
+        reduce
+            .launch(LaunchConfig::for_elements(n, 256))
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&stream)
+            .expect("block reduce");
+    });
+    let warp = module.kernel("bench_warp_reduce").expect("kernel");
+    let t_warp = best(|| {
+        warp.launch(LaunchConfig::for_elements(n, 256))
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&stream)
+            .expect("warp reduce");
+    });
+    let transpose = module.kernel("bench_transpose").expect("kernel");
+    let blocks = (side / 32) as u32;
+    let t_transpose = best(|| {
+        transpose
+            .launch(LaunchConfig::new((blocks, blocks), (32, 8)))
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&(side as i32))
+            .arg(&(side as i32))
+            .run(&stream)
+            .expect("transpose");
+    });
+    let switch = fiber_switch_ns(if quick { 10_000 } else { 10_000_000 });
+
+    println!(
+        "cpu backend: {} ({} cores), best of {RUNS}",
+        info.name, info.compute_units
+    );
+    println!("{:<44} {:>12} {:>12}", "kernel", "wall ms", "cpu ms");
+    println!("{:<44} {}", format!("(a) saxpy, {n} floats"), ms(t_saxpy));
+    println!(
+        "{:<44} {}",
+        format!("    plain Rust loop, 1 thread, {n} floats"),
+        ms(t_rust)
+    );
+    println!(
+        "{:<44} {}",
+        format!("(b) block reduction, {n} floats, 256/block"),
+        ms(t_reduce)
+    );
+    println!(
+        "{:<44} {}",
+        format!("(c) warp-shuffle reduction, {n} floats"),
+        ms(t_warp)
+    );
+    println!(
+        "{:<44} {}",
+        format!("(d) tiled transpose {side}x{side}"),
+        ms(t_transpose)
+    );
+    println!(
+        "{:<44} {:12.2}",
+        "fiber switch (ns of thread CPU time)", switch
+    );
+}

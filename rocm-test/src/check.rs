@@ -1,0 +1,560 @@
+//! A check: one kernel, its arguments (in parameter order), its launch, its Rust reference and
+//! its tolerance. Registered with [`Suite::check`](crate::Suite::check).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::element::{ElemType, Element, HostBuf, ScalarValue};
+use crate::gen::{BufSrc, BufferSource, IntoLen, Len, LenRef, ScalarSource, ScalarSrc, SizeSpec};
+use crate::{Launch, Tolerance};
+
+/// What a buffer argument is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Read by the kernel; never compared.
+    Input,
+    /// Read and written; starts with its input values, compared after.
+    InOut,
+}
+
+#[derive(Clone)]
+pub(crate) enum ArgKind {
+    Scalar(ScalarSrc),
+    Buffer { role: Role, src: BufSrc },
+    Output { ty: ElemType, len: Len },
+}
+
+#[derive(Clone)]
+pub(crate) struct ArgSpec {
+    pub name: String,
+    pub kind: ArgKind,
+}
+
+type LaunchFn = Arc<dyn Fn(&Inputs<'_>) -> Launch + Send + Sync>;
+type ReferenceFn = Arc<dyn Fn(&Inputs<'_>, &mut Outputs<'_>) + Send + Sync>;
+
+/// One kernel check. Methods chain on `&mut Check`:
+///
+/// ```no_run
+/// # use rocm_test::{gen, Launch, Suite, Tolerance};
+/// # fn register(s: &mut Suite) {
+/// s.check("saxpy")
+///     .size("n", 1..=5000)
+///     .scalar("n", gen::size::<i32>("n"))
+///     .scalar("a", gen::value(-4.0f32..4.0))
+///     .input("x", gen::vec("n", -1.0f32..1.0))
+///     .inout("y", gen::vec("n", -1.0f32..1.0))
+///     .launch_with(|i| Launch::cover(i.size("n"), 256))
+///     .reference(|i, o| {
+///         let (a, x) = (i.scalar::<f32>("a"), i.buf::<f32>("x"));
+///         for (y, x) in o.buf::<f32>("y").iter_mut().zip(x) {
+///             *y += a * x;
+///         }
+///     });
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Check {
+    pub(crate) name: String,
+    pub(crate) kernel: String,
+    pub(crate) sizes: Vec<(String, SizeSpec)>,
+    pub(crate) args: Vec<ArgSpec>,
+    pub(crate) launch: Option<LaunchFn>,
+    pub(crate) reference: Option<ReferenceFn>,
+    pub(crate) tolerance: Tolerance,
+    pub(crate) tolerance_for: BTreeMap<String, Tolerance>,
+    pub(crate) cases: Option<u32>,
+    /// Mistakes in the registration, reported by every trial of this check.
+    pub(crate) errors: Vec<String>,
+}
+
+impl Check {
+    pub(crate) fn new(kernel: &str) -> Self {
+        Check {
+            name: kernel.to_owned(),
+            kernel: kernel.to_owned(),
+            sizes: Vec::new(),
+            args: Vec::new(),
+            launch: None,
+            reference: None,
+            tolerance: Tolerance::default(),
+            tolerance_for: BTreeMap::new(),
+            cases: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The check's name in trial names (default: the kernel's name). Use it to check one kernel
+    /// several ways: `s.check("scale").named("scale_small")`.
+    pub fn named(&mut self, name: &str) -> &mut Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// Declare a size: fixed (`1024`) or drawn from a range (`1..=4096`, shrinks towards the low end).
+    /// Buffers ([`gen::vec`](crate::gen::vec), [`output`](Self::output)) and scalars
+    /// ([`gen::size`](crate::gen::size)) refer to it by name.
+    pub fn size(&mut self, name: &str, spec: impl Into<SizeSpec>) -> &mut Self {
+        if self.sizes.iter().any(|(n, _)| n == name) {
+            self.errors.push(format!("size `{name}` is declared twice"));
+        }
+        self.sizes.push((name.to_owned(), spec.into()));
+        self
+    }
+
+    /// The next kernel argument, passed by value: `2.0f32`, `gen::value(0..10u32)`, `gen::size::<i32>("n")`.
+    pub fn scalar<T: Element>(&mut self, name: &str, src: impl ScalarSource<T>) -> &mut Self {
+        self.push_arg(name, ArgKind::Scalar(src.into_src()))
+    }
+
+    /// The next kernel argument, a buffer the kernel reads: `vec![…]` or `gen::vec("n", …)`.
+    pub fn input<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Buffer {
+                role: Role::Input,
+                src: src.into_src(),
+            },
+        )
+    }
+
+    /// The next kernel argument, a buffer the kernel writes, `len` elements long (a size name, a
+    /// number, or `|i: &Inputs| …`). It is filled with poison before every launch, so an element
+    /// the kernel does not write fails the check.
+    pub fn output<T: Element>(&mut self, name: &str, len: impl IntoLen) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Output {
+                ty: T::TYPE,
+                len: len.into_len(),
+            },
+        )
+    }
+
+    /// The next kernel argument, a buffer the kernel reads and writes. The reference's copy starts
+    /// with the same values.
+    pub fn inout<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Buffer {
+                role: Role::InOut,
+                src: src.into_src(),
+            },
+        )
+    }
+
+    /// A fixed launch configuration.
+    pub fn launch(&mut self, launch: Launch) -> &mut Self {
+        self.launch = Some(Arc::new(move |_| launch));
+        self
+    }
+
+    /// A launch configuration computed from each case's inputs.
+    pub fn launch_with(
+        &mut self,
+        f: impl Fn(&Inputs<'_>) -> Launch + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.launch = Some(Arc::new(f));
+        self
+    }
+
+    /// The Rust reference: reads the inputs, writes the expected outputs. Output buffers start
+    /// zeroed, in-out buffers with their input values.
+    pub fn reference(
+        &mut self,
+        f: impl Fn(&Inputs<'_>, &mut Outputs<'_>) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.reference = Some(Arc::new(f));
+        self
+    }
+
+    /// The tolerance for every output (default: [`Tolerance::default`]).
+    pub fn tolerance(&mut self, tol: Tolerance) -> &mut Self {
+        self.tolerance = tol;
+        self
+    }
+
+    /// The tolerance for one output, overriding [`tolerance`](Self::tolerance).
+    pub fn tolerance_for(&mut self, output: &str, tol: Tolerance) -> &mut Self {
+        self.tolerance_for.insert(output.to_owned(), tol);
+        self
+    }
+
+    /// How many generated cases to run (default 32, or `ROCM_TEST_CASES`). Ignored when every
+    /// input is explicit: that check runs once.
+    pub fn cases(&mut self, n: u32) -> &mut Self {
+        self.cases = Some(n);
+        self
+    }
+
+    fn push_arg(&mut self, name: &str, kind: ArgKind) -> &mut Self {
+        if self.args.iter().any(|a| a.name == name) {
+            self.errors
+                .push(format!("argument `{name}` is declared twice"));
+        }
+        self.args.push(ArgSpec {
+            name: name.to_owned(),
+            kind,
+        });
+        self
+    }
+
+    /// Whether every input is explicit (one case, no generation, no seed).
+    pub(crate) fn is_fixed(&self) -> bool {
+        self.sizes.iter().all(|(_, s)| s.is_fixed())
+            && !self.args.iter().any(|a| {
+                matches!(
+                    &a.kind,
+                    ArgKind::Scalar(ScalarSrc::Gen(_))
+                        | ArgKind::Buffer {
+                            src: BufSrc::Gen { .. },
+                            ..
+                        }
+                )
+            })
+    }
+
+    pub(crate) fn tolerance_of(&self, output: &str) -> Tolerance {
+        self.tolerance_for
+            .get(output)
+            .copied()
+            .unwrap_or(self.tolerance)
+    }
+
+    /// Registration mistakes that can be found without running anything.
+    pub(crate) fn validate(&self) -> Vec<String> {
+        let mut errs = self.errors.clone();
+        let size_known = |n: &str| self.sizes.iter().any(|(s, _)| s == n);
+        for a in &self.args {
+            let size_ref = match &a.kind {
+                ArgKind::Scalar(ScalarSrc::Size { name, .. }) => Some(name),
+                ArgKind::Buffer {
+                    src:
+                        BufSrc::Gen {
+                            len: LenRef::Size(name),
+                            ..
+                        },
+                    ..
+                } => Some(name),
+                ArgKind::Output {
+                    len: Len::Size(name),
+                    ..
+                } => Some(name),
+                _ => None,
+            };
+            if let Some(s) = size_ref.filter(|s| !size_known(s)) {
+                errs.push(format!(
+                    "argument `{}` refers to size `{s}`, which is not declared: add `.size(\"{s}\", …)`",
+                    a.name
+                ));
+            }
+        }
+        for o in self.tolerance_for.keys() {
+            if !self.args.iter().any(|a| {
+                &a.name == o
+                    && matches!(
+                        a.kind,
+                        ArgKind::Output { .. }
+                            | ArgKind::Buffer {
+                                role: Role::InOut,
+                                ..
+                            }
+                    )
+            }) {
+                errs.push(format!(
+                    "`tolerance_for(\"{o}\", …)` names no output or in-out buffer"
+                ));
+            }
+        }
+        if self.launch.is_none() {
+            errs.push(
+                "no launch configuration: add `.launch(Launch::new(grid, block))` or `.launch_with(|i| …)`"
+                    .into(),
+            );
+        }
+        if self.reference.is_none() {
+            errs.push("no reference: add `.reference(|inputs, outputs| …)`".into());
+        }
+        if !self.args.iter().any(|a| {
+            matches!(
+                a.kind,
+                ArgKind::Output { .. }
+                    | ArgKind::Buffer {
+                        role: Role::InOut,
+                        ..
+                    }
+            )
+        }) {
+            errs.push("no output: declare at least one `.output(…)` or `.inout(…)` buffer".into());
+        }
+        errs
+    }
+
+    /// Compare the declared arguments with the kernel's parameters, where the build knows them.
+    pub(crate) fn validate_params(
+        &self,
+        params: &[rocm_kernels::embedded::ParamDecl],
+    ) -> Vec<String> {
+        use rocm_kernels::embedded::ParamKind;
+        if params.is_empty() {
+            return Vec::new();
+        }
+        let mut errs = Vec::new();
+        if params.len() != self.args.len() {
+            let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+            errs.push(format!(
+                "kernel `{}` takes {} parameters ({}) but the check declares {} arguments",
+                self.kernel,
+                params.len(),
+                names.join(", "),
+                self.args.len()
+            ));
+            return errs;
+        }
+        for (p, a) in params.iter().zip(&self.args) {
+            let is_buffer = !matches!(a.kind, ArgKind::Scalar(_));
+            match (p.kind, is_buffer) {
+                (ParamKind::GlobalBuffer, false) => errs.push(format!(
+                    "argument `{}` is declared as a scalar but parameter `{} {}` is a pointer",
+                    a.name, p.type_name, p.name
+                )),
+                (ParamKind::ByValue, true) => errs.push(format!(
+                    "argument `{}` is declared as a buffer but parameter `{} {}` is passed by value",
+                    a.name, p.type_name, p.name
+                )),
+                (ParamKind::ByValue, false) => {
+                    let size = match &a.kind {
+                        ArgKind::Scalar(ScalarSrc::Fixed(v)) => Some(v.elem_type().size()),
+                        _ => None,
+                    };
+                    if let Some(size) = size.filter(|s| *s as u32 != p.size) {
+                        errs.push(format!(
+                            "argument `{}` is {size} bytes but parameter `{} {}` is {} bytes",
+                            a.name, p.type_name, p.name, p.size
+                        ));
+                    }
+                }
+                (ParamKind::GlobalBuffer, true) => {}
+            }
+        }
+        errs
+    }
+}
+
+/// One generated (or explicit) set of argument values.
+#[derive(Clone)]
+pub(crate) struct Case {
+    pub sizes: Vec<(String, usize)>,
+    /// Per argument, in order; `None` for output-only buffers (sized at run time).
+    pub values: Vec<(String, Option<CaseValue>)>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum CaseValue {
+    Scalar(ScalarValue),
+    Buffer(HostBuf),
+}
+
+impl fmt::Debug for Case {
+    /// What a failure report prints as the (shrunk) input.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (n, v) in &self.sizes {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write!(f, "size {n} = {v}")?;
+        }
+        for (n, v) in &self.values {
+            let Some(v) = v else { continue };
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            match v {
+                CaseValue::Scalar(s) => write!(f, "{n} = {s:?}")?,
+                CaseValue::Buffer(b) => write!(f, "{n} = {b:?}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Read access to one case's inputs, for the reference and for computed launches and lengths.
+pub struct Inputs<'a> {
+    pub(crate) case: &'a Case,
+}
+
+impl Inputs<'_> {
+    /// The value of size `name`.
+    ///
+    /// # Panics
+    /// When no size has that name (a mistake in the check, reported as the trial's failure).
+    pub fn size(&self, name: &str) -> usize {
+        match self.case.sizes.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => *v,
+            None => panic!("no size named `{name}` in this check"),
+        }
+    }
+
+    /// The contents of input or in-out buffer `name` (in-out: the values before the launch).
+    ///
+    /// # Panics
+    /// When there is no such buffer or its element type is not `T`.
+    pub fn buf<T: Element>(&self, name: &str) -> &[T] {
+        match self.value(name) {
+            Some(CaseValue::Buffer(b)) => T::slice(b).unwrap_or_else(|| {
+                panic!("buffer `{name}` holds {}, not {}", b.elem_type(), T::TYPE)
+            }),
+            _ => panic!("no input buffer named `{name}` (outputs are read from `Outputs`)"),
+        }
+    }
+
+    /// The value of by-value argument `name`.
+    ///
+    /// # Panics
+    /// When there is no such argument or its type is not `T`.
+    pub fn scalar<T: Element>(&self, name: &str) -> T {
+        match self.value(name) {
+            Some(CaseValue::Scalar(s)) => T::unwrap_scalar(s)
+                .unwrap_or_else(|| panic!("scalar `{name}` is {}, not {}", s.elem_type(), T::TYPE)),
+            _ => panic!("no scalar argument named `{name}`"),
+        }
+    }
+
+    fn value(&self, name: &str) -> Option<&CaseValue> {
+        self.case
+            .values
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.as_ref())
+    }
+}
+
+/// Write access to the reference's output buffers.
+pub struct Outputs<'a> {
+    pub(crate) names: &'a [String],
+    pub(crate) bufs: &'a mut [HostBuf],
+}
+
+impl Outputs<'_> {
+    /// Output or in-out buffer `name`, to fill with the expected values.
+    ///
+    /// # Panics
+    /// When there is no such output or its element type is not `T`.
+    pub fn buf<T: Element>(&mut self, name: &str) -> &mut [T] {
+        let Some(i) = self.names.iter().position(|n| n == name) else {
+            panic!(
+                "no output named `{name}` (outputs: {})",
+                self.names.join(", ")
+            )
+        };
+        let ty = self.bufs[i].elem_type();
+        T::slice_mut(&mut self.bufs[i])
+            .unwrap_or_else(|| panic!("output `{name}` holds {ty}, not {}", T::TYPE))
+    }
+
+    /// Two different outputs at once (for references that fill both in one pass).
+    ///
+    /// # Panics
+    /// As [`buf`](Self::buf), and when `a == b`.
+    pub fn pair<A: Element, B: Element>(&mut self, a: &str, b: &str) -> (&mut [A], &mut [B]) {
+        let find = |name: &str| {
+            self.names
+                .iter()
+                .position(|n| n == name)
+                .unwrap_or_else(|| panic!("no output named `{name}`"))
+        };
+        let (ia, ib) = (find(a), find(b));
+        assert_ne!(ia, ib, "`pair` needs two different outputs");
+        let (lo, hi) = self.bufs.split_at_mut(ia.max(ib));
+        let (first, second) = (&mut lo[ia.min(ib)], &mut hi[0]);
+        let (ba, bb) = if ia < ib {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        (
+            A::slice_mut(ba).unwrap_or_else(|| panic!("output `{a}` is not {}", A::TYPE)),
+            B::slice_mut(bb).unwrap_or_else(|| panic!("output `{b}` is not {}", B::TYPE)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen;
+
+    #[test]
+    fn validation_finds_registration_mistakes() {
+        let mut c = Check::new("k");
+        c.input("x", gen::vec("m", 0.0f32..1.0))
+            .scalar("x", 1i32)
+            .tolerance_for("z", Tolerance::exact());
+        let errs = c.validate().join("\n");
+        assert!(errs.contains("argument `x` is declared twice"), "{errs}");
+        assert!(
+            errs.contains("refers to size `m`, which is not declared"),
+            "{errs}"
+        );
+        assert!(
+            errs.contains("`tolerance_for(\"z\", …)` names no output"),
+            "{errs}"
+        );
+        assert!(errs.contains("no launch configuration"), "{errs}");
+        assert!(errs.contains("no reference"), "{errs}");
+        assert!(errs.contains("no output"), "{errs}");
+    }
+
+    #[test]
+    fn params_are_checked_against_the_kernel() {
+        use rocm_kernels::embedded::{ParamDecl, ParamKind};
+        let params = [
+            ParamDecl {
+                name: "x",
+                type_name: "const float*",
+                size: 8,
+                kind: ParamKind::GlobalBuffer,
+            },
+            ParamDecl {
+                name: "n",
+                type_name: "int",
+                size: 4,
+                kind: ParamKind::ByValue,
+            },
+        ];
+        let mut c = Check::new("k");
+        c.input("x", vec![1.0f32]).scalar("n", 1i64);
+        let errs = c.validate_params(&params).join("\n");
+        assert!(
+            errs.contains("argument `n` is 8 bytes but parameter `int n` is 4 bytes"),
+            "{errs}"
+        );
+        let mut c = Check::new("k");
+        c.scalar("x", 1.0f32).input("n", vec![1i32]);
+        let errs = c.validate_params(&params).join("\n");
+        assert!(errs.contains("declared as a scalar but parameter `const float* x` is a pointer"));
+        assert!(errs.contains("declared as a buffer but parameter `int n` is passed by value"));
+        let mut c = Check::new("k");
+        c.scalar("x", 1.0f32);
+        assert!(c.validate_params(&params)[0].contains("takes 2 parameters (x, n)"));
+    }
+
+    #[test]
+    fn outputs_pair_gives_two_disjoint_buffers() {
+        let names = ["a".to_owned(), "b".to_owned()];
+        let mut bufs = [HostBuf::from(vec![0f32; 2]), HostBuf::from(vec![0u32; 3])];
+        let mut o = Outputs {
+            names: &names,
+            bufs: &mut bufs,
+        };
+        let (b, a) = o.pair::<u32, f32>("b", "a");
+        b[2] = 7;
+        a[1] = 1.5;
+        assert_eq!(bufs[1], HostBuf::from(vec![0u32, 0, 7]));
+        assert_eq!(bufs[0], HostBuf::from(vec![0f32, 1.5]));
+    }
+}

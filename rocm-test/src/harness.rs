@@ -1,0 +1,103 @@
+//! The entry point of a harness test binary: options, registration, targets, libtest.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use libtest_mimic::Arguments;
+use rocm_kernels::KernelLibrary;
+
+use crate::events::EventSink;
+use crate::options::HarnessOptions;
+use crate::target::TargetSlot;
+use crate::Suite;
+
+/// Run the harness: the `main` of a `harness = false` test target.
+///
+/// Registers the checks with `register`, finds the backends that can run here, makes one trial
+/// per check × target (and one per kernel without a check), and runs them like `cargo test`
+/// would: every libtest flag works (filters, `--exact`, `--list`, `--ignored`,
+/// `--include-ignored`, `--test-threads`, `--format`), plus the harness's own flags and
+/// environment variables (see [`HarnessOptions`]).
+///
+/// ```no_run
+/// // tests/kernels.rs, with `[[test]] name = "kernels" harness = false` in Cargo.toml
+/// # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
+/// #     name: "kernels", code_objects: &[], kernels: &[], cpu_kernels: &[] };
+/// fn main() -> std::process::ExitCode {
+///     rocm_test::main(&KERNELS, |s| {
+///         s.check("saxpy"); // …arguments, launch, reference
+///     })
+/// }
+/// ```
+pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let (opts, rest) = match HarnessOptions::parse(argv, |k| std::env::var(k).ok()) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = Arguments::from_iter(rest);
+    let mut suite = Suite::new(library);
+    register(&mut suite);
+    let slots = crate::runtime::discover(library, &opts);
+    run_suite(suite, &slots, &opts, &args)
+}
+
+/// Everything after discovery: trials, events, libtest. Separate so tests can supply targets.
+pub(crate) fn run_suite(
+    suite: Suite,
+    slots: &[TargetSlot],
+    opts: &HarnessOptions,
+    args: &Arguments,
+) -> ExitCode {
+    let sink = match &opts.events {
+        Some(path) => match EventSink::open(path) {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                eprintln!("error: cannot open the events file {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let slots: Vec<TargetSlot> = slots
+        .iter()
+        .filter(|s| opts.selects(s.id.backend))
+        .cloned()
+        .collect();
+    let trials = suite.trials(&slots, opts, sink, &binary_name());
+    libtest_mimic::run(args, trials).exit_code()
+}
+
+/// The test target's name: the executable's stem without cargo's `-<hash>` suffix.
+pub(crate) fn binary_name() -> String {
+    let exe = std::env::args().next().unwrap_or_default();
+    strip_hash(
+        Path::new(&exe)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("harness"),
+    )
+    .to_owned()
+}
+
+fn strip_hash(stem: &str) -> &str {
+    match stem.rsplit_once('-') {
+        Some((base, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            base
+        }
+        _ => stem,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cargo_hash_suffix_is_dropped() {
+        assert_eq!(super::strip_hash("kernels-0123456789abcdef"), "kernels");
+        assert_eq!(super::strip_hash("my-tests"), "my-tests");
+    }
+}

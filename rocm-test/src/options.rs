@@ -1,0 +1,210 @@
+//! The harness's own options, taken from its command line (removed before libtest's flags are
+//! parsed) or from the environment (how `cargo rocm test` passes them through cargo).
+//!
+//! | flag                      | environment                  | meaning |
+//! |---------------------------|------------------------------|---------|
+//! | `--backend NAME[,NAME]`   | `ROCM_TEST_BACKEND`          | only make trials for these backends (`cpu`, `amd`, `nvidia`) |
+//! | `--require-backend NAME`  | `ROCM_TEST_REQUIRE_BACKEND`  | a trial of this backend that cannot run fails instead of being ignored |
+//! | `--wave-size N[,N]`       | `ROCM_TEST_WAVE_SIZE`        | cpu wave sizes to test (default `32,64`) |
+//! | `--seed N`                | `ROCM_TEST_SEED`             | seed of the case generator (decimal or `0x…`; default: per check, stable) |
+//! | `--cases N`               | `ROCM_TEST_CASES`            | generated cases per trial (default 32) |
+//! | `--events PATH`           | `ROCM_TEST_EVENTS`           | append one JSON object per finished trial to PATH |
+//!
+//! A flag wins over its environment variable.
+
+use std::path::PathBuf;
+
+use rocm_kernels::Backend;
+
+/// Parsed harness options.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HarnessOptions {
+    /// `None`: every backend.
+    pub backends: Option<Vec<Backend>>,
+    pub require: Vec<Backend>,
+    pub wave_sizes: Vec<u32>,
+    pub seed: Option<u64>,
+    pub cases: Option<u32>,
+    pub events: Option<PathBuf>,
+}
+
+const FLAGS: [(&str, &str); 6] = [
+    ("--backend", "ROCM_TEST_BACKEND"),
+    ("--require-backend", "ROCM_TEST_REQUIRE_BACKEND"),
+    ("--wave-size", "ROCM_TEST_WAVE_SIZE"),
+    ("--seed", "ROCM_TEST_SEED"),
+    ("--cases", "ROCM_TEST_CASES"),
+    ("--events", "ROCM_TEST_EVENTS"),
+];
+
+impl HarnessOptions {
+    /// Take the harness's flags out of `args` (the rest is for libtest) and read the environment
+    /// through `env`. Repeated flags accumulate for list options.
+    pub fn parse(
+        args: Vec<String>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<(HarnessOptions, Vec<String>), String> {
+        let mut given: Vec<(&'static str, String)> = Vec::new();
+        let mut rest = Vec::with_capacity(args.len());
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            let Some((flag, inline)) = FLAGS.iter().find_map(|(f, _)| {
+                if a == *f {
+                    Some((*f, None))
+                } else {
+                    a.strip_prefix(f)
+                        .and_then(|r| r.strip_prefix('='))
+                        .map(|v| (*f, Some(v.to_owned())))
+                }
+            }) else {
+                rest.push(a);
+                continue;
+            };
+            let value = match inline {
+                Some(v) => v,
+                None => it.next().ok_or_else(|| format!("`{flag}` needs a value"))?,
+            };
+            given.push((flag, value));
+        }
+        let values = |flag: &str, var: &str| -> Vec<String> {
+            let from_args: Vec<String> = given
+                .iter()
+                .filter(|(f, _)| *f == flag)
+                .map(|(_, v)| v.clone())
+                .collect();
+            if !from_args.is_empty() {
+                from_args
+            } else {
+                env(var)
+                    .filter(|v| !v.trim().is_empty())
+                    .into_iter()
+                    .collect()
+            }
+        };
+        let list = |flag: &str, var: &str| -> Vec<String> {
+            values(flag, var)
+                .iter()
+                .flat_map(|v| v.split(','))
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        let backends = |flag: &str, var: &str| -> Result<Vec<Backend>, String> {
+            list(flag, var)
+                .iter()
+                .map(|s| s.parse::<Backend>().map_err(|e| format!("{flag}: {e}")))
+                .collect()
+        };
+        let last = |flag: &str, var: &str| values(flag, var).pop();
+
+        let selected = backends("--backend", "ROCM_TEST_BACKEND")?;
+        let wave_sizes = list("--wave-size", "ROCM_TEST_WAVE_SIZE")
+            .iter()
+            .map(|s| match s.parse::<u32>() {
+                Ok(w @ (32 | 64)) => Ok(w),
+                _ => Err(format!("--wave-size: `{s}` is not a wave size (32 or 64)")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let seed = last("--seed", "ROCM_TEST_SEED")
+            .map(|s| parse_u64(&s).ok_or_else(|| format!("--seed: `{s}` is not a number")))
+            .transpose()?;
+        let cases = last("--cases", "ROCM_TEST_CASES")
+            .map(|s| {
+                s.parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--cases: `{s}` is not a positive number"))
+            })
+            .transpose()?;
+        let opts = HarnessOptions {
+            backends: (!selected.is_empty()).then_some(selected),
+            require: backends("--require-backend", "ROCM_TEST_REQUIRE_BACKEND")?,
+            wave_sizes: if wave_sizes.is_empty() {
+                vec![32, 64]
+            } else {
+                wave_sizes
+            },
+            seed,
+            cases,
+            events: last("--events", "ROCM_TEST_EVENTS").map(PathBuf::from),
+        };
+        Ok((opts, rest))
+    }
+
+    /// Whether trials of `backend` are wanted.
+    pub fn selects(&self, backend: Backend) -> bool {
+        self.backends.as_ref().is_none_or(|b| b.contains(&backend))
+    }
+}
+
+fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_are_removed_and_libtest_flags_kept() {
+        let (o, rest) = HarnessOptions::parse(
+            args(&[
+                "bin",
+                "--require-backend",
+                "amd",
+                "saxpy",
+                "--exact",
+                "--wave-size=32",
+                "--seed",
+                "0x2a",
+                "--test-threads",
+                "1",
+            ]),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            rest,
+            args(&["bin", "saxpy", "--exact", "--test-threads", "1"])
+        );
+        assert_eq!(o.require, vec![Backend::Amd]);
+        assert_eq!(o.wave_sizes, vec![32]);
+        assert_eq!(o.seed, Some(42));
+        assert!(o.selects(Backend::Nvidia));
+    }
+
+    #[test]
+    fn environment_is_read_and_flags_win() {
+        let env = |k: &str| match k {
+            "ROCM_TEST_BACKEND" => Some("cpu, nvidia".to_owned()),
+            "ROCM_TEST_CASES" => Some("5".to_owned()),
+            "ROCM_TEST_EVENTS" => Some("/tmp/e.jsonl".to_owned()),
+            _ => None,
+        };
+        let (o, _) = HarnessOptions::parse(args(&["bin"]), env).unwrap();
+        assert_eq!(o.backends, Some(vec![Backend::Cpu, Backend::Nvidia]));
+        assert!(!o.selects(Backend::Amd));
+        assert_eq!(o.cases, Some(5));
+        assert_eq!(o.wave_sizes, vec![32, 64]);
+        assert_eq!(o.events, Some(PathBuf::from("/tmp/e.jsonl")));
+        let (o, _) = HarnessOptions::parse(args(&["bin", "--backend", "amd"]), env).unwrap();
+        assert_eq!(o.backends, Some(vec![Backend::Amd]));
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let err = |v: &[&str]| HarnessOptions::parse(args(v), |_| None).unwrap_err();
+        assert!(err(&["b", "--backend", "tpu"]).contains("unknown backend `tpu`"));
+        assert!(err(&["b", "--wave-size", "16"]).contains("not a wave size"));
+        assert!(err(&["b", "--cases", "0"]).contains("not a positive number"));
+        assert!(err(&["b", "--seed"]).contains("`--seed` needs a value"));
+    }
+}

@@ -1,0 +1,327 @@
+//! Running one check on one target: generate cases, poison outputs, launch, run the reference,
+//! compare, and on failure shrink the input with proptest and say how to reproduce it.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use proptest::strategy::{Just, SBoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Role};
+use crate::compare::compare;
+use crate::element::HostBuf;
+use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
+use crate::target::{LaunchArg, Target};
+
+/// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
+#[derive(Debug, Clone)]
+pub(crate) struct RunConfig {
+    /// Seed of the case generator; `None`: derived from the check's name (stable across runs).
+    pub seed: Option<u64>,
+    /// Generated cases per trial, unless the check says otherwise.
+    pub cases: u32,
+    /// Upper bound on shrinking steps (each one is a launch).
+    pub max_shrink_iters: u32,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: None,
+            cases: DEFAULT_CASES,
+            max_shrink_iters: 512,
+        }
+    }
+}
+
+/// Generated cases per check and target when neither the check nor `ROCM_TEST_CASES` says.
+pub const DEFAULT_CASES: u32 = 32;
+
+/// What a passing run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunOk {
+    pub cases: u32,
+    pub seed: Option<u64>,
+}
+
+/// Run `check` on `target`. The error is the full report for a person.
+pub(crate) fn run_check(
+    check: &Check,
+    target: &dyn Target,
+    cfg: &RunConfig,
+    trial: &str,
+) -> Result<RunOk, String> {
+    let strategy = case_strategy(check);
+    if check.is_fixed() {
+        // Nothing to generate: one case, no seed to report.
+        let mut runner = TestRunner::deterministic();
+        let case = strategy
+            .new_tree(&mut runner)
+            .map_err(|e| format!("could not build the inputs: {e}"))?
+            .current();
+        run_case(check, target, &case).map_err(|e| format!("{e}  input: {case:?}\n"))?;
+        return Ok(RunOk {
+            cases: 1,
+            seed: None,
+        });
+    }
+    let seed = cfg.seed.unwrap_or_else(|| fnv1a(check.name.as_bytes()));
+    let cases = check.cases.unwrap_or(cfg.cases).max(1);
+    let config = Config {
+        cases,
+        max_shrink_iters: cfg.max_shrink_iters,
+        failure_persistence: None,
+        verbose: 0,
+        ..Config::default()
+    };
+    let test = |case: Case| run_case(check, target, &case).map_err(TestCaseError::fail);
+    // Phase 1 shrinks only the sizes (values are drawn afresh at each size and not shrunk):
+    // shrinking thousands of elements one by one first would use up the shrink budget before
+    // the size ever got small.
+    let sizes_first = case_strategy_with(check, sizes_strategy(check), false);
+    let mut runner = TestRunner::new_with_rng(config.clone(), rng_from_seed(seed));
+    let (reason, case) = match runner.run(&sizes_first, test) {
+        Ok(()) => {
+            return Ok(RunOk {
+                cases,
+                seed: Some(seed),
+            })
+        }
+        Err(TestError::Fail(reason, case)) => (reason, case),
+        Err(TestError::Abort(reason)) => {
+            return Err(format!(
+                "gave up generating inputs: {}\n  seed: {seed:#x}\n",
+                reason.message()
+            ))
+        }
+    };
+    // Phase 2: at the smallest failing sizes, find a failing case again and shrink its values.
+    let sizes: Vec<usize> = case.sizes.iter().map(|(_, n)| *n).collect();
+    let at_sizes = case_strategy_with(check, Just(sizes).sboxed(), true);
+    let mut runner = TestRunner::new_with_rng(config, rng_from_seed(seed ^ PHASE_2));
+    let (reason, case) = match runner.run(&at_sizes, test) {
+        Err(TestError::Fail(reason2, case2)) => (reason2, case2),
+        _ => (reason, case),
+    };
+    Err(format!(
+        "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: ROCM_TEST_SEED={seed:#x} cargo rocm test -- '{trial}' --exact\n",
+        reason.message()
+    ))
+}
+
+/// Mixed into the seed of the second shrinking phase.
+const PHASE_2: u64 = 0x5eed_0000_0000_0002;
+
+/// Run one case; `Err` is the report of what differed (or what went wrong).
+pub(crate) fn run_case(check: &Check, target: &dyn Target, case: &Case) -> Result<(), String> {
+    match catch_unwind(AssertUnwindSafe(|| run_case_inner(check, target, case))) {
+        Ok(r) => r,
+        Err(payload) => Err(format!("panicked: {}\n", panic_message(&*payload))),
+    }
+}
+
+fn run_case_inner(check: &Check, target: &dyn Target, case: &Case) -> Result<(), String> {
+    let inputs = Inputs { case };
+    let launch_fn = check
+        .launch
+        .as_ref()
+        .ok_or("the check has no launch configuration")?;
+    let launch = launch_fn(&inputs);
+
+    // Device-side copies: inputs as generated, outputs poisoned.
+    let mut device_bufs: Vec<HostBuf> = Vec::new();
+    let mut out_names: Vec<String> = Vec::new();
+    let mut expected: Vec<HostBuf> = Vec::new();
+    let mut out_index: Vec<usize> = Vec::new();
+    for (spec, (_, value)) in check.args.iter().zip(&case.values) {
+        match (&spec.kind, value) {
+            (ArgKind::Buffer { role, .. }, Some(CaseValue::Buffer(b))) => {
+                if *role == Role::InOut {
+                    out_names.push(spec.name.clone());
+                    expected.push(b.clone());
+                    out_index.push(device_bufs.len());
+                }
+                device_bufs.push(b.clone());
+            }
+            (ArgKind::Output { ty, len }, _) => {
+                let n = output_len(len, &inputs);
+                out_names.push(spec.name.clone());
+                expected.push(HostBuf::zeros(*ty, n));
+                out_index.push(device_bufs.len());
+                device_bufs.push(HostBuf::poisoned(*ty, n));
+            }
+            _ => {}
+        }
+    }
+    {
+        let mut bufs = device_bufs.iter_mut();
+        let mut args: Vec<LaunchArg<'_>> = Vec::with_capacity(check.args.len());
+        for (spec, (_, value)) in check.args.iter().zip(&case.values) {
+            match (&spec.kind, value) {
+                (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => {
+                    args.push(LaunchArg::Scalar(*s))
+                }
+                (ArgKind::Buffer { role, .. }, _) => args.push(LaunchArg::Buffer {
+                    data: bufs.next().expect("one device buffer per buffer argument"),
+                    read_back: *role == Role::InOut,
+                }),
+                (ArgKind::Output { .. }, _) => args.push(LaunchArg::Buffer {
+                    data: bufs.next().expect("one device buffer per output"),
+                    read_back: true,
+                }),
+                (ArgKind::Scalar(_), _) => unreachable!("scalar arguments always have a value"),
+            }
+        }
+        target
+            .launch(&check.kernel, &launch, &mut args)
+            .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))?;
+    }
+
+    let reference = check
+        .reference
+        .as_ref()
+        .ok_or("the check has no reference")?;
+    let mut outputs = Outputs {
+        names: &out_names,
+        bufs: &mut expected,
+    };
+    catch_unwind(AssertUnwindSafe(|| reference(&inputs, &mut outputs)))
+        .map_err(|p| format!("the reference panicked: {}\n", panic_message(&*p)))?;
+
+    let mut report = String::new();
+    for (k, name) in out_names.iter().enumerate() {
+        let got = &device_bufs[out_index[k]];
+        if let Some(m) = compare(name, got, &expected[k], &check.tolerance_of(name)) {
+            report.push_str(&m.to_string());
+        }
+    }
+    if report.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "kernel `{}` ({launch}) differs from the reference:\n{report}",
+            check.kernel
+        ))
+    }
+}
+
+fn output_len(len: &Len, inputs: &Inputs<'_>) -> usize {
+    match len {
+        Len::Size(name) => inputs.size(name),
+        Len::Fixed(n) => *n,
+        Len::Computed(f) => f(inputs),
+    }
+}
+
+/// The proptest strategy for a check's cases: sizes first, then each argument given the sizes.
+pub(crate) fn case_strategy(check: &Check) -> SBoxedStrategy<Case> {
+    case_strategy_with(check, sizes_strategy(check), true)
+}
+
+fn sizes_strategy(check: &Check) -> SBoxedStrategy<Vec<usize>> {
+    let size_strategies: Vec<SBoxedStrategy<usize>> =
+        check.sizes.iter().map(|(_, s)| s.strategy()).collect();
+    size_strategies.sboxed()
+}
+
+/// Cases with these sizes; argument values shrink only when `shrink_values`.
+fn case_strategy_with(
+    check: &Check,
+    sizes: SBoxedStrategy<Vec<usize>>,
+    shrink_values: bool,
+) -> SBoxedStrategy<Case> {
+    let names: Arc<Vec<String>> = Arc::new(check.sizes.iter().map(|(n, _)| n.clone()).collect());
+    let args: Arc<Vec<ArgSpec>> = Arc::new(check.args.clone());
+    sizes
+        .prop_flat_map(move |sizes| {
+            let sizes: Vec<(String, usize)> = names.iter().cloned().zip(sizes).collect();
+            let values: Vec<SBoxedStrategy<(String, Option<CaseValue>)>> = args
+                .iter()
+                .map(|a| {
+                    let s = arg_strategy(a, &sizes);
+                    if shrink_values {
+                        s
+                    } else {
+                        s.no_shrink().sboxed()
+                    }
+                })
+                .collect();
+            (Just(sizes), values)
+        })
+        .prop_map(|(sizes, values)| Case { sizes, values })
+        .sboxed()
+}
+
+fn arg_strategy(
+    arg: &ArgSpec,
+    sizes: &[(String, usize)],
+) -> SBoxedStrategy<(String, Option<CaseValue>)> {
+    let name = arg.name.clone();
+    let size_of = |s: &str| sizes.iter().find(|(n, _)| n == s).map_or(0, |(_, v)| *v);
+    let value: SBoxedStrategy<Option<CaseValue>> = match &arg.kind {
+        ArgKind::Scalar(ScalarSrc::Fixed(v)) => Just(Some(CaseValue::Scalar(*v))).sboxed(),
+        ArgKind::Scalar(ScalarSrc::Gen(s)) => {
+            s.clone().prop_map(|v| Some(CaseValue::Scalar(v))).sboxed()
+        }
+        ArgKind::Scalar(ScalarSrc::Size {
+            name: size,
+            convert,
+        }) => {
+            let n = size_of(size);
+            let v = convert(n).unwrap_or_else(|| {
+                panic!(
+                    "size `{size}` = {n} does not fit the type of argument `{}`",
+                    arg.name
+                )
+            });
+            Just(Some(CaseValue::Scalar(v))).sboxed()
+        }
+        ArgKind::Buffer {
+            src: BufSrc::Values(b),
+            ..
+        } => Just(Some(CaseValue::Buffer(b.clone()))).sboxed(),
+        ArgKind::Buffer {
+            src: BufSrc::Gen { len, make },
+            ..
+        } => {
+            let n = match len {
+                LenRef::Size(s) => size_of(s),
+                LenRef::Fixed(n) => *n,
+            };
+            make(n).prop_map(|b| Some(CaseValue::Buffer(b))).sboxed()
+        }
+        ArgKind::Output { .. } => Just(None).sboxed(),
+    };
+    value.prop_map(move |v| (name.clone(), v)).sboxed()
+}
+
+/// A ChaCha generator seeded from `seed` (expanded with splitmix64 to the 32 bytes it needs).
+pub(crate) fn rng_from_seed(seed: u64) -> TestRng {
+    let mut state = seed;
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+/// A stable 64-bit hash (FNV-1a): the default seed of a check is a function of its name only.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_owned()
+    }
+}

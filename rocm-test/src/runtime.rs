@@ -1,0 +1,235 @@
+//! Wiring to `rocm_kernels::runtime`: which targets exist here, and launching on them.
+//! The only file of the harness that touches the runtime API.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rocm_kernels::runtime::{Buffer, CpuOptions, Device, LaunchBuilder, LaunchConfig, Module};
+use rocm_kernels::{Backend, KernelLibrary};
+
+use crate::element::{HostBuf, ScalarValue};
+use crate::options::HarnessOptions;
+use crate::target::{LaunchArg, Target, TargetId, TargetSlot};
+use crate::Launch;
+
+/// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
+/// endless loop must not hang CI).
+const CPU_TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// The targets of this machine for `lib`: the cpu backend once per wave size, and one target per
+/// GPU architecture the library was built for (usable when such a device is present).
+pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Vec<TargetSlot> {
+    let mut slots = Vec::new();
+    if opts.selects(Backend::Cpu) {
+        let cpu_built = lib.kernels.is_empty() || !lib.cpu_kernels.is_empty();
+        for &wave_size in &opts.wave_sizes {
+            let id = TargetId {
+                backend: Backend::Cpu,
+                target: format!("w{wave_size}"),
+            };
+            let target: Result<Arc<dyn Target>, String> = if cpu_built {
+                let device = Device::cpu(CpuOptions {
+                    wave_size,
+                    checked: true,
+                    time_limit: Some(CPU_TIME_LIMIT),
+                    ..CpuOptions::default()
+                });
+                Ok(Arc::new(DeviceTarget::new(device, lib)))
+            } else {
+                Err(format!(
+                    "library `{}` was built without the cpu backend (enable it in build.rs)",
+                    lib.name
+                ))
+            };
+            slots.push(TargetSlot { id, target });
+        }
+    }
+    let gpus: Vec<Backend> = [Backend::Amd, Backend::Nvidia]
+        .into_iter()
+        .filter(|b| opts.selects(*b))
+        .collect();
+    if gpus.is_empty() {
+        return slots;
+    }
+    let probe = Device::probe();
+    for backend in gpus {
+        let mut archs: Vec<String> = lib
+            .code_objects
+            .iter()
+            .filter(|o| o.backend == backend)
+            .flat_map(|o| o.targets.split(','))
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect();
+        archs.sort();
+        archs.dedup();
+        let devices: Vec<&Device> = probe
+            .available
+            .iter()
+            .filter(|d| d.backend() == backend)
+            .collect();
+        let why_none = probe
+            .unavailable
+            .iter()
+            .find(|(b, _)| *b == backend)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| format!("no {backend} device found"));
+        if archs.is_empty() {
+            slots.push(TargetSlot {
+                id: TargetId {
+                    backend,
+                    target: String::new(),
+                },
+                target: Err(format!(
+                    "library `{}` was built without {backend} code objects (the build script's \
+                     warnings say why)",
+                    lib.name
+                )),
+            });
+            continue;
+        }
+        for arch in archs {
+            let device = devices.iter().find(|d| arch_matches(&d.info().arch, &arch));
+            let target: Result<Arc<dyn Target>, String> = match device {
+                Some(d) => Ok(Arc::new(DeviceTarget::new((*d).clone(), lib))),
+                None if devices.is_empty() => Err(why_none.clone()),
+                None => Err(format!(
+                    "no {backend} device with {arch} here (found: {})",
+                    devices
+                        .iter()
+                        .map(|d| d.info().arch.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            };
+            slots.push(TargetSlot {
+                id: TargetId {
+                    backend,
+                    target: arch,
+                },
+                target,
+            });
+        }
+    }
+    slots
+}
+
+/// `gfx90a:sramecc+:xnack-` (what a device reports) runs code for `gfx90a`.
+fn arch_matches(device_arch: &str, code_arch: &str) -> bool {
+    let base = |s: &str| s.split(':').next().unwrap_or("").to_owned();
+    device_arch == code_arch || base(device_arch) == base(code_arch)
+}
+
+/// A runtime device and the library's module on it (loaded once, on first use).
+struct DeviceTarget {
+    device: Device,
+    library: &'static KernelLibrary,
+    module: OnceLock<Result<Module, String>>,
+}
+
+impl DeviceTarget {
+    fn new(device: Device, library: &'static KernelLibrary) -> Self {
+        DeviceTarget {
+            device,
+            library,
+            module: OnceLock::new(),
+        }
+    }
+}
+
+macro_rules! device_bufs {
+    ($($variant:ident $t:ty),*) => {
+        /// A device buffer of any element type.
+        enum DevBuf { $($variant(Buffer<$t>),)* }
+
+        impl DevBuf {
+            fn upload(device: &Device, host: &HostBuf) -> rocm_kernels::runtime::Result<DevBuf> {
+                Ok(match host { $(HostBuf::$variant(v) => DevBuf::$variant(device.upload(v)?),)* })
+            }
+            fn download(&self, host: &mut HostBuf) -> rocm_kernels::runtime::Result<()> {
+                match (self, host) {
+                    $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.download(v),)*
+                    _ => unreachable!("device and host buffers are created from each other"),
+                }
+            }
+            fn push<'a>(&'a self, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
+                match self { $(DevBuf::$variant(b) => l.arg(b),)* }
+            }
+        }
+
+        fn push_scalar<'a>(v: &'a ScalarValue, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
+            match v { $(ScalarValue::$variant(x) => l.arg(x),)* }
+        }
+    };
+}
+
+device_bufs!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64);
+
+enum DevArg {
+    Scalar(ScalarValue),
+    Buffer(DevBuf),
+}
+
+impl Target for DeviceTarget {
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+    ) -> Result<(), String> {
+        let module = self
+            .module
+            .get_or_init(|| self.device.load(self.library).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
+        let dev_args = args
+            .iter()
+            .map(|a| match a {
+                LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
+                LaunchArg::Buffer { data, .. } => {
+                    DevBuf::upload(&self.device, data).map(DevArg::Buffer)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("upload: {e}"))?;
+        let config = LaunchConfig::new(
+            (launch.grid.x, launch.grid.y, launch.grid.z),
+            (launch.block.x, launch.block.y, launch.block.z),
+        )
+        .shared_mem(launch.shared_bytes);
+        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        let mut builder = kernel.launch(config);
+        for a in &dev_args {
+            builder = match a {
+                DevArg::Scalar(v) => push_scalar(v, builder),
+                DevArg::Buffer(b) => b.push(builder),
+            };
+        }
+        builder.run(&stream).map_err(|e| e.to_string())?;
+        stream.synchronize().map_err(|e| e.to_string())?;
+        for (a, d) in args.iter_mut().zip(&dev_args) {
+            if let (
+                LaunchArg::Buffer {
+                    data,
+                    read_back: true,
+                },
+                DevArg::Buffer(b),
+            ) = (a, d)
+            {
+                b.download(data).map_err(|e| format!("download: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn arch_features_are_ignored_when_matching() {
+        assert!(super::arch_matches("gfx90a:sramecc+:xnack-", "gfx90a"));
+        assert!(super::arch_matches("sm_90", "sm_90"));
+        assert!(!super::arch_matches("gfx1030", "gfx90a"));
+    }
+}

@@ -1,0 +1,229 @@
+//! The registry of checks for one kernel library, and how it becomes libtest trials:
+//! one per check × target, plus one per kernel that has no check.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use libtest_mimic::{Completion, Failed, Trial};
+use rocm_kernels::KernelLibrary;
+
+use crate::events::{EventSink, TrialEvent, TrialOutcome};
+use crate::options::HarnessOptions;
+use crate::run::{panic_message, run_check, RunConfig};
+use crate::target::{trial_name, TargetSlot};
+use crate::Check;
+
+/// The checks of one harness binary. Given to the closure of [`crate::main`].
+pub struct Suite {
+    library: &'static KernelLibrary,
+    checks: Vec<Check>,
+    untested: Vec<(String, String)>,
+}
+
+impl Suite {
+    /// An empty suite for `library`.
+    pub fn new(library: &'static KernelLibrary) -> Self {
+        Suite {
+            library,
+            checks: Vec::new(),
+            untested: Vec::new(),
+        }
+    }
+
+    /// The library the checks are for.
+    pub fn library(&self) -> &'static KernelLibrary {
+        self.library
+    }
+
+    /// Register a check of `kernel` and return it for configuration.
+    pub fn check(&mut self, kernel: &str) -> &mut Check {
+        self.checks.push(Check::new(kernel));
+        self.checks.last_mut().expect("just pushed")
+    }
+
+    /// Opt `kernel` out of the "every kernel has a check" rule, saying why (for example
+    /// "called only by `reduce`, which is checked"). It shows as an ignored trial with the reason.
+    pub fn untested(&mut self, kernel: &str, reason: &str) -> &mut Self {
+        self.untested.push((kernel.to_owned(), reason.to_owned()));
+        self
+    }
+
+    /// The trials for these targets.
+    pub(crate) fn trials(
+        self,
+        slots: &[TargetSlot],
+        opts: &HarnessOptions,
+        sink: Option<Arc<EventSink>>,
+        binary: &str,
+    ) -> Vec<Trial> {
+        let cfg = Arc::new(RunConfig {
+            seed: opts.seed,
+            cases: opts.cases.unwrap_or(crate::run::DEFAULT_CASES),
+            ..RunConfig::default()
+        });
+        let recorder = Recorder {
+            sink,
+            binary: binary.to_owned(),
+        };
+        let lib = self.library;
+        let checked: Vec<String> = self.checks.iter().map(|c| c.kernel.clone()).collect();
+        let mut trials = Vec::new();
+        for check in self.checks {
+            let static_errors = static_errors(&check, lib);
+            let check = Arc::new(check);
+            for slot in slots {
+                let name = trial_name(&check.name, &slot.id);
+                let meta = Meta {
+                    name: name.clone(),
+                    check: check.name.clone(),
+                    kernel: check.kernel.clone(),
+                    backend: Some(slot.id.backend.to_string()),
+                    target: Some(slot.id.target.clone()),
+                };
+                let required = opts.require.contains(&slot.id.backend);
+                let body: Body = match (&slot.target, static_errors.is_empty()) {
+                    (Err(reason), _) if required => {
+                        let msg = format!(
+                            "backend `{}` is required (--require-backend) but cannot run here: {reason}",
+                            slot.id.backend
+                        );
+                        Box::new(move || Err(msg))
+                    }
+                    (Err(reason), _) => {
+                        let reason = reason.clone();
+                        Box::new(move || Ok(Done::Ignored(reason)))
+                    }
+                    (Ok(_), false) => {
+                        let msg = format!(
+                            "the check `{}` cannot run:\n{}",
+                            check.name,
+                            static_errors
+                                .iter()
+                                .map(|e| format!("  - {e}\n"))
+                                .collect::<String>()
+                        );
+                        Box::new(move || Err(msg))
+                    }
+                    (Ok(target), true) => {
+                        let (target, check, cfg) = (target.clone(), check.clone(), cfg.clone());
+                        let trial = name.clone();
+                        Box::new(move || {
+                            run_check(&check, target.as_ref(), &cfg, &trial)
+                                .map(|ok| Done::Passed(Some(ok.cases), ok.seed))
+                        })
+                    }
+                };
+                trials.push(recorder.trial(meta, body));
+            }
+        }
+        // Every kernel of the library needs a check (or an explicit opt-out).
+        for k in lib.kernels {
+            let meta = |suffix: &str| Meta {
+                name: format!("{}::{suffix}", k.name),
+                check: k.name.to_owned(),
+                kernel: k.name.to_owned(),
+                backend: None,
+                target: None,
+            };
+            if let Some((_, reason)) = self.untested.iter().find(|(n, _)| n == k.name) {
+                let reason = format!("untested: {reason}");
+                trials.push(recorder.trial(
+                    meta("untested"),
+                    Box::new(move || Ok(Done::Ignored(reason))),
+                ));
+            } else if !checked.iter().any(|c| c == k.name) {
+                let msg = format!(
+                    "kernel `{}` ({}) has no check: add `s.check(\"{}\")…` to this harness, or \
+                     `s.untested(\"{}\", \"why\")` if another check covers it",
+                    k.name, k.source, k.name, k.name
+                );
+                trials.push(recorder.trial(meta("no-check"), Box::new(move || Err(msg))));
+            }
+        }
+        trials
+    }
+}
+
+/// Mistakes visible before running: the check's own, and mismatches with the library.
+fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
+    let mut errs = check.validate();
+    if !lib.kernels.is_empty() {
+        match lib.kernels.iter().find(|k| k.name == check.kernel) {
+            Some(k) => errs.extend(check.validate_params(k.params)),
+            None => {
+                let names: Vec<&str> = lib.kernels.iter().map(|k| k.name).collect();
+                errs.push(format!(
+                    "no kernel named `{}` in library `{}` (it has: {})",
+                    check.kernel,
+                    lib.name,
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// How a trial body ended when it did not fail.
+enum Done {
+    Passed(Option<u32>, Option<u64>),
+    Ignored(String),
+}
+
+type Body = Box<dyn FnOnce() -> Result<Done, String> + Send>;
+
+struct Meta {
+    name: String,
+    check: String,
+    kernel: String,
+    backend: Option<String>,
+    target: Option<String>,
+}
+
+/// Wraps trial bodies: catches panics, times them, and writes one event per trial.
+#[derive(Clone)]
+struct Recorder {
+    sink: Option<Arc<EventSink>>,
+    binary: String,
+}
+
+impl Recorder {
+    fn trial(&self, meta: Meta, body: Body) -> Trial {
+        let rec = self.clone();
+        Trial::ignorable_test(meta.name.clone(), move || {
+            let start = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(body))
+                .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
+            let duration_s = start.elapsed().as_secs_f64();
+            let (outcome, message, cases, seed) = match &result {
+                Ok(Done::Passed(cases, seed)) => (TrialOutcome::Passed, None, *cases, *seed),
+                Ok(Done::Ignored(reason)) => {
+                    (TrialOutcome::Ignored, Some(reason.clone()), None, None)
+                }
+                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None),
+            };
+            if let Some(sink) = &rec.sink {
+                sink.write(&TrialEvent {
+                    kind: "trial".into(),
+                    name: meta.name,
+                    check: meta.check,
+                    kernel: meta.kernel,
+                    backend: meta.backend,
+                    target: meta.target,
+                    outcome,
+                    message,
+                    duration_s,
+                    cases,
+                    seed,
+                    binary: rec.binary.clone(),
+                });
+            }
+            match result {
+                Ok(Done::Passed(..)) => Ok(Completion::Completed),
+                Ok(Done::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
+                Err(msg) => Err(Failed::from(msg)),
+            }
+        })
+    }
+}

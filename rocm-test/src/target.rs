@@ -1,0 +1,82 @@
+//! Where a trial runs: a backend and a target (`cpu/w64`, `amd/gfx90a`, `nvidia/sm_90`), and the
+//! one thing the harness needs from it: launch a kernel on host data and copy results back.
+//! This trait is the only seam between the harness and `rocm_kernels`' runtime (see `runtime.rs`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use rocm_kernels::Backend;
+
+use crate::element::{HostBuf, ScalarValue};
+use crate::Launch;
+
+/// One kernel argument as handed to a [`Target`].
+pub(crate) enum LaunchArg<'a> {
+    Scalar(ScalarValue),
+    Buffer {
+        data: &'a mut HostBuf,
+        /// Copy the device's contents back into `data` after the launch.
+        read_back: bool,
+    },
+}
+
+/// A device (or emulated configuration) that can run the library's kernels.
+pub(crate) trait Target: Send + Sync {
+    /// Upload the buffers, launch `kernel` once, wait, and download the `read_back` buffers.
+    /// The error is the runtime's own message (launch failure, out-of-bounds access, timeout…).
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+    ) -> Result<(), String>;
+}
+
+/// A trial's place: `cpu/w64`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TargetId {
+    pub backend: Backend,
+    /// `w32`/`w64` (cpu wave size), `gfx90a`, `sm_90`, or empty when the backend has no target here.
+    pub target: String,
+}
+
+impl fmt::Display for TargetId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.target.is_empty() {
+            write!(f, "{}", self.backend)
+        } else {
+            write!(f, "{}/{}", self.backend, self.target)
+        }
+    }
+}
+
+/// A target this harness will make trials for: usable, or why not.
+#[derive(Clone)]
+pub(crate) struct TargetSlot {
+    pub id: TargetId,
+    pub target: Result<Arc<dyn Target>, String>,
+}
+
+/// The trial name for a check on a target: `saxpy::cpu/w64`.
+pub fn trial_name(check: &str, id: &TargetId) -> String {
+    format!("{check}::{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        let id = TargetId {
+            backend: Backend::Cpu,
+            target: "w64".into(),
+        };
+        assert_eq!(trial_name("saxpy", &id), "saxpy::cpu/w64");
+        let id = TargetId {
+            backend: Backend::Nvidia,
+            target: String::new(),
+        };
+        assert_eq!(trial_name("saxpy", &id), "saxpy::nvidia");
+    }
+}
