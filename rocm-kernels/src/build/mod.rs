@@ -59,7 +59,8 @@ use crate::Backend;
 /// (`ROCM_OFFLOAD_ARCH`, `ROCM_BACKENDS`), `[package.metadata.rocm]` in the crate's Cargo.toml
 /// (`targets = ["gfx90a", "gfx1030"]`, `backends = ["cpu", "amd"]`), and for targets, this
 /// machine's GPUs. A GPU is never needed: with no targets the `amd` backend is skipped with a
-/// warning.
+/// warning. Backends default to `cpu`, plus `amd` when a ROCm toolchain is found; `nvidia` is
+/// built only when asked for (see `docs/build.md`).
 #[derive(Debug, Clone)]
 pub struct Build {
     files: Vec<PathBuf>,
@@ -122,13 +123,13 @@ pub struct Compiled {
     pub backends: Vec<Backend>,
     /// The gfx targets of the `amd` objects (empty when `amd` was not built).
     pub targets: Vec<String>,
-    /// Every code object, in source order.
+    /// Every embedded object: the amd ones in source order, then the nvidia ones.
     pub objects: Vec<CompiledObject>,
     /// Warnings shown (as `cargo:warning` when cargo metadata is on).
     pub warnings: Vec<String>,
 }
 
-/// One code object of a [`Compiled`] library.
+/// One embedded object of a [`Compiled`] library.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledObject {
     pub backend: Backend,
@@ -160,7 +161,8 @@ impl Build {
         }
     }
 
-    /// Adds a source file (relative paths are taken from the crate root).
+    /// Adds a source file (relative paths are taken from the crate root; a glob pattern is
+    /// expanded as in [`Build::files`]).
     pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Build {
         self.files.push(path.as_ref().to_path_buf());
         self
