@@ -10,6 +10,8 @@ mkdir -p "$out"
 export ROCM_TEST_EVENTS="$out/events.jsonl"
 export ROCM_TEST_BACKEND="${ROCM_TEST_BACKEND:-cpu,nvidia}"
 export ROCM_TEST_REQUIRE_BACKEND="${ROCM_TEST_REQUIRE_BACKEND:-nvidia}"
+# The example's bandwidth check: 256M floats (3 GiB moved per saxpy).
+export ROCM_BANDWIDTH_N="${ROCM_BANDWIDTH_N:-268435456}"
 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>/dev/null \
   | sed 's/^/gpu: /' || echo "gpu: nvidia-smi not available"
 status=0
@@ -41,5 +43,13 @@ for (b, c), res in rows.items():
     print(f"{b}::{c}".ljust(w) + "  " + "  ".join(res.get(col, "-").ljust(10) for col in cols))
     totals.update(res.values())
 print("\n%d passed, %d failed, %d ignored" % (totals["passed"], totals["failed"], totals["ignored"]))
+for line in open(sys.argv[1]):
+    if not line.strip(): continue
+    e = json.loads(line)
+    bw = e.get("bandwidth")
+    if bw:
+        print("bandwidth %s %s: kernel %.1f GB/s, device-to-device copy %.1f GB/s, ratio %.1f%% (%.2f GiB moved, %.3f ms)" % (
+            e["binary"], e["name"], bw["kernel_gbps"], bw["copy_gbps"], 100 * bw["ratio"],
+            bw["bytes"] / 2**30, bw["kernel_ms"]))
 PY
 exit $status

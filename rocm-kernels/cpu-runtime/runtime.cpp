@@ -123,13 +123,17 @@ struct Fiber {
     Worker *worker = nullptr;
     uint32_t begin = 0, end = 0;  // threads the entry runs
     uint32_t tid = 0;             // the thread currently on this fiber (fiber mode)
+    // Its thread returned and it waits at the end of fiber_main's loop to run another one
+    // (no fresh start needed). False for a new fiber or one abandoned by a fault.
+    bool parked = false;
 };
 
 enum SlotState : uint8_t { NOT_STARTED, RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
 struct Slot {
+    void *sp;       // saved stack pointer while the thread waits
+    Fiber *fiber;   // the fiber it runs on (fiber mode)
     rk_uint3 idx;  // threadIdx of this thread
-    uint8_t state;
     uint8_t op;
     int32_t arg;
     int32_t width;
@@ -161,14 +165,18 @@ struct Worker {
     uint64_t pool_size = 1;
     std::vector<Fiber *> fibers;
     std::vector<Slot> slots;
+    std::vector<uint8_t> states;  // SlotState per thread, dense: scanned on every switch
     void *sched_sp = nullptr;
     Launch *launch = nullptr;
     uint32_t nthreads = 0;
-    uint32_t round_pos = 0;
     uint32_t fiber0_tid = 0;
     bool fiber_mode = false;
     uint32_t barrier_result = 0;
     uint32_t warp_waiting = 0;  // threads waiting in a collective
+    uint32_t cur_tid = 0;       // the running thread (fiber mode)
+    uint32_t done_count = 0;    // threads of the block that returned (fiber mode)
+    bool slots_ready = false;   // slots hold every thread's idx and fiber for this launch
+    uint32_t pred_count = 0;    // true predicates of the current barrier
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -281,10 +289,6 @@ inline rk_uint3 unlinear(uint32_t t, const rk_uint3 &d) {
     return rk_uint3{t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
 
-__attribute__((always_inline)) inline Fiber *fiber_of(Worker *w, uint32_t tid) {
-    if (tid == w->fiber0_tid) return w->fibers[0];
-    return w->fibers[tid];
-}
 
 bool ensure_fibers(Worker *w, uint32_t n) {
     while (w->fibers.size() < n) {
@@ -298,23 +302,25 @@ bool ensure_fibers(Worker *w, uint32_t n) {
 // Switch from the current context (saved in *save) to thread `tid` of the block.
 __attribute__((always_inline)) inline void resume(Worker *w, uint32_t tid, void **save) {
     Slot &s = w->slots[tid];
-    Fiber *f = fiber_of(w, tid);
-    if (s.state == NOT_STARTED) {
+    if (w->states[tid] == NOT_STARTED) {
+        Fiber *f = s.fiber;
         f->begin = tid;
         f->end = tid + 1;
-        prepare(f);
+        f->tid = tid;
+        if (!f->parked) prepare(f);
+        f->parked = false;
+        s.sp = f->sp;
+        w->states[tid] = RUNNABLE;
     }
-    s.state = RUNNABLE;
-    f->tid = tid;
-    w->round_pos = tid;
     rk_cur.thread_idx = s.idx;
-    w->cur_fiber = f;
-    rk_switch(save, f->sp);
+    w->cur_tid = tid;
+    w->cur_fiber = s.fiber;
+    rk_switch(save, s.sp);
 }
 
 __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t from) {
     for (uint32_t t = from; t < w->nthreads; ++t) {
-        uint8_t st = w->slots[t].state;
+        uint8_t st = w->states[t];
         if (st == RUNNABLE || st == NOT_STARTED) return t;
     }
     return w->nthreads;
@@ -323,7 +329,7 @@ __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
 bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
 
-__attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_t tid) {
+__attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void **save) {
     uint32_t from = tid + 1;
     // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
     // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
@@ -331,23 +337,21 @@ __attribute__((always_inline)) inline void leave(Worker *w, Fiber *self, uint32_
     const uint32_t ws = rk_cur.wave_size;
     const uint32_t base = tid & ~(ws - 1);  // wave sizes are powers of two
     const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
-    if (tid + 1 == end && resolve_wave(w, base, end)) from = base;
+    if (tid + 1 == end && w->warp_waiting && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
     if (next < w->nthreads)
-        resume(w, next, &self->sp);
+        resume(w, next, save);
     else
-        rk_switch(&self->sp, w->sched_sp);
+        rk_switch(save, w->sched_sp);
 }
 
-// The current thread waits (barrier or collective) until the scheduler releases it.
-__attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
-    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
-    Fiber *self = w->cur_fiber;
-    if (!w->fiber_mode) {
-        // First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0.
-        w->fiber_mode = true;
-        rk_cur.fiber_mode = 1;
-        w->fiber0_tid = tid;
+// First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0, every later
+// thread gets its own fiber.
+__attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
+    w->fiber_mode = true;
+    rk_cur.fiber_mode = 1;
+    if (!w->slots_ready) {
+        // Once per launch: every thread's coordinates and fiber.
         if (!ensure_fibers(w, w->nthreads))
             fail(w, RK_FAULT, "could not allocate %u fiber stacks of %zu bytes", w->nthreads,
                  w->stack_size);
@@ -355,8 +359,8 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
         rk_uint3 idx{0, 0, 0};
         for (uint32_t t = 0; t < w->nthreads; ++t) {
             Slot &s = w->slots[t];
-            s.state = t < tid ? DONE : NOT_STARTED;
             s.idx = idx;
+            s.fiber = w->fibers[t];
             if (++idx.x == dim.x) {
                 idx.x = 0;
                 if (++idx.y == dim.y) {
@@ -365,26 +369,53 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint8_t state) {
                 }
             }
         }
-        self->tid = tid;
+        w->slots_ready = true;
+    } else {
+        w->slots[w->fiber0_tid].fiber = w->fibers[w->fiber0_tid];  // undo the last block's
     }
-    w->slots[tid].state = state;
-    leave(w, self, tid);
-    // Resumed by `resume`, which restored rk_cur.thread_idx.
+    // Threads before `tid` have returned; `tid` keeps fiber 0, every later one gets its own.
+    w->fiber0_tid = tid;
+    w->slots[tid].fiber = w->fibers[0];
+    if (tid != 0) w->slots[0].fiber = nullptr;  // thread 0 has returned: it never runs again
+    memset(w->states.data(), DONE, tid);
+    memset(w->states.data() + tid, NOT_STARTED, w->nthreads - tid);
+    w->cur_fiber->tid = tid;
+    w->cur_tid = tid;
+    w->done_count = tid;
+}
+
+// The current thread's index in the block: kept by the scheduler in fiber mode, computed from
+// threadIdx (set by the plain loop) otherwise.
+__attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
+    if (__builtin_expect(w->fiber_mode, 1)) return w->cur_tid;
+    return linear(rk_cur.thread_idx, rk_cur.block_dim);
+}
+
+// The current thread waits (barrier or collective) until the scheduler releases it.
+__attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, uint8_t state) {
+    if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
+    w->states[tid] = state;
+    leave(w, tid, &w->slots[tid].sp);
+    // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid.
 }
 
 void fiber_main(Fiber *f) {
     Worker *w = f->worker;
-    rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
-    w->launch->desc->entry(&call);
-    if (!w->fiber_mode) {
-        // The whole block ran as a plain loop.
-        rk_switch(&f->sp, w->sched_sp);
-        __builtin_unreachable();
+    for (;;) {
+        rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
+        w->launch->desc->entry(&call);
+        if (!w->fiber_mode) {
+            // The whole block ran as a plain loop (on fiber 0, which is prepared afresh).
+            rk_switch(&f->sp, w->sched_sp);
+            __builtin_unreachable();
+        }
+        const uint32_t tid = f->tid;
+        w->states[tid] = DONE;
+        ++w->done_count;
+        // Park: `resume` continues here with the next thread this fiber runs.
+        f->parked = true;
+        leave(w, tid, &f->sp);
     }
-    const uint32_t tid = f->tid;
-    w->slots[tid].state = DONE;
-    leave(w, f, tid);
-    __builtin_unreachable();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,7 +433,7 @@ bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
         uint64_t active = 0;
         for (uint32_t t = base; t < end; ++t) {
             Slot &s = w->slots[t];
-            if (s.state != AT_WARP) continue;
+            if (w->states[t] != AT_WARP) continue;
             if (op < 0) op = s.op;
             if (s.op == op) active |= lane_mask_bit(t - base);
         }
@@ -454,7 +485,7 @@ bool resolve_wave(Worker *w, uint32_t base, uint32_t end) {
                 case RK_WARP_ACTIVEMASK: s.result = active; break;
                 default: s.result = 0; break;
             }
-            s.state = RUNNABLE;
+            w->states[t] = RUNNABLE;
             --w->warp_waiting;
         }
     }
@@ -500,8 +531,9 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
                                 uint32_t(block / (uint64_t(d->grid[0]) * d->grid[1]))};
     w->fiber_mode = false;
     rk_cur.fiber_mode = 0;
-    w->fiber0_tid = 0;
     w->warp_waiting = 0;
+    w->done_count = 0;
+    w->pred_count = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
@@ -510,6 +542,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     f0->begin = 0;
     f0->end = w->nthreads;
     f0->tid = 0;
+    f0->parked = false;
     prepare(f0);
     rk_cur.thread_idx = rk_uint3{0, 0, 0};
     w->cur_fiber = f0;
@@ -522,31 +555,26 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             break;
         }
         if (w->warp_waiting == 0 || !resolve_warps(w)) {
-            uint32_t done = 0, waiting = 0, first_done = 0, first_waiting = 0;
-            uint32_t count = 0;
-            for (uint32_t t = 0; t < w->nthreads; ++t) {
-                const Slot &s = w->slots[t];
-                if (s.state == DONE) {
-                    if (!done++) first_done = t;
-                } else {
-                    if (!waiting++) first_waiting = t;
-                    count += s.pred != 0;
-                }
-            }
-            if (!waiting) break;  // all returned
+            // No collective pending: every live thread waits at the barrier.
+            const uint32_t done = w->done_count;
+            if (done == w->nthreads) break;  // all returned
             if (done) {
+                uint32_t first_done = 0, first_waiting = 0;
+                while (w->states[first_done] != DONE) ++first_done;
+                while (w->states[first_waiting] == DONE) ++first_waiting;
                 rk_cur.thread_idx = unlinear(first_waiting, rk_cur.block_dim);
                 rk_uint3 e = unlinear(first_done, rk_cur.block_dim);
                 snprintf(w->message, sizeof w->message,
                          "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
                          "returned without reaching it (the first: thread (%u,%u,%u)); every "
                          "thread of a block must reach every barrier",
-                         waiting, done, e.x, e.y, e.z);
+                         w->nthreads - done, done, e.x, e.y, e.z);
                 w->abort_status = RK_PARTIAL_BARRIER;
                 break;
             }
-            w->barrier_result = count;
-            for (uint32_t t = 0; t < w->nthreads; ++t) w->slots[t].state = RUNNABLE;
+            w->barrier_result = w->pred_count;
+            w->pred_count = 0;
+            memset(w->states.data(), RUNNABLE, w->nthreads);
         }
         const uint32_t first = next_runnable(w, 0);
         if (first >= w->nthreads) break;
@@ -658,8 +686,11 @@ struct Pool {
 bool prepare_launch(Worker *w, Launch *l) {
     const rk_launch_desc *d = l->desc;
     w->launch = l;
+    w->slots_ready = false;
+    w->fiber0_tid = 0;
     w->nthreads = d->block[0] * d->block[1] * d->block[2];
     if (w->slots.size() < w->nthreads) w->slots.resize(w->nthreads);
+    if (w->states.size() < w->nthreads) w->states.resize(w->nthreads);
     memset(w->slots.data(), 0, sizeof(Slot) * w->nthreads);
     if (!ensure_fibers(w, 1)) return false;
     rk_cur.block_dim = rk_uint3{d->block[0], d->block[1], d->block[2]};
@@ -768,16 +799,15 @@ uint64_t splitmix(uint64_t &s) {
 
 extern "C" void rk_syncthreads(void) {
     Worker *w = tls_worker;
-    if (!w || !w->on_fiber) return;  // not in a kernel launched by this runtime
-    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = 0;
-    wait_here(w, AT_BARRIER);
+    if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
+    wait_here(w, current_tid(w), AT_BARRIER);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return pred;
-    w->slots[linear(rk_cur.thread_idx, rk_cur.block_dim)].pred = pred != 0;
-    wait_here(w, AT_BARRIER);
+    w->pred_count += pred != 0;
+    wait_here(w, current_tid(w), AT_BARRIER);
     const uint32_t count = w->barrier_result;
     switch (op) {
         case RK_BARRIER_COUNT: return static_cast<int>(count);
@@ -790,7 +820,7 @@ extern "C" int rk_syncthreads_op(int op, int pred) {
 extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return value;
-    const uint32_t tid = linear(rk_cur.thread_idx, rk_cur.block_dim);
+    const uint32_t tid = current_tid(w);
     Slot &s = w->slots[tid];
     s.op = static_cast<uint8_t>(op);
     s.value = value;
@@ -798,7 +828,7 @@ extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t widt
     s.width = width;
     s.pred = 0;
     ++w->warp_waiting;
-    wait_here(w, AT_WARP);
+    wait_here(w, tid, AT_WARP);
     return w->slots[tid].result;
 }
 

@@ -53,6 +53,9 @@ pub enum ObjectFormat {
     Cubin,
     /// NVIDIA PTX text.
     Ptx,
+    /// CUDA source (HIP with local headers inlined), compiled by NVRTC at run time because the
+    /// build had no nvcc.
+    CudaSource,
 }
 
 impl ObjectFormat {
@@ -63,6 +66,7 @@ impl ObjectFormat {
             ObjectFormat::AmdgpuElf => "amdgpu-elf",
             ObjectFormat::Cubin => "cubin",
             ObjectFormat::Ptx => "ptx",
+            ObjectFormat::CudaSource => "cuda-source",
         }
     }
 }

@@ -168,6 +168,8 @@ pub struct KernelResources {
 #[error("nvcc failed for {source_file} ({arch}):\n  command: {command}\n{output}")]
 pub struct NvccFailed {
     pub source_file: String,
+    /// How nvcc exited (`exit status: 2`), or why it could not start.
+    pub status: String,
     pub arch: String,
     pub command: String,
     pub output: String,
@@ -217,6 +219,7 @@ pub fn compile(nvcc: &Nvcc, job: &NvccJob) -> Result<NvccOutput, NvccFailed> {
     let shown = format!("{cmd:?}");
     let out = cmd.output().map_err(|e| NvccFailed {
         source_file: job.source.display().to_string(),
+        status: "not started".to_string(),
         arch: job.arch.to_string(),
         command: shown.clone(),
         output: format!("could not start nvcc: {e}"),
@@ -229,6 +232,7 @@ pub fn compile(nvcc: &Nvcc, job: &NvccJob) -> Result<NvccOutput, NvccFailed> {
     if !out.status.success() {
         return Err(NvccFailed {
             source_file: job.source.display().to_string(),
+            status: out.status.to_string(),
             arch: job.arch.to_string(),
             command: shown,
             output: text,

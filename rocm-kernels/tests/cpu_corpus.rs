@@ -1,5 +1,6 @@
 //! The kernel-language corpus (tests/corpus/kernels/features.hip, warp.hip) on the cpu backend,
-//! at wave sizes 32 and 64, against results computed here.
+//! at wave sizes 32 and 64, against results computed here; the checks written with `both` also
+//! run on an NVIDIA GPU when one is present and nvcc built the corpus for it.
 
 #![allow(clippy::needless_range_loop)] // index loops mirror the kernels being checked
 
@@ -18,10 +19,28 @@ fn module(wave_size: u32) -> Module {
     device(wave_size).load(&FEATURES).expect("load the corpus")
 }
 
-/// Run `f` at both wave sizes.
+/// Run `f` on the cpu backend at both wave sizes, and on an NVIDIA GPU (wave 32) when this
+/// machine has one and the corpus was built with nvcc (see `corpus/build.rs`).
 fn both(f: impl Fn(u32, &Module)) {
     for wave in [32, 64] {
         f(wave, &module(wave));
+    }
+    if let Some(m) = nvidia_module() {
+        f(m.device().info().wave_size, &m);
+    }
+}
+
+/// The corpus on the first NVIDIA device, if there is one and the corpus has code for it.
+fn nvidia_module() -> Option<Module> {
+    let device = Device::all()
+        .into_iter()
+        .find(|d| d.backend() == rocm_kernels::Backend::Nvidia)?;
+    match device.load(&FEATURES) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("nvidia device present but the corpus cannot load on it: {e}");
+            None
+        }
     }
 }
 
@@ -557,6 +576,36 @@ fn divergent_collectives_see_only_active_lanes() {
         for (t, &v) in out.iter().enumerate() {
             let want = if t % 2 == 0 { wave as i32 / 2 } else { -1 };
             assert_eq!(v, want, "thread {t}");
+        }
+    });
+}
+
+#[test]
+fn collectives_after_thread_zero_returned() {
+    both(|_, m| {
+        let d = m.device();
+        let (blocks, threads) = (3usize, 128usize);
+        let input: Vec<i32> = (0..(blocks * threads) as i32).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(input.len()).unwrap();
+        m.kernel("early_exit_shuffle")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        for b in 0..blocks {
+            for t in 0..threads {
+                let g = b * threads + t;
+                let want = match t {
+                    0 => -1,
+                    1 => input[g],
+                    _ => input[b * threads + (t ^ 1)],
+                };
+                assert_eq!(out[g], want, "block {b} thread {t}");
+            }
         }
     });
 }

@@ -33,6 +33,7 @@ pub(crate) struct ArgSpec {
 
 type LaunchFn = Arc<dyn Fn(&Inputs<'_>) -> Launch + Send + Sync>;
 type ReferenceFn = Arc<dyn Fn(&Inputs<'_>, &mut Outputs<'_>) + Send + Sync>;
+type BytesFn = Arc<dyn Fn(&Inputs<'_>) -> u64 + Send + Sync>;
 
 /// One kernel check. Methods chain on `&mut Check`:
 ///
@@ -65,6 +66,8 @@ pub struct Check {
     pub(crate) tolerance: Tolerance,
     pub(crate) tolerance_for: BTreeMap<String, Tolerance>,
     pub(crate) cases: Option<u32>,
+    /// Bytes the kernel must move, when its bandwidth is to be measured.
+    pub(crate) bandwidth: Option<BytesFn>,
     /// Mistakes in the registration, reported by every trial of this check.
     pub(crate) errors: Vec<String>,
 }
@@ -81,8 +84,29 @@ impl Check {
             tolerance: Tolerance::default(),
             tolerance_for: BTreeMap::new(),
             cases: None,
+            bandwidth: None,
             errors: Vec::new(),
         }
+    }
+
+    /// Also measure the kernel's bandwidth after it passes: `bytes` is what it must move through
+    /// device memory (each input read once, each output written once). The trial times the
+    /// kernel and a device-to-device copy moving as many bytes, and reports both and their
+    /// ratio (printed, and in the JSON events); it never fails on a slow result.
+    ///
+    /// ```no_run
+    /// # fn f(s: &mut rocm_test::Suite) {
+    /// s.check("saxpy")
+    ///     // … inputs, launch and reference as usual …
+    ///     .bandwidth(|i| 12 * i.size("n") as u64); // read x and y, write y
+    /// # }
+    /// ```
+    pub fn bandwidth(
+        &mut self,
+        bytes: impl Fn(&Inputs<'_>) -> u64 + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.bandwidth = Some(Arc::new(bytes));
+        self
     }
 
     /// The check's name in trial names (default: the kernel's name). Use it to check one kernel

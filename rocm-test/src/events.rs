@@ -41,6 +41,9 @@ pub struct TrialEvent {
     pub cases: Option<u32>,
     /// Seed of the case generator, for generated checks.
     pub seed: Option<u64>,
+    /// Measured bandwidth, for checks that ask for it (`Check::bandwidth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<crate::target::Bandwidth>,
     /// The harness binary's name (the test target).
     pub binary: String,
 }
@@ -104,8 +107,27 @@ mod tests {
             duration_s: 0.01,
             cases: Some(3),
             seed: Some(42),
+            bandwidth: None,
             binary: "kernels".into(),
         };
+        let measured = TrialEvent {
+            outcome: TrialOutcome::Passed,
+            bandwidth: Some(crate::Bandwidth {
+                bytes: 12 << 20,
+                kernel_ms: 0.5,
+                kernel_gbps: 25.2,
+                copy_ms: 0.4,
+                copy_gbps: 31.5,
+                ratio: 0.8,
+            }),
+            ..ev.clone()
+        };
+        sink.write(&measured);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""kernel_gbps":25.2"#), "{text}");
+        assert_eq!(read_events(&text).unwrap(), vec![measured]);
+        std::fs::remove_file(&path).unwrap();
+        let sink = EventSink::open(&path).unwrap();
         sink.write(&ev);
         sink.write(&ev);
         let text = std::fs::read_to_string(&path).unwrap();

@@ -13,7 +13,8 @@ use std::marker::PhantomData;
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
-use proptest::strategy::{Just, SBoxedStrategy, Strategy};
+use proptest::strategy::{Just, NewTree, SBoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
 
 use crate::check::Inputs;
 use crate::element::{Element, HostBuf, ScalarValue};
@@ -118,7 +119,9 @@ pub fn size<T: Element>(name: &str) -> SizeArg<T> {
 
 // ---- internal forms ----
 
-type ValueStrategyFn = Arc<dyn Fn(usize) -> SBoxedStrategy<HostBuf> + Send + Sync>;
+/// Makes the strategy for a buffer of `n` elements; `shrink: false` asks for a cheaper one whose
+/// values do not shrink (no per-element shrink state is kept).
+type ValueStrategyFn = Arc<dyn Fn(usize, bool) -> SBoxedStrategy<HostBuf> + Send + Sync>;
 
 /// Where a buffer's initial contents come from (internal; built by [`BufferSource`]).
 #[doc(hidden)]
@@ -170,12 +173,40 @@ impl<T: Element> BufferSource<T> for Vector<T> {
         let elems = self.elems;
         BufSrc::Gen {
             len: self.len,
-            make: Arc::new(move |n| {
-                proptest::collection::vec(elems.clone(), n)
-                    .prop_map(T::wrap_vec)
+            make: Arc::new(move |n, shrink| {
+                if shrink {
+                    proptest::collection::vec(elems.clone(), n)
+                        .prop_map(T::wrap_vec)
+                        .sboxed()
+                } else {
+                    FlatVec {
+                        elems: elems.clone(),
+                        n,
+                    }
                     .sboxed()
+                }
             }),
         }
+    }
+}
+
+/// `n` elements drawn from `elems`, without shrinking: `collection::vec` keeps a value tree per
+/// element, which costs more than the kernel for large buffers when nothing will be shrunk.
+#[derive(Debug)]
+struct FlatVec<T> {
+    elems: SBoxedStrategy<T>,
+    n: usize,
+}
+
+impl<T: Element> Strategy for FlatVec<T> {
+    type Tree = Just<HostBuf>;
+    type Value = HostBuf;
+    fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
+        let mut v = Vec::with_capacity(self.n);
+        for _ in 0..self.n {
+            v.push(self.elems.new_tree(runner)?.current());
+        }
+        Ok(Just(T::wrap_vec(v)))
     }
 }
 

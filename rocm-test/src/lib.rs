@@ -64,7 +64,7 @@ pub use launch::{Dim3, Launch};
 pub use options::HarnessOptions;
 pub use run::DEFAULT_CASES;
 pub use suite::Suite;
-pub use target::{trial_name, TargetId};
+pub use target::{trial_name, Bandwidth, TargetId};
 pub use tolerance::Tolerance;
 
 /// Re-exported so harnesses can write strategies (`proptest::num::f32::NORMAL`) without a

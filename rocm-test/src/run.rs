@@ -11,7 +11,7 @@ use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Ro
 use crate::compare::compare;
 use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
-use crate::target::{LaunchArg, Target};
+use crate::target::{Bandwidth, LaunchArg, Target};
 
 /// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
 #[derive(Debug, Clone)]
@@ -38,10 +38,12 @@ impl Default for RunConfig {
 pub const DEFAULT_CASES: u32 = 32;
 
 /// What a passing run did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunOk {
     pub cases: u32,
     pub seed: Option<u64>,
+    /// The last case's bandwidth, for checks that ask for it.
+    pub bandwidth: Option<Bandwidth>,
 }
 
 /// Run `check` on `target`. The error is the full report for a person.
@@ -59,10 +61,12 @@ pub(crate) fn run_check(
             .new_tree(&mut runner)
             .map_err(|e| format!("could not build the inputs: {e}"))?
             .current();
-        run_case(check, target, &case).map_err(|e| format!("{e}  input: {case:?}\n"))?;
+        let bandwidth =
+            run_case(check, target, &case).map_err(|e| format!("{e}  input: {case:?}\n"))?;
         return Ok(RunOk {
             cases: 1,
             seed: None,
+            bandwidth,
         });
     }
     let seed = cfg.seed.unwrap_or_else(|| fnv1a(check.name.as_bytes()));
@@ -74,7 +78,14 @@ pub(crate) fn run_check(
         verbose: 0,
         ..Config::default()
     };
-    let test = |case: Case| run_case(check, target, &case).map_err(TestCaseError::fail);
+    let measured = std::sync::Mutex::new(None);
+    let test = |case: Case| {
+        let bandwidth = run_case(check, target, &case).map_err(TestCaseError::fail)?;
+        if bandwidth.is_some() {
+            *measured.lock().unwrap_or_else(|e| e.into_inner()) = bandwidth;
+        }
+        Ok(())
+    };
     // Phase 1 shrinks only the sizes (values are drawn afresh at each size and not shrunk):
     // shrinking thousands of elements one by one first would use up the shrink budget before
     // the size ever got small.
@@ -85,6 +96,7 @@ pub(crate) fn run_check(
             return Ok(RunOk {
                 cases,
                 seed: Some(seed),
+                bandwidth: measured.into_inner().unwrap_or_else(|e| e.into_inner()),
             })
         }
         Err(TestError::Fail(reason, case)) => (reason, case),
@@ -112,15 +124,24 @@ pub(crate) fn run_check(
 /// Mixed into the seed of the second shrinking phase.
 const PHASE_2: u64 = 0x5eed_0000_0000_0002;
 
-/// Run one case; `Err` is the report of what differed (or what went wrong).
-pub(crate) fn run_case(check: &Check, target: &dyn Target, case: &Case) -> Result<(), String> {
+/// Run one case; `Err` is the report of what differed (or what went wrong). A passing case of a
+/// check that measures bandwidth returns the measurement.
+pub(crate) fn run_case(
+    check: &Check,
+    target: &dyn Target,
+    case: &Case,
+) -> Result<Option<Bandwidth>, String> {
     match catch_unwind(AssertUnwindSafe(|| run_case_inner(check, target, case))) {
         Ok(r) => r,
         Err(payload) => Err(format!("panicked: {}\n", panic_message(&*payload))),
     }
 }
 
-fn run_case_inner(check: &Check, target: &dyn Target, case: &Case) -> Result<(), String> {
+fn run_case_inner(
+    check: &Check,
+    target: &dyn Target,
+    case: &Case,
+) -> Result<Option<Bandwidth>, String> {
     let inputs = Inputs { case };
     let launch_fn = check
         .launch
@@ -154,24 +175,7 @@ fn run_case_inner(check: &Check, target: &dyn Target, case: &Case) -> Result<(),
         }
     }
     {
-        let mut bufs = device_bufs.iter_mut();
-        let mut args: Vec<LaunchArg<'_>> = Vec::with_capacity(check.args.len());
-        for (spec, (_, value)) in check.args.iter().zip(&case.values) {
-            match (&spec.kind, value) {
-                (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => {
-                    args.push(LaunchArg::Scalar(*s))
-                }
-                (ArgKind::Buffer { role, .. }, _) => args.push(LaunchArg::Buffer {
-                    data: bufs.next().expect("one device buffer per buffer argument"),
-                    read_back: *role == Role::InOut,
-                }),
-                (ArgKind::Output { .. }, _) => args.push(LaunchArg::Buffer {
-                    data: bufs.next().expect("one device buffer per output"),
-                    read_back: true,
-                }),
-                (ArgKind::Scalar(_), _) => unreachable!("scalar arguments always have a value"),
-            }
-        }
+        let mut args = launch_args(check, case, &mut device_bufs);
         target
             .launch(&check.kernel, &launch, &mut args)
             .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))?;
@@ -195,14 +199,49 @@ fn run_case_inner(check: &Check, target: &dyn Target, case: &Case) -> Result<(),
             report.push_str(&m.to_string());
         }
     }
-    if report.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
+    if !report.is_empty() {
+        return Err(format!(
             "kernel `{}` ({launch}) differs from the reference:\n{report}",
             check.kernel
-        ))
+        ));
     }
+    let Some(bytes_fn) = &check.bandwidth else {
+        return Ok(None);
+    };
+    let bytes = bytes_fn(&inputs);
+    let mut args = launch_args(check, case, &mut device_bufs);
+    target
+        .time(&check.kernel, &launch, &mut args, bytes, BANDWIDTH_REPS)
+        .map(Some)
+        .map_err(|e| format!("timing kernel `{}` ({launch}) failed: {e}\n", check.kernel))
+}
+
+/// Timed runs of a bandwidth measurement (the median is reported).
+const BANDWIDTH_REPS: u32 = 20;
+
+/// The launch arguments of a case, in parameter order, pointing into `device_bufs`.
+fn launch_args<'a>(
+    check: &Check,
+    case: &Case,
+    device_bufs: &'a mut [HostBuf],
+) -> Vec<LaunchArg<'a>> {
+    let mut bufs = device_bufs.iter_mut();
+    let mut args: Vec<LaunchArg<'a>> = Vec::with_capacity(check.args.len());
+    for (spec, (_, value)) in check.args.iter().zip(&case.values) {
+        match (&spec.kind, value) {
+            (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => args.push(LaunchArg::Scalar(*s)),
+            (ArgKind::Buffer { role, .. }, _) => args.push(LaunchArg::Buffer {
+                data: bufs.next().expect("one device buffer per buffer argument"),
+                read_back: *role == Role::InOut,
+            }),
+            (ArgKind::Output { .. }, _) => args.push(LaunchArg::Buffer {
+                data: bufs.next().expect("one device buffer per output"),
+                read_back: true,
+            }),
+            (ArgKind::Scalar(_), _) => unreachable!("scalar arguments always have a value"),
+        }
+    }
+    args
 }
 
 fn output_len(len: &Len, inputs: &Inputs<'_>) -> usize {
@@ -238,7 +277,7 @@ fn case_strategy_with(
             let values: Vec<SBoxedStrategy<(String, Option<CaseValue>)>> = args
                 .iter()
                 .map(|a| {
-                    let s = arg_strategy(a, &sizes);
+                    let s = arg_strategy(a, &sizes, shrink_values);
                     if shrink_values {
                         s
                     } else {
@@ -255,6 +294,7 @@ fn case_strategy_with(
 fn arg_strategy(
     arg: &ArgSpec,
     sizes: &[(String, usize)],
+    shrink: bool,
 ) -> SBoxedStrategy<(String, Option<CaseValue>)> {
     let name = arg.name.clone();
     let size_of = |s: &str| sizes.iter().find(|(n, _)| n == s).map_or(0, |(_, v)| *v);
@@ -288,7 +328,9 @@ fn arg_strategy(
                 LenRef::Size(s) => size_of(s),
                 LenRef::Fixed(n) => *n,
             };
-            make(n).prop_map(|b| Some(CaseValue::Buffer(b))).sboxed()
+            make(n, shrink)
+                .prop_map(|b| Some(CaseValue::Buffer(b)))
+                .sboxed()
         }
         ArgKind::Output { .. } => Just(None).sboxed(),
     };

@@ -9,7 +9,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
-use crate::target::{LaunchArg, Target, TargetId, TargetSlot};
+use crate::target::{Bandwidth, LaunchArg, Target, TargetId, TargetSlot};
 use crate::Launch;
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
@@ -28,13 +28,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                 target: format!("w{wave_size}"),
             };
             let target: Result<Arc<dyn Target>, String> = if cpu_built {
-                let device = Device::cpu(CpuOptions {
-                    wave_size,
-                    checked: true,
-                    time_limit: Some(CPU_TIME_LIMIT),
-                    ..CpuOptions::default()
-                });
-                Ok(Arc::new(DeviceTarget::new(device, lib)))
+                Ok(cpu_target(lib, wave_size))
             } else {
                 Err(format!(
                     "library `{}` was built without the cpu backend (enable it in build.rs)",
@@ -53,21 +47,34 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     }
     let probe = Device::probe();
     for backend in gpus {
-        let mut archs: Vec<String> = lib
+        let objects: Vec<_> = lib
             .code_objects
             .iter()
             .filter(|o| o.backend == backend)
+            .collect();
+        // Machine code names the targets (gfx90a, sm_90). PTX and source beside it are
+        // fallbacks of the same kernels, not targets of their own.
+        let mut archs: Vec<String> = objects
+            .iter()
+            .filter(|o| !is_jit(o.format))
             .flat_map(|o| o.targets.split(','))
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
             .collect();
-        archs.sort();
-        archs.dedup();
         let devices: Vec<&Device> = probe
             .available
             .iter()
             .filter(|d| d.backend() == backend)
             .collect();
+        if archs.is_empty() && !objects.is_empty() {
+            // Only PTX or source: the driver (or NVRTC) compiles for whatever device is here.
+            archs = devices.iter().map(|d| d.info().arch.clone()).collect();
+            if archs.is_empty() {
+                archs.push(String::new());
+            }
+        }
+        archs.sort();
+        archs.dedup();
         let why_none = probe
             .unavailable
             .iter()
@@ -80,11 +87,16 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     backend,
                     target: String::new(),
                 },
-                target: Err(format!(
-                    "library `{}` was built without {backend} code objects (the build script's \
-                     warnings say why)",
-                    lib.name
-                )),
+                // With no device at all, that is the reason that matters here.
+                target: Err(if devices.is_empty() {
+                    why_none.clone()
+                } else {
+                    format!(
+                        "library `{}` has no {backend} code objects: build.rs built none for \
+                         {backend} (its warnings, or `cargo rocm doctor`, say why)",
+                        lib.name
+                    )
+                }),
             });
             continue;
         }
@@ -114,10 +126,26 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     slots
 }
 
+/// The cpu backend with this wave size, in checked mode, with a time limit.
+pub(crate) fn cpu_target(lib: &'static KernelLibrary, wave_size: u32) -> Arc<dyn Target> {
+    let device = Device::cpu(CpuOptions {
+        wave_size,
+        checked: true,
+        time_limit: Some(CPU_TIME_LIMIT),
+        ..CpuOptions::default()
+    });
+    Arc::new(DeviceTarget::new(device, lib))
+}
+
+/// Formats compiled for the device at load time rather than ahead of it.
+fn is_jit(format: &str) -> bool {
+    matches!(format, "ptx" | "cuda-source")
+}
+
 /// `gfx90a:sramecc+:xnack-` (what a device reports) runs code for `gfx90a`.
 fn arch_matches(device_arch: &str, code_arch: &str) -> bool {
     let base = |s: &str| s.split(':').next().unwrap_or("").to_owned();
-    device_arch == code_arch || base(device_arch) == base(code_arch)
+    code_arch.is_empty() || device_arch == code_arch || base(device_arch) == base(code_arch)
 }
 
 /// A runtime device and the library's module on it (loaded once, on first use).
@@ -170,21 +198,16 @@ enum DevArg {
     Buffer(DevBuf),
 }
 
-impl Target for DeviceTarget {
-    fn launch(
-        &self,
-        kernel: &str,
-        launch: &Launch,
-        args: &mut [LaunchArg<'_>],
-    ) -> Result<(), String> {
-        let module = self
-            .module
+impl DeviceTarget {
+    fn module(&self) -> Result<&Module, String> {
+        self.module
             .get_or_init(|| self.device.load(self.library).map_err(|e| e.to_string()))
             .as_ref()
-            .map_err(Clone::clone)?;
-        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
-        let dev_args = args
-            .iter()
+            .map_err(Clone::clone)
+    }
+
+    fn upload(&self, args: &[LaunchArg<'_>]) -> Result<Vec<DevArg>, String> {
+        args.iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
                 LaunchArg::Buffer { data, .. } => {
@@ -192,21 +215,55 @@ impl Target for DeviceTarget {
                 }
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("upload: {e}"))?;
+            .map_err(|e| format!("upload: {e}"))
+    }
+
+    /// Launch once on `stream` (asynchronously).
+    fn run(
+        kernel: &rocm_kernels::runtime::Kernel,
+        launch: &Launch,
+        dev_args: &[DevArg],
+        stream: &rocm_kernels::runtime::Stream,
+    ) -> Result<(), String> {
         let config = LaunchConfig::new(
             (launch.grid.x, launch.grid.y, launch.grid.z),
             (launch.block.x, launch.block.y, launch.block.z),
         )
         .shared_mem(launch.shared_bytes);
-        let stream = self.device.stream().map_err(|e| e.to_string())?;
         let mut builder = kernel.launch(config);
-        for a in &dev_args {
+        for a in dev_args {
             builder = match a {
                 DevArg::Scalar(v) => push_scalar(v, builder),
                 DevArg::Buffer(b) => b.push(builder),
             };
         }
-        builder.run(&stream).map_err(|e| e.to_string())?;
+        builder.run(stream).map_err(|e| e.to_string())
+    }
+}
+
+/// The median of `reps` runs of `f`, in seconds.
+fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let mut times = Vec::with_capacity(reps as usize);
+    for _ in 0..reps.max(1) {
+        let start = std::time::Instant::now();
+        f()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+impl Target for DeviceTarget {
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+    ) -> Result<(), String> {
+        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let dev_args = self.upload(args)?;
+        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        Self::run(&kernel, launch, &dev_args, &stream)?;
         stream.synchronize().map_err(|e| e.to_string())?;
         for (a, d) in args.iter_mut().zip(&dev_args) {
             if let (
@@ -221,6 +278,45 @@ impl Target for DeviceTarget {
             }
         }
         Ok(())
+    }
+
+    fn time(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+        bytes: u64,
+        reps: u32,
+    ) -> Result<Bandwidth, String> {
+        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let dev_args = self.upload(args)?;
+        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        let sync =
+            |r: Result<(), String>| r.and_then(|_| stream.synchronize().map_err(|e| e.to_string()));
+        sync(Self::run(&kernel, launch, &dev_args, &stream))?; // warm-up
+        let kernel_s = median_secs(reps, || {
+            sync(Self::run(&kernel, launch, &dev_args, &stream))
+        })?;
+        // A copy of bytes/2 reads and writes `bytes` in all.
+        let half = (bytes / 2).max(1) as usize;
+        let err = |e: rocm_kernels::runtime::RuntimeError| e.to_string();
+        let mut src = self.device.alloc::<u8>(half).map_err(err)?;
+        src.fill(1).map_err(err)?;
+        let mut dst = self.device.alloc::<u8>(half).map_err(err)?;
+        dst.copy_from(&src).map_err(err)?; // warm-up
+        let copy_s = median_secs(reps, || {
+            dst.copy_from(&src).map_err(err)?;
+            self.device.synchronize().map_err(err)
+        })?;
+        let gbps = |secs: f64| bytes as f64 / secs / 1e9;
+        Ok(Bandwidth {
+            bytes,
+            kernel_ms: kernel_s * 1e3,
+            kernel_gbps: gbps(kernel_s),
+            copy_ms: copy_s * 1e3,
+            copy_gbps: gbps(copy_s),
+            ratio: copy_s / kernel_s,
+        })
     }
 }
 

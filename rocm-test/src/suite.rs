@@ -1,8 +1,9 @@
 //! The registry of checks for one kernel library, and how it becomes libtest trials:
 //! one per check × target, plus one per kernel that has no check.
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use libtest_mimic::{Completion, Failed, Trial};
@@ -11,7 +12,7 @@ use rocm_kernels::KernelLibrary;
 use crate::events::{EventSink, TrialEvent, TrialOutcome};
 use crate::options::HarnessOptions;
 use crate::run::{panic_message, run_check, RunConfig};
-use crate::target::{trial_name, TargetSlot};
+use crate::target::{trial_name, Bandwidth, Target, TargetSlot};
 use crate::Check;
 
 /// The checks of one harness binary. Given to the closure of [`crate::main`].
@@ -19,6 +20,8 @@ pub struct Suite {
     library: &'static KernelLibrary,
     checks: Vec<Check>,
     untested: Vec<(String, String)>,
+    /// Targets made by [`Suite::run_cpu`], reused across calls.
+    cpu_targets: Mutex<BTreeMap<u32, Arc<dyn Target>>>,
 }
 
 impl Suite {
@@ -28,6 +31,7 @@ impl Suite {
             library,
             checks: Vec::new(),
             untested: Vec::new(),
+            cpu_targets: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -47,6 +51,36 @@ impl Suite {
     pub fn untested(&mut self, kernel: &str, reason: &str) -> &mut Self {
         self.untested.push((kernel.to_owned(), reason.to_owned()));
         self
+    }
+
+    /// Run the check named `name` once on the cpu backend with this wave size, outside libtest
+    /// (for benchmarks and tools): `Ok(cases run)` or the failure report. The device and module
+    /// are made on first use and reused by later calls.
+    pub fn run_cpu(&self, name: &str, wave_size: u32) -> Result<u32, String> {
+        let check = self
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| format!("no check named `{name}`"))?;
+        let errors = static_errors(check, self.library);
+        if !errors.is_empty() {
+            return Err(errors.join("\n"));
+        }
+        let target = self
+            .cpu_targets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(wave_size)
+            .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size))
+            .clone();
+        let trial = trial_name(
+            &check.name,
+            &crate::TargetId {
+                backend: rocm_kernels::Backend::Cpu,
+                target: format!("w{wave_size}"),
+            },
+        );
+        run_check(check, target.as_ref(), &RunConfig::default(), &trial).map(|ok| ok.cases)
     }
 
     /// The trials for these targets.
@@ -110,7 +144,7 @@ impl Suite {
                         let trial = name.clone();
                         Box::new(move || {
                             run_check(&check, target.as_ref(), &cfg, &trial)
-                                .map(|ok| Done::Passed(Some(ok.cases), ok.seed))
+                                .map(|ok| Done::Passed(Some(ok.cases), ok.seed, ok.bandwidth))
                         })
                     }
                 };
@@ -167,7 +201,7 @@ fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
 
 /// How a trial body ended when it did not fail.
 enum Done {
-    Passed(Option<u32>, Option<u64>),
+    Passed(Option<u32>, Option<u64>, Option<Bandwidth>),
     Ignored(String),
 }
 
@@ -196,13 +230,22 @@ impl Recorder {
             let result = catch_unwind(AssertUnwindSafe(body))
                 .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
             let duration_s = start.elapsed().as_secs_f64();
-            let (outcome, message, cases, seed) = match &result {
-                Ok(Done::Passed(cases, seed)) => (TrialOutcome::Passed, None, *cases, *seed),
-                Ok(Done::Ignored(reason)) => {
-                    (TrialOutcome::Ignored, Some(reason.clone()), None, None)
+            let (outcome, message, cases, seed, bandwidth) = match &result {
+                Ok(Done::Passed(cases, seed, bw)) => {
+                    (TrialOutcome::Passed, None, *cases, *seed, *bw)
                 }
-                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None),
+                Ok(Done::Ignored(reason)) => (
+                    TrialOutcome::Ignored,
+                    Some(reason.clone()),
+                    None,
+                    None,
+                    None,
+                ),
+                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None, None),
             };
+            if let Some(bw) = &bandwidth {
+                println!("bandwidth of {}: {bw}", meta.name);
+            }
             if let Some(sink) = &rec.sink {
                 sink.write(&TrialEvent {
                     kind: "trial".into(),
@@ -216,6 +259,7 @@ impl Recorder {
                     duration_s,
                     cases,
                     seed,
+                    bandwidth,
                     binary: rec.binary.clone(),
                 });
             }

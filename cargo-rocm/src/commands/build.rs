@@ -104,6 +104,19 @@ fn cargo_command(global: &GlobalArgs, args: &BuildArgs) -> Command {
 
 pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result<u8> {
     let mut cmd = cargo_command(global, &args);
+    // The selected toolchain's environment (ROCM_PATH, HIP_PATH, PATH, ...), so build scripts
+    // compile with it. No toolchain is not an error here: the cpu backend needs none.
+    match crate::selection::select_toolchain(global, None, out) {
+        Ok(toolchain) => {
+            out.verbose(format_args!(
+                "toolchain {} at {}",
+                toolchain.name,
+                toolchain.root.display()
+            ));
+            toolchain.env_vars().apply(&mut cmd);
+        }
+        Err(e) => out.verbose(format_args!("no ROCm toolchain for this build: {e:#}")),
+    }
     out.verbose(format_args!("running {cmd:?}"));
     // Cargo's progress and rendered diagnostics go straight to our stderr; its JSON comes to us.
     let mut child = cmd
@@ -148,7 +161,14 @@ pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result
 
     let warnings: Vec<String> = libraries
         .iter()
-        .flat_map(|l| l.kernels.iter().filter_map(report::KernelRow::warning))
+        .flat_map(|l| {
+            let amd = l.kernels.iter().filter_map(report::KernelRow::warning);
+            amd.chain(
+                l.nvidia_kernels
+                    .iter()
+                    .filter_map(report::NvidiaRow::warning),
+            )
+        })
         .collect();
     let mut stdout = out.stdout();
     if args.format.json() {

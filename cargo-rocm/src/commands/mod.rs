@@ -10,9 +10,9 @@ pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
-pub mod toolchain;
 pub mod new;
 pub mod test;
+pub mod toolchain;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

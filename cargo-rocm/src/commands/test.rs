@@ -131,7 +131,9 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let results = target_dir.join("rocm").join("test");
     std::fs::create_dir_all(&results)
         .with_context(|| format!("cannot create {}", results.display()))?;
-    let events_path = results.join("events.jsonl");
+    // This run's own events file (another `cargo rocm test` may be running on the same target
+    // directory); it becomes `events.jsonl` at the end.
+    let events_path = results.join(format!("events-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&events_path);
 
     let mut cargo_failures = Vec::new();
@@ -179,6 +181,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
             format!("{} is malformed: {e}", events_path.display()),
         )
     })?;
+    let _ = std::fs::rename(&events_path, results.join("events.jsonl"));
     let counts = report::Counts::of(&events);
 
     let xml = report::junit(&events);

@@ -14,14 +14,14 @@ pub fn repo() -> PathBuf {
         .to_owned()
 }
 
-/// A target directory for the crates these tests build, shared by all of them (so dependencies
-/// compile once) and separate from the one `cargo test` is using (whose lock it holds).
+/// The target directory `cargo test` is using (cargo releases its lock before running tests):
+/// the crates these tests build reuse what it compiled, and each other's dependencies.
 pub fn fixture_target_dir() -> PathBuf {
     let exe = Path::new(env!("CARGO_BIN_EXE_cargo-rocm"));
     exe.parent()
         .and_then(Path::parent)
         .expect("the binary is in <target>/<profile>/")
-        .join("rocm-fixtures")
+        .to_owned()
 }
 
 /// Why the cpu backend cannot build kernels here, if it cannot (no host C++ compiler).

@@ -4,7 +4,6 @@
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
 use rocm_test::{gen, Inputs, Launch, Tolerance};
-use basic::BLOCK;
 
 fn main() -> std::process::ExitCode {
     rocm_test::main(basic::KERNELS, |s| {
@@ -20,11 +19,31 @@ fn main() -> std::process::ExitCode {
         s.check("block_sum")
             .size("n", 1..=5000)
             .input("x", gen::vec("n", -1.0f32..1.0))
-            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil(BLOCK))
+            .output::<f32>("partial", |i: &Inputs| i.size("n").div_ceil(basic::BLOCK))
             .scalar("n", gen::size::<i32>("n"))
-            .launch_with(|i| Launch::cover(i.size("n"), BLOCK as u32))
+            .launch_with(|i| Launch::cover(i.size("n"), basic::BLOCK as u32))
             // A tree of float additions against an f64 sum: allow for the rounding.
             .tolerance_for("partial", Tolerance::close(1e-4, 1e-4))
             .reference(|i, o| basic::block_sum(i.buf("x"), o.buf("partial")));
+
+        // How close saxpy gets to the memory system: one large case, timed against a
+        // device-to-device copy moving as many bytes (printed, and in `cargo rocm test`'s JSON).
+        // ROCM_BANDWIDTH_N sets the size (default 4M floats; 268435456 fills a large GPU).
+        let n: usize = std::env::var("ROCM_BANDWIDTH_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1 << 22);
+        s.check("saxpy")
+            .named("saxpy_bandwidth")
+            .size("n", n)
+            .cases(1)
+            .scalar("n", gen::size::<i32>("n"))
+            .scalar("a", gen::value(-4.0f32..4.0))
+            .input("x", gen::vec("n", -1.0f32..1.0))
+            .inout("y", gen::vec("n", -1.0f32..1.0))
+            .launch_with(|i| Launch::cover(i.size("n"), 256))
+            .reference(|i, o| basic::saxpy(i.scalar("a"), i.buf("x"), o.buf("y")))
+            // Read x and y, write y: 12 bytes an element.
+            .bandwidth(|i| 12 * i.size("n") as u64);
     })
 }

@@ -46,7 +46,7 @@ pub(crate) fn render(
             o.backend,
             o.targets.join(","),
             o.source.rel,
-            o.format,
+            o.format.as_str(),
             o.path.display().to_string()
         );
     }
@@ -144,8 +144,7 @@ mod tests {
             backend: Backend::Amd,
             source: SourceFile::new("/c/k/a.hip".into(), std::path::Path::new("/c")),
             targets: vec!["gfx90a".into(), "gfx1030".into()],
-            format: "hip-offload-bundle",
-            manifest_format: None,
+            format: crate::build_manifest::ObjectFormat::HipOffloadBundle,
             path: "/out/a \"q\".hipfb".into(),
             inputs: vec![],
             fresh: false,

@@ -381,3 +381,95 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
         lib_name,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &Path, sources: Vec<PathBuf>) -> CpuBuildRequest {
+        CpuBuildRequest {
+            name: "unit".into(),
+            sources,
+            crate_root: dir.to_path_buf(),
+            out_dir: dir.join("out"),
+            header_dir: cpu_include_dir(),
+            include_dirs: vec![],
+            defines: vec![("SCALE".into(), Some("3".into()))],
+            flags: vec![],
+            opt_level: Some(0),
+            cargo_metadata: false,
+        }
+    }
+
+    #[test]
+    fn builds_a_library_with_entries_for_every_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/common.h"),
+            "#define TWICE(x) (2 * (x))\n",
+        )
+        .unwrap();
+        let src = dir.path().join("src/k.hip");
+        std::fs::write(
+            &src,
+            "#include <hip/hip_runtime.h>\n#include \"common.h\"\n\
+             __global__ void twice(const float* in, float* out, int n) {\n\
+               extern __shared__ float tmp[];\n\
+               int i = threadIdx.x; if (i < n) { tmp[i] = in[i]; out[i] = TWICE(tmp[i]) * SCALE; }\n}\n\
+             template <typename T> __global__ void fill(T* out, T v) { out[threadIdx.x] = v; }\n\
+             template __global__ void fill<int>(int*, int);\n",
+        )
+        .unwrap();
+        let out = build_cpu(&request(dir.path(), vec![src.clone()])).unwrap();
+        let names: Vec<&str> = out.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["twice", "fill<int>"]);
+        let twice = &out.kernels[0];
+        assert_eq!(twice.source_rel, "src/k.hip");
+        assert_eq!(
+            twice.params,
+            vec![
+                param_gen("const float*", "in"),
+                param_gen("float*", "out"),
+                param_gen("int", "n")
+            ]
+        );
+        assert_eq!(twice.params[2].size, 4);
+        assert!(twice.params[0].is_pointer && twice.params[0].size == 8);
+        assert_ne!(out.kernels[0].symbol, out.kernels[1].symbol);
+        assert!(out.rerun_if_changed.iter().any(|p| p.ends_with("common.h")));
+        assert!(out.rerun_if_changed.iter().any(|p| p.ends_with("k.hip")));
+        let lib = dir
+            .path()
+            .join("out")
+            .join(format!("lib{}.a", out.lib_name));
+        assert!(lib.is_file(), "{} missing", lib.display());
+    }
+
+    #[test]
+    fn a_compile_error_names_the_source_and_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("bad.hip");
+        std::fs::write(
+            &src,
+            "#include <hip/hip_runtime.h>\n#include \"missing.h\"\n",
+        )
+        .unwrap();
+        let err = build_cpu(&request(dir.path(), vec![src])).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, CpuBuildError::Preprocess { .. }), "{text}");
+        assert!(
+            text.contains("bad.hip") && text.contains("missing.h"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn symbols_differ_between_builds() {
+        assert_ne!(short_hash(&["a", "x"]), short_hash(&["a", "y"]));
+        assert_eq!(sanitize("my-lib.v2"), "my_lib_v2");
+        assert_eq!(value_size("const unsigned int"), 4);
+        assert_eq!(value_size("float4"), 16);
+        assert_eq!(value_size("MyStruct"), 0);
+    }
+}

@@ -11,7 +11,7 @@ use super::contract::{KernelGen, ParamGen};
 use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use super::error::BuildError;
 use super::jobs;
-use super::nvidia;
+use super::nvidia::NvidiaCompiler;
 use super::report::{Log, Output};
 use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
 use super::source::{self, SourceFile};
@@ -28,14 +28,14 @@ enum Job<'a> {
     Cpu(&'a CpuBuildRequest),
     /// One source for the `amd` backend.
     Amd(SourceFile),
-    /// One source for the `nvidia` backend.
+    /// One source for the `nvidia` backend (a cubin per target and PTX).
     Nvidia(SourceFile),
 }
 
 enum Done {
     Cpu(Result<CpuBuildOutput, BuildError>, u128),
-    /// An object of a GPU backend.
-    Object(Result<ObjectOut, BuildError>),
+    Amd(Result<ObjectOut, BuildError>),
+    Nvidia(Result<Vec<ObjectOut>, BuildError>),
 }
 
 /// The paths of one run.
@@ -68,9 +68,16 @@ impl Build {
             out.watch(&s.abs);
         }
 
-        let toolchain = self.find_toolchain(env, &paths.state);
-        let (backends, backend_origin) =
-            settings::resolve_backends(&self.backends, env, &metadata, || toolchain.is_some())?;
+        let toolchain = self.find_toolchain(env, &paths.state, &paths.crate_root);
+        // Looked up at most once: finding nvcc may ask python3 where pip put it.
+        let nvcc_lookup = std::cell::OnceCell::new();
+        let (backends, backend_origin) = settings::resolve_backends(
+            &self.backends,
+            env,
+            &metadata,
+            || toolchain.is_some(),
+            || nvcc_lookup.get_or_init(|| find_nvcc(env)).is_some(),
+        )?;
         let opts = self.options(env, &paths.crate_root);
 
         let amd = if backends.contains(&Backend::Amd) {
@@ -105,12 +112,44 @@ impl Build {
         } else {
             None
         };
-        let nvidia = backends.contains(&Backend::Nvidia);
-        let nvidia_dir = paths.lib.join("nvidia");
-        if nvidia {
-            std::fs::create_dir_all(&nvidia_dir)
-                .map_err(|e| BuildError::io("cannot create", &nvidia_dir, e))?;
-        }
+        let nvidia = if backends.contains(&Backend::Nvidia) {
+            let (targets, origin) = settings::resolve_nvidia_targets(
+                &self.nvidia_targets,
+                env,
+                &metadata,
+                detect_nvidia_targets,
+            )?;
+            let nvcc = nvcc_lookup.get_or_init(|| find_nvcc(env)).clone();
+            if nvcc.is_none() {
+                out.warn(&format!(
+                    "no nvcc found for the nvidia backend of `{name}`: the sources are embedded \
+                     and compiled at run time with NVRTC. Install nvcc (CUDA toolkit, or `pip \
+                     install nvidia-cuda-nvcc`) to embed cubins"
+                ));
+                log.line("nvidia source-only (no nvcc)");
+                Some(NvidiaCompiler { nvcc, targets })
+            } else if targets.is_empty() {
+                out.warn(&format!(
+                    "the nvidia backend of `{name}` is skipped: no NVIDIA targets were given and \
+                     none were detected. Set them with ROCM_NVIDIA_ARCH=sm_90, with \
+                     `[package.metadata.rocm] nvidia-targets = [\"sm_90\"]` in Cargo.toml, or \
+                     with Build::nvidia_arch"
+                ));
+                log.line("skipped nvidia no-targets");
+                None
+            } else {
+                log.line(&format!(
+                    "nvidia targets {} from {origin}, nvcc {}",
+                    targets.join(","),
+                    nvcc.as_ref()
+                        .map(|n| n.path.display().to_string())
+                        .unwrap_or_default()
+                ));
+                Some(NvidiaCompiler { nvcc, targets })
+            }
+        } else {
+            None
+        };
         let cpu_request = backends.contains(&Backend::Cpu).then(|| CpuBuildRequest {
             name: name.to_string(),
             sources: sources.iter().map(|s| s.abs.clone()).collect(),
@@ -131,10 +170,11 @@ impl Build {
         if amd.is_some() {
             work.extend(sources.iter().cloned().map(Job::Amd));
         }
-        if nvidia {
+        if nvidia.is_some() {
             work.extend(sources.iter().cloned().map(Job::Nvidia));
         }
         let amd_dir = paths.lib.join("amd");
+        let nvidia_dir = paths.lib.join("nvidia");
         let hasher = Hasher::default();
         let results = jobs::run_parallel(work, |job| match job {
             Job::Cpu(req) => {
@@ -144,17 +184,27 @@ impl Build {
                     t.elapsed().as_millis(),
                 )
             }
-            Job::Amd(src) => Done::Object(
+            Job::Amd(src) => Done::Amd(
                 amd.as_ref()
                     .expect("amd jobs exist only with a compiler")
                     .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
             ),
-            Job::Nvidia(src) => Done::Object(nvidia::embed_source(&src, &nvidia_dir, &opts)),
+            Job::Nvidia(src) => Done::Nvidia(
+                nvidia
+                    .as_ref()
+                    .expect("nvidia jobs exist only with a compiler")
+                    .compile(&src, &nvidia_dir, &paths.crate_root, &opts, &hasher),
+            ),
         });
 
         let mut objects: Vec<ObjectOut> = Vec::new();
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
         let mut first_error = None;
+        let results = results.into_iter().flat_map(|done| match done {
+            Done::Nvidia(Ok(objects)) => objects.into_iter().map(|o| Done::Amd(Ok(o))).collect(),
+            Done::Nvidia(Err(e)) => vec![Done::Amd(Err(e))],
+            other => vec![other],
+        });
         for done in results {
             match done {
                 Done::Cpu(Ok(cpu_out), ms) => {
@@ -167,14 +217,10 @@ impl Build {
                     }
                     cpu_kernels = cpu_out.kernels;
                 }
-                Done::Object(Ok(o)) => {
+                Done::Amd(Ok(o)) => {
                     log.line(&format!(
                         "{} {} {} {}ms",
-                        match (o.backend, o.fresh) {
-                            (Backend::Nvidia, _) => "embedded",
-                            (_, true) => "fresh",
-                            (_, false) => "compiled",
-                        },
+                        if o.fresh { "fresh" } else { "compiled" },
                         o.backend,
                         o.source.rel,
                         o.millis
@@ -187,7 +233,8 @@ impl Build {
                     }
                     objects.push(o);
                 }
-                Done::Cpu(Err(e), _) | Done::Object(Err(e)) => {
+                Done::Nvidia(_) => unreachable!("flattened above"),
+                Done::Cpu(Err(e), _) | Done::Amd(Err(e)) => {
                     log.line(&format!(
                         "failed {}",
                         e.to_string().lines().next().unwrap_or("")
@@ -215,19 +262,15 @@ impl Build {
         write_if_changed(&manifest_file, &manifest_json(name, &objects))?;
 
         let reused = objects.iter().filter(|o| o.fresh).count();
-        let compiled = objects
-            .iter()
-            .filter(|o| o.manifest_format.is_some())
-            .count()
-            - reused;
         log.line(&format!(
-            "done compiled={compiled} reused={reused} elapsed_ms={}",
+            "done compiled={} reused={reused} elapsed_ms={}",
+            objects.len() - reused,
             started.elapsed().as_millis()
         ));
         let mut built = Vec::new();
         built.extend(cpu_request.map(|_| Backend::Cpu));
         built.extend(amd.as_ref().map(|_| Backend::Amd));
-        built.extend(nvidia.then_some(Backend::Nvidia));
+        built.extend(nvidia.as_ref().map(|_| Backend::Nvidia));
         Ok(Compiled {
             name: name.to_string(),
             rust_file,
@@ -311,12 +354,29 @@ impl Build {
     /// The toolchain to use: the builder's, else discovery (remembered under OUT_DIR). The
     /// compiler override (`Build::compiler` or `ROCM_HIP_COMPILER`) becomes the preferred
     /// compiler.
-    fn find_toolchain(&self, env: &EnvReader, state_dir: &Path) -> Option<ToolchainInfo> {
+    fn find_toolchain(
+        &self,
+        env: &EnvReader,
+        state_dir: &Path,
+        crate_root: &Path,
+    ) -> Option<ToolchainInfo> {
         let mut tc = match &self.toolchain {
             Some(t) => ToolchainInfo::from(t),
-            None => toolchain_cache::find(env, &state_dir.join("toolchain.json"), || {
-                crate::toolchain::discover().best().cloned()
-            })?,
+            None => {
+                let watch = resolution_inputs(crate_root);
+                toolchain_cache::find(env, &state_dir.join("toolchain.json"), &watch, || {
+                    // The same resolution as `cargo rocm`: +NAME/CARGO_ROCM_TOOLCHAIN,
+                    // directory override, rocm-toolchain.toml, default, then discovery.
+                    match crate::home::resolve_toolchain(crate_root) {
+                        Ok(resolved) => Some(resolved.toolchain),
+                        Err(crate::home::HomeError::NoToolchain) => None,
+                        Err(e) => {
+                            println!("cargo:warning=ROCm toolchain: {e}");
+                            None
+                        }
+                    }
+                })?
+            }
         };
         let forced = self
             .compiler
@@ -374,14 +434,12 @@ fn manifest_json(name: &str, objects: &[ObjectOut]) -> Vec<u8> {
         name: name.to_string(),
         objects: objects
             .iter()
-            .filter_map(|o| {
-                Some(ManifestObject {
-                    backend: o.backend,
-                    source: o.source.rel.clone(),
-                    targets: o.targets.clone(),
-                    format: o.manifest_format?,
-                    path: o.path.clone(),
-                })
+            .map(|o| ManifestObject {
+                backend: o.backend,
+                source: o.source.rel.clone(),
+                targets: o.targets.clone(),
+                format: o.format,
+                path: o.path.clone(),
             })
             .collect(),
     };
@@ -467,9 +525,46 @@ fn which(program: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-pub(super) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
     cache::write_atomic(path, bytes)
+}
+
+/// nvcc for the `nvidia` backend, looked up through the build script's environment (so every
+/// variable it reads is reported with `rerun-if-env-changed`).
+fn find_nvcc(env: &EnvReader) -> Option<crate::nvcc::Nvcc> {
+    let read = |v: &str| env.get(v).map(std::ffi::OsString::from);
+    crate::nvcc::find_nvcc(&read).ok()
+}
+
+/// `sm_XX` of this machine's NVIDIA GPUs (the last resort for targets; never required).
+fn detect_nvidia_targets() -> Vec<String> {
+    let mut targets: Vec<String> = crate::detect::detect()
+        .devices_of(Backend::Nvidia)
+        .filter_map(|d| {
+            d.compute_capability
+                .as_deref()
+                .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        })
+        .collect();
+    targets.sort();
+    targets.dedup();
+    targets
+}
+
+/// Files the toolchain choice depends on besides the environment: every `rocm-toolchain.toml`
+/// from the crate up to the root (present or not: one appearing changes the choice), and the
+/// home's settings and toolchain folder.
+fn resolution_inputs(crate_root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = crate_root
+        .ancestors()
+        .map(|d| d.join(crate::home::PIN_FILE_NAME))
+        .collect();
+    if let Ok(home) = crate::home::Home::from_env() {
+        files.push(home.settings_path());
+        files.push(home.toolchains_dir());
+    }
+    files
 }

@@ -43,7 +43,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use error::{BuildError, CompileFailure, Diagnostic};
-pub use settings::{ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_OFFLOAD_ARCH};
+pub use nvidia::resources_path as nvidia_resources_path;
+pub use settings::{
+    ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_NVIDIA_ARCH, ENV_OFFLOAD_ARCH,
+};
 pub use source::SourceFile;
 
 use report::Output;
@@ -59,8 +62,7 @@ use crate::Backend;
 /// (`ROCM_OFFLOAD_ARCH`, `ROCM_BACKENDS`), `[package.metadata.rocm]` in the crate's Cargo.toml
 /// (`targets = ["gfx90a", "gfx1030"]`, `backends = ["cpu", "amd"]`), and for targets, this
 /// machine's GPUs. A GPU is never needed: with no targets the `amd` backend is skipped with a
-/// warning. Backends default to `cpu`, plus `amd` when a ROCm toolchain is found; `nvidia` is
-/// built only when asked for (see `docs/build.md`).
+/// warning.
 #[derive(Debug, Clone)]
 pub struct Build {
     files: Vec<PathBuf>,
@@ -69,6 +71,7 @@ pub struct Build {
     flags: Vec<String>,
     opt_level: Option<u32>,
     targets: Vec<String>,
+    nvidia_targets: Vec<String>,
     backends: Vec<Backend>,
     cargo_metadata: bool,
     out_dir: Option<PathBuf>,
@@ -97,10 +100,7 @@ pub(crate) struct ObjectOut {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    /// The `EmbeddedObject::format`: `hip-offload-bundle`, `cuda-source`.
-    pub format: &'static str,
-    /// How the build manifest lists it; `None` for objects that are not code (`cuda-source`).
-    pub manifest_format: Option<ObjectFormat>,
+    pub format: ObjectFormat,
     pub path: PathBuf,
     /// Every file the compiler read (source and headers).
     pub inputs: Vec<PathBuf>,
@@ -123,21 +123,20 @@ pub struct Compiled {
     pub backends: Vec<Backend>,
     /// The gfx targets of the `amd` objects (empty when `amd` was not built).
     pub targets: Vec<String>,
-    /// Every embedded object: the amd ones in source order, then the nvidia ones.
+    /// Every code object, in source order.
     pub objects: Vec<CompiledObject>,
     /// Warnings shown (as `cargo:warning` when cargo metadata is on).
     pub warnings: Vec<String>,
 }
 
-/// One embedded object of a [`Compiled`] library.
+/// One code object of a [`Compiled`] library.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledObject {
     pub backend: Backend,
     pub source: SourceFile,
     pub targets: Vec<String>,
-    /// As in `EmbeddedObject::format`: `hip-offload-bundle` (amd), `cuda-source` (nvidia: the
-    /// source with the crate's headers inlined, compiled at run time by NVRTC).
-    pub format: &'static str,
+    /// [`ObjectFormat::HipOffloadBundle`] for `amd`.
+    pub format: ObjectFormat,
     pub path: PathBuf,
     /// True when the cache was used and no compiler ran.
     pub reused: bool,
@@ -153,6 +152,7 @@ impl Build {
             flags: Vec::new(),
             opt_level: None,
             targets: Vec::new(),
+            nvidia_targets: Vec::new(),
             backends: Vec::new(),
             cargo_metadata: true,
             out_dir: None,
@@ -161,8 +161,7 @@ impl Build {
         }
     }
 
-    /// Adds a source file (relative paths are taken from the crate root; a glob pattern is
-    /// expanded as in [`Build::files`]).
+    /// Adds a source file (relative paths are taken from the crate root).
     pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Build {
         self.files.push(path.as_ref().to_path_buf());
         self
@@ -217,6 +216,13 @@ impl Build {
             .into_iter()
             .map(|t| t.as_ref().to_string())
             .collect();
+        self
+    }
+
+    /// Adds an NVIDIA target (`sm_90`) for the `nvidia` backend; overrides `ROCM_NVIDIA_ARCH`
+    /// and `[package.metadata.rocm] nvidia-targets`.
+    pub fn nvidia_arch(&mut self, target: &str) -> &mut Build {
+        self.nvidia_targets.push(target.to_string());
         self
     }
 

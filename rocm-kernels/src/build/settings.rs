@@ -18,6 +18,8 @@ pub const ENV_BACKENDS: &str = "ROCM_BACKENDS";
 /// Path of the HIP compiler to use (a clang++ or hipcc), overriding discovery.
 pub const ENV_HIP_COMPILER: &str = "ROCM_HIP_COMPILER";
 /// Extra flags for every HIP compile, split on whitespace (like CFLAGS for cc).
+/// Comma-separated NVIDIA targets (`sm_90,sm_80`) for the `nvidia` backend.
+pub const ENV_NVIDIA_ARCH: &str = "ROCM_NVIDIA_ARCH";
 pub const ENV_HIPFLAGS: &str = "ROCM_HIPFLAGS";
 
 /// Reads environment variables and remembers which ones were read.
@@ -50,6 +52,8 @@ impl EnvReader {
 pub(crate) struct Metadata {
     pub targets: Option<Vec<String>>,
     pub backends: Option<Vec<String>>,
+    /// `nvidia-targets = ["sm_90"]`.
+    pub nvidia_targets: Option<Vec<String>>,
 }
 
 impl Metadata {
@@ -93,6 +97,10 @@ impl Metadata {
         Ok(Metadata {
             targets: list("targets")?,
             backends: list("backends")?,
+            nvidia_targets: match list("nvidia-targets")? {
+                Some(t) => Some(t),
+                None => list("nvidia_targets")?,
+            },
         })
     }
 }
@@ -155,6 +163,33 @@ pub(crate) fn resolve_targets(
     Ok((out, origin))
 }
 
+/// Picks the NVIDIA targets (`sm_90`): builder, `ROCM_NVIDIA_ARCH`, `nvidia-targets` in the
+/// metadata, then `detect()` (this machine's NVIDIA GPUs).
+pub(crate) fn resolve_nvidia_targets(
+    builder: &[String],
+    env: &EnvReader,
+    metadata: &Metadata,
+    detect: impl FnOnce() -> Vec<String>,
+) -> Result<(Vec<String>, Origin), BuildError> {
+    let (raw, origin) = if !builder.is_empty() {
+        (builder.to_vec(), Origin::Builder)
+    } else if let Some(v) = env.get(ENV_NVIDIA_ARCH) {
+        (split_list(&v), Origin::Env(ENV_NVIDIA_ARCH))
+    } else if let Some(t) = metadata.nvidia_targets.clone().filter(|t| !t.is_empty()) {
+        (t, Origin::Metadata)
+    } else {
+        (detect(), Origin::Detected)
+    };
+    let mut out: Vec<String> = Vec::new();
+    for t in raw.iter().flat_map(|t| split_list(t)) {
+        super::nvidia::validate_target(&t)?;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok((out, origin))
+}
+
 /// Checks a target id: `gfx` + hex digits, then optional `:feature+` / `:feature-` parts.
 pub(crate) fn validate_target(t: &str) -> Result<(), BuildError> {
     let mut parts = t.split(':');
@@ -188,6 +223,7 @@ pub(crate) fn resolve_backends(
     env: &EnvReader,
     metadata: &Metadata,
     amd_available: impl FnOnce() -> bool,
+    nvcc_available: impl FnOnce() -> bool,
 ) -> Result<(Vec<Backend>, Origin), BuildError> {
     let parse = |items: Vec<String>, origin: Origin| -> Result<Vec<Backend>, BuildError> {
         items
@@ -209,6 +245,9 @@ pub(crate) fn resolve_backends(
         let mut d = vec![Backend::Cpu];
         if amd_available() {
             d.push(Backend::Amd);
+        }
+        if nvcc_available() {
+            d.push(Backend::Nvidia);
         }
         (d, Origin::Default)
     };
@@ -259,7 +298,7 @@ mod tests {
         let env = EnvReader::default();
         let meta = Metadata {
             targets: Some(vec!["gfx1030".into()]),
-            backends: None,
+            ..Metadata::default()
         };
         let (t, o) = resolve_targets(
             &["gfx90a,gfx1030".into(), "gfx90a".into()],
@@ -282,25 +321,58 @@ mod tests {
     }
 
     #[test]
+    fn nvidia_targets_come_from_the_builder_env_metadata_then_detection() {
+        let meta = Metadata::parse(
+            "[package]\nname = \"x\"\n[package.metadata.rocm]\nnvidia-targets = [\"sm_90\", \"sm_80\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            meta.nvidia_targets,
+            Some(vec!["sm_90".to_string(), "sm_80".to_string()])
+        );
+        if std::env::var(ENV_NVIDIA_ARCH).is_ok() {
+            return;
+        }
+        let env = EnvReader::default();
+        let (t, o) = resolve_nvidia_targets(&["sm_89".into()], &env, &meta, Vec::new).unwrap();
+        assert_eq!((t, o), (vec!["sm_89".to_string()], Origin::Builder));
+        let (t, o) = resolve_nvidia_targets(&[], &env, &meta, Vec::new).unwrap();
+        assert_eq!(
+            (t, o),
+            (
+                vec!["sm_90".to_string(), "sm_80".to_string()],
+                Origin::Metadata
+            )
+        );
+        let (t, o) =
+            resolve_nvidia_targets(&[], &env, &Metadata::default(), || vec!["sm_90".into()])
+                .unwrap();
+        assert_eq!((t, o), (vec!["sm_90".to_string()], Origin::Detected));
+        assert!(resolve_nvidia_targets(&["gfx90a".into()], &env, &meta, Vec::new).is_err());
+    }
+
+    #[test]
     fn default_backends_follow_toolchain() {
         if std::env::var(ENV_BACKENDS).is_ok() {
             return;
         }
         let env = EnvReader::default();
-        let (b, _) = resolve_backends(&[], &env, &Metadata::default(), || false).unwrap();
+        let (b, _) = resolve_backends(&[], &env, &Metadata::default(), || false, || false).unwrap();
         assert_eq!(b, [Backend::Cpu]);
-        let (b, _) = resolve_backends(&[], &env, &Metadata::default(), || true).unwrap();
+        let (b, _) = resolve_backends(&[], &env, &Metadata::default(), || true, || false).unwrap();
         assert_eq!(b, [Backend::Cpu, Backend::Amd]);
+        let (b, _) = resolve_backends(&[], &env, &Metadata::default(), || false, || true).unwrap();
+        assert_eq!(b, [Backend::Cpu, Backend::Nvidia]);
         let meta = Metadata {
-            targets: None,
             backends: Some(vec!["amd".into(), "amd".into()]),
+            ..Metadata::default()
         };
-        let (b, o) = resolve_backends(&[], &env, &meta, || true).unwrap();
+        let (b, o) = resolve_backends(&[], &env, &meta, || true, || false).unwrap();
         assert_eq!((b, o), (vec![Backend::Amd], Origin::Metadata));
         let bad = Metadata {
-            targets: None,
             backends: Some(vec!["tpu".into()]),
+            ..Metadata::default()
         };
-        assert!(resolve_backends(&[], &env, &bad, || true).is_err());
+        assert!(resolve_backends(&[], &env, &bad, || true, || false).is_err());
     }
 }

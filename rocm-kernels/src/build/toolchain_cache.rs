@@ -83,10 +83,13 @@ struct Stored {
     toolchain: Option<ToolchainInfo>,
 }
 
-const ENV: [&str; 2] = ["ROCM_PATH", "HIP_PATH"];
-
+/// What the resolver reads: `CARGO_ROCM_HOME`, `CARGO_ROCM_TOOLCHAIN`, `HOME`, `ROCM_PATH`,
+/// `HIP_PATH`.
 fn env_values(env: &EnvReader) -> Vec<(String, Option<String>)> {
-    ENV.iter().map(|v| (v.to_string(), env.get(v))).collect()
+    crate::home::RESOLUTION_ENV_VARS
+        .iter()
+        .map(|v| (v.to_string(), env.get(v)))
+        .collect()
 }
 
 fn stat(p: &Path) -> Option<Stat> {
@@ -94,10 +97,13 @@ fn stat(p: &Path) -> Option<Stat> {
 }
 
 /// The toolchain to build with: the stored choice if nothing it depended on changed, else
-/// `discover()`'s best (stored for next time). `None` when no install can compile HIP.
+/// what `discover` picks (stored for next time). `None` when no install can compile HIP.
+/// `also_watch` are files whose appearance, change or removal must trigger a new choice
+/// (pin files, the home's settings).
 pub(crate) fn find(
     env: &EnvReader,
     store: &Path,
+    also_watch: &[PathBuf],
     discover: impl FnOnce() -> Option<Toolchain>,
 ) -> Option<ToolchainInfo> {
     let env_now = env_values(env);
@@ -114,6 +120,7 @@ pub(crate) fn find(
     }
     let toolchain = discover().map(|t| ToolchainInfo::from(&t));
     let mut watched: Vec<PathBuf> = vec!["/opt".into(), "/usr/bin".into()];
+    watched.extend(also_watch.iter().cloned());
     for (_, v) in &env_now {
         if let Some(v) = v {
             watched.push(v.into());
@@ -171,18 +178,28 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let store = out.path().join("toolchain.json");
         let env = EnvReader::default();
-        let first = find(&env, &store, || Some(toolchain(dir.path()))).unwrap();
+        let pin = dir.path().join("rocm-toolchain.toml");
+        let watch = [pin.clone()];
+        let first = find(&env, &store, &watch, || Some(toolchain(dir.path()))).unwrap();
         assert!(first.compilers[0].hipcc);
-        let again = find(&env, &store, || panic!("must not discover again")).unwrap();
+        let again = find(&env, &store, &watch, || panic!("must not discover again")).unwrap();
         assert_eq!(again, first);
         // A new compiler binary: discover again.
         std::fs::write(dir.path().join("bin/hipcc"), "version two").unwrap();
         let mut ran = false;
-        find(&env, &store, || {
+        find(&env, &store, &watch, || {
             ran = true;
             Some(toolchain(dir.path()))
         });
         assert!(ran);
+        // A pin file appears: choose again.
+        std::fs::write(&pin, "[toolchain]\nversion = \"6.2\"\n").unwrap();
+        let mut ran = false;
+        find(&env, &store, &watch, || {
+            ran = true;
+            Some(toolchain(dir.path()))
+        });
+        assert!(ran, "a new pin file must trigger a new choice");
         assert!(env.names().contains(&"ROCM_PATH".to_string()));
     }
 

@@ -34,11 +34,16 @@ fn library(name: &str, sources: &[&str], out: &mut String) {
     writeln!(out, "}}").unwrap();
     let upper = name.to_uppercase();
     writeln!(out, "pub static {upper}: KernelLibrary = KernelLibrary {{").unwrap();
-    writeln!(
-        out,
-        "    name: {name:?},\n    code_objects: &[],\n    kernels: &["
-    )
-    .unwrap();
+    writeln!(out, "    name: {name:?},\n    code_objects: &[").unwrap();
+    for (source, target, format, path) in nvidia_objects(name, sources, &root) {
+        writeln!(
+            out,
+            "        EmbeddedObject {{ backend: Backend::Nvidia, targets: {target:?}, source: \
+             {source:?}, format: {format:?}, bytes: include_bytes!({path:?}) }},"
+        )
+        .unwrap();
+    }
+    writeln!(out, "    ],\n    kernels: &[").unwrap();
     for k in &built.kernels {
         writeln!(
             out,
@@ -73,9 +78,54 @@ fn library(name: &str, sources: &[&str], out: &mut String) {
     writeln!(out, "    ],\n}};").unwrap();
 }
 
+/// With nvcc available (PATH, NVCC or CUDA_PATH), the corpus is also compiled for the nvidia
+/// backend (`ROCM_NVIDIA_ARCH`, default sm_90), so the same checks run on an NVIDIA GPU. Without
+/// it the libraries have no nvidia code and those runs are skipped. A plain nvcc command rather
+/// than `rocm_kernels::Build`: this build script cannot depend on the crate it tests.
+fn nvidia_objects(
+    name: &str,
+    sources: &[&str],
+    root: &Path,
+) -> Vec<(String, String, &'static str, PathBuf)> {
+    for var in ["NVCC", "CUDA_PATH", "PATH", "ROCM_NVIDIA_ARCH"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let nvcc = std::env::var_os("NVCC")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("CUDA_PATH").map(|p| Path::new(&p).join("bin/nvcc")))
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("nvcc"))
+                .find(|p| p.is_file())
+        });
+    let Some(nvcc) = nvcc else {
+        return Vec::new();
+    };
+    let arch = std::env::var("ROCM_NVIDIA_ARCH").unwrap_or_else(|_| "sm_90".into());
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join(name);
+    let mut objects = Vec::new();
+    for source in sources {
+        let stem = Path::new(source).file_stem().unwrap().to_string_lossy();
+        let out = out_dir.join(format!("{stem}.{arch}.cubin"));
+        let status = std::process::Command::new(&nvcc)
+            .args(["-x", "cu", "-cubin", &format!("-arch={arch}"), "-O3", "-I"])
+            .arg(root.join("../../include/nvidia"))
+            .arg("-o")
+            .arg(&out)
+            .arg(root.join(source))
+            .status()
+            .expect("run nvcc");
+        assert!(status.success(), "nvcc failed for {source}");
+        objects.push((source.to_string(), arch.clone(), "cubin", out));
+    }
+    println!("cargo:rerun-if-changed=../../include/nvidia");
+    objects
+}
+
 fn main() {
     let mut out = String::from(
-        "use rocm_kernels::embedded::{CpuKernel, KernelDecl, KernelLibrary, ParamDecl, ParamKind};\n",
+        "use rocm_kernels::embedded::{CpuKernel, EmbeddedObject, KernelDecl, KernelLibrary, ParamDecl, ParamKind};\nuse rocm_kernels::Backend;\n",
     );
     library(
         "features",

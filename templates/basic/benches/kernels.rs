@@ -17,12 +17,17 @@ fn saxpy(c: &mut Criterion) {
     let (kernel, x, mut y, stream) = match prepared {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("skipping the saxpy benchmark on {}: {e}", device.info().name);
+            eprintln!(
+                "skipping the saxpy benchmark on {}: {e}",
+                device.info().name
+            );
             return;
         }
     };
     let mut group = c.benchmark_group(format!("saxpy/{}", device.info().name));
-    group.throughput(Throughput::Bytes((3 * n * std::mem::size_of::<f32>()) as u64));
+    group.throughput(Throughput::Bytes(
+        (3 * n * std::mem::size_of::<f32>()) as u64,
+    ));
     group.bench_function("n=1M", |b| {
         b.iter(|| {
             kernel

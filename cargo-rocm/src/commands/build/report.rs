@@ -66,6 +66,42 @@ impl KernelRow {
     }
 }
 
+/// One kernel in one NVIDIA cubin, from ptxas's resource report kept beside the cubin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NvidiaRow {
+    pub source: String,
+    /// `sm_90`.
+    pub target: String,
+    pub kernel: String,
+    pub demangled: Option<String>,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Static shared memory per block, bytes.
+    pub shared_bytes: u32,
+    /// Stack frame per thread, bytes (local memory).
+    pub stack_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+    pub barriers: u32,
+}
+
+impl NvidiaRow {
+    /// A warning for spills to local memory, if any.
+    pub fn warning(&self) -> Option<String> {
+        (self.spill_store_bytes > 0 || self.spill_load_bytes > 0).then(|| {
+            format!(
+                "`{}` spills on {} ({} bytes stored, {} loaded per thread, {}): reduce live \
+                 values, or allow more registers with a smaller `__launch_bounds__`",
+                self.demangled.as_deref().unwrap_or(&self.kernel),
+                self.target,
+                self.spill_store_bytes,
+                self.spill_load_bytes,
+                self.source
+            )
+        })
+    }
+}
+
 /// An object whose kernels are not read (yet): why, instead of numbers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ObjectNote {
@@ -83,6 +119,7 @@ pub struct LibraryReport {
     pub name: String,
     pub manifest: PathBuf,
     pub kernels: Vec<KernelRow>,
+    pub nvidia_kernels: Vec<NvidiaRow>,
     pub notes: Vec<ObjectNote>,
 }
 
@@ -114,6 +151,7 @@ pub fn library_report(
         name: manifest.name.clone(),
         manifest: manifest_path.to_owned(),
         kernels: Vec::new(),
+        nvidia_kernels: Vec::new(),
         notes: Vec::new(),
     };
     for object in &manifest.objects {
@@ -121,19 +159,58 @@ pub fn library_report(
             ObjectFormat::HipOffloadBundle | ObjectFormat::AmdgpuElf => {
                 report.kernels.extend(amd_rows(manifest_path, object)?);
             }
-            ObjectFormat::Cubin | ObjectFormat::Ptx => report.notes.push(ObjectNote {
-                source: object.source.clone(),
-                backend: object.backend.to_string(),
-                format: object.format.as_str().to_owned(),
-                targets: object.targets.clone(),
-                note: format!(
-                    "register usage not yet parsed for {}",
-                    object.format.as_str()
-                ),
-            }),
+            ObjectFormat::Cubin => match nvidia_rows(object) {
+                Some(rows) => report.nvidia_kernels.extend(rows),
+                None => report
+                    .notes
+                    .push(note(object, "no ptxas resource report beside it")),
+            },
+            ObjectFormat::Ptx => report.notes.push(note(
+                object,
+                "PTX is compiled by the driver at load time; its resources are those of the cubin",
+            )),
+            ObjectFormat::CudaSource => report.notes.push(note(
+                object,
+                "built without nvcc: compiled by NVRTC at run time, so no resources are known yet",
+            )),
         }
     }
     Ok(report)
+}
+
+fn note(object: &ManifestObject, text: &str) -> ObjectNote {
+    ObjectNote {
+        source: object.source.clone(),
+        backend: object.backend.to_string(),
+        format: object.format.as_str().to_owned(),
+        targets: object.targets.clone(),
+        note: text.to_owned(),
+    }
+}
+
+/// Rows of a cubin from the report the build kept beside it (`None` when there is none).
+fn nvidia_rows(object: &ManifestObject) -> Option<Vec<NvidiaRow>> {
+    let path = rocm_kernels::build::nvidia_resources_path(&object.path);
+    let text = std::fs::read_to_string(path).ok()?;
+    let kernels: Vec<rocm_kernels::nvcc::KernelResources> = serde_json::from_str(&text).ok()?;
+    let target = object.targets.join(",");
+    Some(
+        kernels
+            .into_iter()
+            .map(|k| NvidiaRow {
+                source: object.source.clone(),
+                target: target.clone(),
+                demangled: demangle(&k.symbol),
+                kernel: k.symbol,
+                registers: k.registers,
+                shared_bytes: k.shared_bytes,
+                stack_bytes: k.stack_frame_bytes,
+                spill_store_bytes: k.spill_store_bytes,
+                spill_load_bytes: k.spill_load_bytes,
+                barriers: k.barriers,
+            })
+            .collect(),
+    )
 }
 
 fn amd_rows(manifest: &Path, object: &ManifestObject) -> Result<Vec<KernelRow>, ReportError> {
@@ -248,6 +325,7 @@ pub fn render(lib: &LibraryReport) -> String {
         }
         let _ = writeln!(out, "{}", line(cells));
     }
+    out.push_str(&render_nvidia(&lib.nvidia_kernels));
     for note in &lib.notes {
         let _ = writeln!(
             out,
@@ -259,8 +337,64 @@ pub fn render(lib: &LibraryReport) -> String {
             note.note
         );
     }
-    if lib.kernels.is_empty() && lib.notes.is_empty() {
+    if lib.kernels.is_empty() && lib.nvidia_kernels.is_empty() && lib.notes.is_empty() {
         let _ = writeln!(out, "  (no code objects)");
+    }
+    out
+}
+
+/// The NVIDIA rows: registers per thread, static shared memory, stack, spills, barriers.
+fn render_nvidia(rows: &[NvidiaRow]) -> String {
+    use std::fmt::Write;
+    let header = [
+        "kernel",
+        "target",
+        "regs",
+        "smem",
+        "stack",
+        "spill st/ld",
+        "barriers",
+    ];
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.demangled.clone().unwrap_or_else(|| r.kernel.clone()),
+                r.target.clone(),
+                r.registers.to_string(),
+                r.shared_bytes.to_string(),
+                r.stack_bytes.to_string(),
+                format!("{}/{}", r.spill_store_bytes, r.spill_load_bytes),
+                r.barriers.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::from("   ");
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i < 2 {
+                let _ = write!(s, " {cell:<w$}");
+            } else {
+                let _ = write!(s, " {cell:>w$}");
+            }
+        }
+        s.trim_end().to_owned()
+    };
+    let mut out = String::new();
+    let mut current: Option<&str> = None;
+    for (row, c) in rows.iter().zip(&cells) {
+        if current != Some(&row.source) {
+            current = Some(&row.source);
+            let _ = writeln!(out, "  {} (nvidia)", row.source);
+            let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+        }
+        let _ = writeln!(out, "{}", line(c));
     }
     out
 }
@@ -307,12 +441,24 @@ mod tests {
             name: "kernels".into(),
             manifest: "/m".into(),
             kernels: vec![row("axpy", 0, 0), row("_Z6spillsPKfPfi", 268, 1552)],
+            nvidia_kernels: vec![NvidiaRow {
+                source: "src/k.hip".into(),
+                target: "sm_90".into(),
+                kernel: "_Z4axpyfPKfPfi".into(),
+                demangled: demangle("_Z4axpyfPKfPfi"),
+                registers: 10,
+                shared_bytes: 1024,
+                stack_bytes: 0,
+                spill_store_bytes: 0,
+                spill_load_bytes: 0,
+                barriers: 1,
+            }],
             notes: vec![ObjectNote {
                 source: "src/k.hip".into(),
                 backend: "nvidia".into(),
-                format: "cubin".into(),
-                targets: vec!["sm_90".into()],
-                note: "register usage not yet parsed for cubin".into(),
+                format: "ptx".into(),
+                targets: vec!["compute_90".into()],
+                note: "PTX is compiled by the driver at load time".into(),
             }],
         };
         let text = render(&lib);
@@ -326,7 +472,15 @@ mod tests {
                 && lines[4].ends_with("268/0   32"),
             "{text}"
         );
-        assert!(lines[5].contains("not yet parsed for cubin"));
+        assert_eq!(lines[5], "  src/k.hip (nvidia)");
+        assert!(lines[6].trim_start().starts_with("kernel "), "{text}");
+        assert!(
+            lines[7].contains("axpy(float, float const*, float*, int)")
+                && lines[7].contains("sm_90")
+                && lines[7].ends_with("10 1024     0         0/0        1"),
+            "{text}"
+        );
+        assert!(lines[8].contains("(nvidia, ptx for compute_90): PTX is compiled"));
         // Columns line up: every data row has the same width as the header.
         assert_eq!(lines[2].len(), lines[4].len());
     }

@@ -48,7 +48,15 @@ fn column(e: &TrialEvent) -> String {
 pub fn summary_table(events: &[TrialEvent]) -> String {
     let counts = Counts::of(events);
     let mut columns: Vec<String> = events.iter().map(column).collect();
-    columns.sort_by_key(|c| (c == "library", c.clone()));
+    // cpu, then amd, then nvidia (the order `Backend::ALL` lists them), then library trials.
+    let rank = |c: &str| match c.split('/').next() {
+        Some("cpu") => 0,
+        Some("amd") => 1,
+        Some("nvidia") => 2,
+        Some("library") => 4,
+        _ => 3,
+    };
+    columns.sort_by_key(|c| (rank(c), c.clone()));
     columns.dedup();
     let mut rows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut reasons: Vec<String> = Vec::new();
@@ -206,6 +214,7 @@ mod tests {
             duration_s: 0.5,
             cases: None,
             seed: None,
+            bandwidth: None,
             binary: "kernels".into(),
         }
     }
@@ -249,13 +258,13 @@ mod tests {
     fn table_has_kernels_by_targets_with_reasons() {
         let t = summary_table(&sample());
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "kernel           amd/gfx90a  cpu/w64  library");
+        assert_eq!(lines[0], "kernel           cpu/w64  amd/gfx90a  library");
         assert_eq!(
             lines[1],
-            "kernels: orphan  -           -        FAIL (no check)"
+            "kernels: orphan  -        -           FAIL (no check)"
         );
-        assert_eq!(lines[2], "kernels: reduce  skip [1]    FAIL     -");
-        assert_eq!(lines[3], "kernels: saxpy   skip [1]    pass     -");
+        assert_eq!(lines[2], "kernels: reduce  FAIL     skip [1]    -");
+        assert_eq!(lines[3], "kernels: saxpy   pass     skip [1]    -");
         assert_eq!(lines[4], "[1] no AMD GPU");
         assert!(
             t.contains("failed: reduce::cpu/w64, orphan::no-check"),

@@ -43,6 +43,9 @@ inline __hip_bfloat16 operator+(__hip_bfloat16 a, __hip_bfloat16 b) { return __h
 inline __hip_bfloat16 operator-(__hip_bfloat16 a, __hip_bfloat16 b) { return __hip_bfloat16(float(a) - float(b)); }
 inline __hip_bfloat16 operator*(__hip_bfloat16 a, __hip_bfloat16 b) { return __hip_bfloat16(float(a) * float(b)); }
 inline __hip_bfloat16 operator/(__hip_bfloat16 a, __hip_bfloat16 b) { return __hip_bfloat16(float(a) / float(b)); }
+// The raw bits, as HIP and CUDA both spell it.
+inline unsigned short __bfloat16_as_ushort(__hip_bfloat16 b) { return b.data; }
+inline __hip_bfloat16 __ushort_as_bfloat16(unsigned short u) { __hip_bfloat16 r; r.data = u; return r; }
 inline __hip_bfloat16 operator-(__hip_bfloat16 a) { __hip_bfloat16 r = a; r.data ^= 0x8000u; return r; }
 inline bool operator==(__hip_bfloat16 a, __hip_bfloat16 b) { return float(a) == float(b); }
 inline bool operator!=(__hip_bfloat16 a, __hip_bfloat16 b) { return float(a) != float(b); }

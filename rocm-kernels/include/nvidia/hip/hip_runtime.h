@@ -187,12 +187,41 @@ __device__ __forceinline__ unsigned long long wall_clock64() {
 #define ROCM_VEC_OP4(T, OP)                                                                      \
     __host__ __device__ __forceinline__ T operator OP(T a, T b) { return T{a.x OP b.x, a.y OP b.y, a.z OP b.z, a.w OP b.w}; } \
     __host__ __device__ __forceinline__ T& operator OP##=(T& a, T b) { a.x OP## = b.x; a.y OP## = b.y; a.z OP## = b.z; a.w OP## = b.w; return a; }
-#define ROCM_VEC_ALL(N, T) ROCM_VEC_OP##N(T, +) ROCM_VEC_OP##N(T, -) ROCM_VEC_OP##N(T, *) ROCM_VEC_OP##N(T, /)
-ROCM_VEC_ALL(2, float2) ROCM_VEC_ALL(3, float3) ROCM_VEC_ALL(4, float4)
-ROCM_VEC_ALL(2, double2) ROCM_VEC_ALL(3, double3)
-ROCM_VEC_ALL(2, int2) ROCM_VEC_ALL(3, int3) ROCM_VEC_ALL(4, int4)
-ROCM_VEC_ALL(2, uint2) ROCM_VEC_ALL(3, uint3) ROCM_VEC_ALL(4, uint4)
+// Vector with scalar, scalar with vector, and negation, as HIP's vector types allow.
+#define ROCM_VEC_SCALAR2(T, S, OP)                                                                \
+    __host__ __device__ __forceinline__ T operator OP(T a, S b) { return T{a.x OP b, a.y OP b}; } \
+    __host__ __device__ __forceinline__ T operator OP(S a, T b) { return T{a OP b.x, a OP b.y}; }
+#define ROCM_VEC_SCALAR3(T, S, OP)                                                                       \
+    __host__ __device__ __forceinline__ T operator OP(T a, S b) { return T{a.x OP b, a.y OP b, a.z OP b}; } \
+    __host__ __device__ __forceinline__ T operator OP(S a, T b) { return T{a OP b.x, a OP b.y, a OP b.z}; }
+#define ROCM_VEC_SCALAR4(T, S, OP)                                                                   \
+    __host__ __device__ __forceinline__ T operator OP(T a, S b) {                                    \
+        return T{a.x OP b, a.y OP b, a.z OP b, a.w OP b};                                            \
+    }                                                                                                 \
+    __host__ __device__ __forceinline__ T operator OP(S a, T b) {                                    \
+        return T{a OP b.x, a OP b.y, a OP b.z, a OP b.w};                                            \
+    }
+#define ROCM_VEC_NEG2(T) __host__ __device__ __forceinline__ T operator-(T a) { return T{-a.x, -a.y}; }
+#define ROCM_VEC_NEG3(T) __host__ __device__ __forceinline__ T operator-(T a) { return T{-a.x, -a.y, -a.z}; }
+#define ROCM_VEC_NEG4(T) __host__ __device__ __forceinline__ T operator-(T a) { return T{-a.x, -a.y, -a.z, -a.w}; }
+#define ROCM_VEC_ALL(N, T, S)                                                                  \
+    ROCM_VEC_OP##N(T, +) ROCM_VEC_OP##N(T, -) ROCM_VEC_OP##N(T, *) ROCM_VEC_OP##N(T, /)         \
+    ROCM_VEC_SCALAR##N(T, S, +) ROCM_VEC_SCALAR##N(T, S, -) ROCM_VEC_SCALAR##N(T, S, *)       \
+    ROCM_VEC_SCALAR##N(T, S, /)
+ROCM_VEC_ALL(2, float2, float) ROCM_VEC_ALL(3, float3, float) ROCM_VEC_ALL(4, float4, float)
+ROCM_VEC_ALL(2, double2, double) ROCM_VEC_ALL(3, double3, double)
+ROCM_VEC_ALL(2, int2, int) ROCM_VEC_ALL(3, int3, int) ROCM_VEC_ALL(4, int4, int)
+ROCM_VEC_ALL(2, uint2, unsigned int) ROCM_VEC_ALL(3, uint3, unsigned int) ROCM_VEC_ALL(4, uint4, unsigned int)
+ROCM_VEC_NEG2(float2) ROCM_VEC_NEG3(float3) ROCM_VEC_NEG4(float4)
+ROCM_VEC_NEG2(double2) ROCM_VEC_NEG3(double3)
+ROCM_VEC_NEG2(int2) ROCM_VEC_NEG3(int3) ROCM_VEC_NEG4(int4)
 #undef ROCM_VEC_ALL
+#undef ROCM_VEC_SCALAR2
+#undef ROCM_VEC_SCALAR3
+#undef ROCM_VEC_SCALAR4
+#undef ROCM_VEC_NEG2
+#undef ROCM_VEC_NEG3
+#undef ROCM_VEC_NEG4
 #undef ROCM_VEC_OP2
 #undef ROCM_VEC_OP3
 #undef ROCM_VEC_OP4

@@ -155,7 +155,7 @@ __global__ void low_precision(const float* in, float* out, unsigned short* bits)
     out[3 * i + 1] = __half2float(h2 * h2);
     out[3 * i + 2] = __bfloat162float(b2);
     bits[2 * i] = __half_as_ushort(h);
-    bits[2 * i + 1] = b.data;
+    bits[2 * i + 1] = __bfloat16_as_ushort(b);
 }
 
 template <typename T>
@@ -165,7 +165,7 @@ __global__ void scale(T* x, T factor, int n) {
 }
 template __global__ void scale<float>(float*, float, int);
 template __global__ void scale<int>(int*, int, int);
-template void scale<double>(double*, double, int);
+template __global__ void scale<double>(double*, double, int);
 
 namespace corpus {
 __global__ void fill_iota(int* out, int start) {

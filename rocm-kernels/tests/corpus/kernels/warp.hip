@@ -53,3 +53,14 @@ __global__ void shfl_wide(const double* in, double* out, long long* lout) {
     out[t] = __shfl_xor(v, 2);
     lout[t] = __shfl((long long)t * 10000000000ll, 1);
 }
+
+// Thread 0 returns before the others shuffle: the block switches to fibers at thread 1. A lane
+// whose partner has returned reads its own value.
+__global__ void early_exit_shuffle(const int* in, int* out) {
+    unsigned int t = threadIdx.x, g = blockIdx.x * blockDim.x + t;
+    if (t == 0) {
+        out[g] = -1;
+        return;
+    }
+    out[g] = __shfl_xor(in[g], 1);
+}

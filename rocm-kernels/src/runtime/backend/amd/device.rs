@@ -282,8 +282,10 @@ pub(crate) enum FillPlan {
 pub(crate) fn fill_plan(pattern: &[u8], dst: u64) -> FillPlan {
     match pattern {
         [first, rest @ ..] if rest.iter().all(|b| b == first) => FillPlan::Bytes(*first),
-        [a, b] if dst % 2 == 0 => FillPlan::Halves(u16::from_ne_bytes([*a, *b])),
-        [a, b, c, d] if dst % 4 == 0 => FillPlan::Words(u32::from_ne_bytes([*a, *b, *c, *d])),
+        [a, b] if dst.is_multiple_of(2) => FillPlan::Halves(u16::from_ne_bytes([*a, *b])),
+        [a, b, c, d] if dst.is_multiple_of(4) => {
+            FillPlan::Words(u32::from_ne_bytes([*a, *b, *c, *d]))
+        }
         _ => FillPlan::Doubling,
     }
 }

@@ -1,0 +1,5 @@
+fn main() {
+    rocm_kernels::Build::new()
+        .file("kernels/copy.hip")
+        .compile("bench");
+}
