@@ -232,7 +232,14 @@ impl AmdCompiler {
         if !inputs.contains(&src.abs) {
             inputs.insert(0, src.abs.clone());
         }
-        let rec = Record::after_compile(fingerprint, &inputs, &out, hasher)?;
+        // The crate's files and its include folders are compared by content; toolchain and
+        // system headers by stat (see `cache::Dep`).
+        let by_content = |p: &Path| {
+            p == src.abs
+                || p.starts_with(crate_root)
+                || opts.includes.iter().any(|i| p.starts_with(i))
+        };
+        let rec = Record::after_compile(fingerprint, &inputs, &out, hasher, &by_content)?;
         rec.store(&record_path)?;
         Ok(self.object(src, out, &rec, false, diagnostics::warnings(&text), millis))
     }

@@ -49,6 +49,9 @@ pub(crate) struct Dep {
     pub path: PathBuf,
     #[serde(flatten)]
     pub stat: Stat,
+    /// Empty for files compared by stat only (toolchain and system headers: they change only
+    /// with a package update, which changes their mtime; hashing the ~4 MB a HIP compile reads
+    /// from them would slow every cold build for nothing).
     pub sha256: String,
 }
 
@@ -156,6 +159,12 @@ impl Record {
         }
         let mut restat = false;
         for dep in &mut self.deps {
+            if dep.sha256.is_empty() {
+                if Stat::of(&dep.path).ok() != Some(dep.stat) {
+                    return None;
+                }
+                continue;
+            }
             match hasher.hash(&dep.path, Some((dep.stat, &dep.sha256))) {
                 Ok((stat, sha)) if sha == dep.sha256 => {
                     restat |= stat != dep.stat;
@@ -167,18 +176,23 @@ impl Record {
         Some(restat)
     }
 
-    /// Builds the record of a finished compile from its depfile's list of inputs.
+    /// Builds the record of a finished compile from its depfile's list of inputs; inputs for
+    /// which `by_content` is false are recorded by stat only.
     pub(crate) fn after_compile(
         command: String,
         inputs: &[PathBuf],
         output: &Path,
         hasher: &Hasher,
+        by_content: &dyn Fn(&Path) -> bool,
     ) -> Result<Record, BuildError> {
         let mut deps = Vec::with_capacity(inputs.len());
         for p in inputs {
-            let (stat, sha256) = hasher
-                .hash(p, None)
-                .map_err(|e| BuildError::io("cannot read compiler input", p, e))?;
+            let read_error = |e| BuildError::io("cannot read compiler input", p, e);
+            let (stat, sha256) = if by_content(p) {
+                hasher.hash(p, None).map_err(read_error)?
+            } else {
+                (Stat::of(p).map_err(read_error)?, String::new())
+            };
             deps.push(Dep {
                 path: p.clone(),
                 stat,
@@ -358,9 +372,17 @@ mod tests {
         std::fs::write(&hdr, "#define A 1").unwrap();
         std::fs::write(&out, "object").unwrap();
         let hasher = Hasher::default();
-        let mut rec =
-            Record::after_compile("cmd".into(), &[src.clone(), hdr.clone()], &out, &hasher)
-                .unwrap();
+        let system = dir.path().join("system.h");
+        std::fs::write(&system, "#define S 1").unwrap();
+        let mut rec = Record::after_compile(
+            "cmd".into(),
+            &[src.clone(), hdr.clone(), system.clone()],
+            &out,
+            &hasher,
+            &|p: &Path| p != system,
+        )
+        .unwrap();
+        assert!(rec.deps[2].sha256.is_empty());
         let path = dir.path().join("k.rec.json");
         rec.store(&path).unwrap();
         assert_eq!(Record::load(&path).unwrap(), rec);
@@ -375,8 +397,21 @@ mod tests {
         // New content: stale.
         std::fs::write(&hdr, "#define A 2").unwrap();
         assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), None);
-        // Missing output: stale.
+        // A stat-only file with a new mtime: stale, even with the same content.
         std::fs::write(&hdr, "#define A 1").unwrap();
+        let mut rec = Record::after_compile(
+            "cmd".into(),
+            &[src.clone(), hdr.clone(), system.clone()],
+            &out,
+            &hasher,
+            &|p: &Path| p != system,
+        )
+        .unwrap();
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), Some(false));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&system, "#define S 1").unwrap();
+        assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), None);
+        // Missing output: stale.
         std::fs::remove_file(&out).unwrap();
         assert_eq!(rec.freshness("cmd", &out, &Hasher::default()), None);
     }

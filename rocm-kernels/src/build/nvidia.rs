@@ -164,7 +164,13 @@ impl NvidiaCompiler {
         if !inputs.contains(&src.abs) {
             inputs.insert(0, src.abs.clone());
         }
-        let rec = Record::after_compile(fingerprint, &inputs, &out, hasher)?;
+        // The crate's files and include folders by content, CUDA/system headers by stat.
+        let by_content = |p: &Path| {
+            p == src.abs
+                || p.starts_with(crate_root)
+                || opts.includes.iter().any(|i| p.starts_with(i))
+        };
+        let rec = Record::after_compile(fingerprint, &inputs, &out, hasher, &by_content)?;
         rec.store(&record_path)?;
         Ok(object(false, inputs, result.warnings, millis))
     }
