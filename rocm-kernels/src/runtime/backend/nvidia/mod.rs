@@ -218,13 +218,15 @@ impl Core {
             state.allocations.clear();
             match reset {
                 Ok(ctx) => state.ctx = ctx,
-                Err(e) => state.lost = Some(format!(
+                Err(e) => {
+                    state.lost = Some(format!(
                     "not run: an earlier kernel left this GPU's CUDA context unusable ({fault}), \
                          and CUDA could not reset it ({}); CUDA cannot recover from this within a \
                          process, so later work on this device is not run. Fix that kernel and \
                          run again",
                     error_text(&e)
-                )),
+                ))
+                }
             }
         }
         if let Some(lost) = &state.lost {
