@@ -30,6 +30,15 @@ fn both(f: impl Fn(u32, &Module)) {
     }
 }
 
+/// Run `f` on the cpu backend only, at both wave sizes: for behaviour GPUs leave undefined and
+/// the cpu backend defines (a shuffle reading a lane that already returned gets the caller's own
+/// value; CUDA on sm_90 was seen to return 0).
+fn cpu_only(f: impl Fn(u32, &Module)) {
+    for wave in [32, 64] {
+        f(wave, &module(wave));
+    }
+}
+
 /// The corpus on the first NVIDIA device, if there is one and the corpus has code for it.
 fn nvidia_module() -> Option<Module> {
     let device = Device::all()
@@ -582,7 +591,7 @@ fn divergent_collectives_see_only_active_lanes() {
 
 #[test]
 fn collectives_after_thread_zero_returned() {
-    both(|_, m| {
+    cpu_only(|_, m| {
         let d = m.device();
         let (blocks, threads) = (3usize, 128usize);
         let input: Vec<i32> = (0..(blocks * threads) as i32).collect();
