@@ -77,7 +77,7 @@ fn builds_and_reports_kernel_resources_per_target() {
     assert!(lib["notes"][0]["note"]
         .as_str()
         .unwrap()
-        .contains("not yet parsed for cubin"));
+        .contains("no ptxas resource report beside it"));
     let warnings = doc["warnings"].as_array().unwrap();
     assert!(
         warnings
@@ -109,7 +109,7 @@ fn builds_and_reports_kernel_resources_per_target() {
             .any(|c| c.ends_with("/0") && c != "0/0"),
         "{spill_line}"
     );
-    assert!(stdout.contains("not yet parsed for cubin"));
+    assert!(stdout.contains("no ptxas resource report beside it"));
 }
 
 #[test]
