@@ -144,23 +144,14 @@ pub(crate) fn resolve_targets(
     metadata: &Metadata,
     detect: impl FnOnce() -> Vec<String>,
 ) -> Result<(Vec<String>, Origin), BuildError> {
-    let (raw, origin) = if !builder.is_empty() {
-        (builder.to_vec(), Origin::Builder)
-    } else if let Some(v) = env.get(ENV_OFFLOAD_ARCH) {
-        (split_list(&v), Origin::Env(ENV_OFFLOAD_ARCH))
-    } else if let Some(t) = metadata.targets.clone().filter(|t| !t.is_empty()) {
-        (t, Origin::Metadata)
-    } else {
-        (detect(), Origin::Detected)
-    };
-    let mut out: Vec<String> = Vec::new();
-    for t in raw.iter().flat_map(|t| split_list(t)) {
-        validate_target(&t)?;
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    Ok((out, origin))
+    resolve_list(
+        builder,
+        env,
+        ENV_OFFLOAD_ARCH,
+        metadata.targets.as_ref(),
+        detect,
+        validate_target,
+    )
 }
 
 /// Picks the NVIDIA targets (`sm_90`): builder, `ROCM_NVIDIA_ARCH`, `nvidia-targets` in the
@@ -171,18 +162,38 @@ pub(crate) fn resolve_nvidia_targets(
     metadata: &Metadata,
     detect: impl FnOnce() -> Vec<String>,
 ) -> Result<(Vec<String>, Origin), BuildError> {
+    resolve_list(
+        builder,
+        env,
+        ENV_NVIDIA_ARCH,
+        metadata.nvidia_targets.as_ref(),
+        detect,
+        super::nvidia::validate_target,
+    )
+}
+
+/// One target list from, in order, the builder, an environment variable, the metadata, then
+/// detection; comma lists split, each entry validated, duplicates dropped in order.
+fn resolve_list(
+    builder: &[String],
+    env: &EnvReader,
+    var: &'static str,
+    metadata: Option<&Vec<String>>,
+    detect: impl FnOnce() -> Vec<String>,
+    validate: fn(&str) -> Result<(), BuildError>,
+) -> Result<(Vec<String>, Origin), BuildError> {
     let (raw, origin) = if !builder.is_empty() {
         (builder.to_vec(), Origin::Builder)
-    } else if let Some(v) = env.get(ENV_NVIDIA_ARCH) {
-        (split_list(&v), Origin::Env(ENV_NVIDIA_ARCH))
-    } else if let Some(t) = metadata.nvidia_targets.clone().filter(|t| !t.is_empty()) {
-        (t, Origin::Metadata)
+    } else if let Some(v) = env.get(var) {
+        (split_list(&v), Origin::Env(var))
+    } else if let Some(t) = metadata.filter(|t| !t.is_empty()) {
+        (t.clone(), Origin::Metadata)
     } else {
         (detect(), Origin::Detected)
     };
     let mut out: Vec<String> = Vec::new();
     for t in raw.iter().flat_map(|t| split_list(t)) {
-        super::nvidia::validate_target(&t)?;
+        validate(&t)?;
         if !out.contains(&t) {
             out.push(t);
         }
