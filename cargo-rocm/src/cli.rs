@@ -22,8 +22,8 @@ fn after_help() -> String {
     name = "cargo rocm",
     bin_name = "cargo rocm",
     version,
-    about = "Build, test, benchmark and tune HIP kernels in Rust crates",
-    long_about = "Build, test, benchmark and tune HIP kernels in Rust crates.\n\n\
+    about = "Build and test HIP kernels in Rust crates, and manage ROCm toolchains",
+    long_about = "Build and test HIP kernels in Rust crates, and manage ROCm toolchains.\n\n\
         Kernels are tested against Rust references on every backend that can run here: \
         amd (ROCm/HIP), nvidia (CUDA) and cpu (always available).",
     after_help = after_help(),
