@@ -82,15 +82,9 @@ fn python_site_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
             }
         }
     }
-    // Ask python where `nvidia` lives: namespace packages can span several folders.
-    let script = "import sys\ntry:\n import nvidia\n print('\\n'.join(p.rsplit('/nvidia',1)[0] for p in nvidia.__path__))\nexcept Exception:\n pass";
-    if let Ok(out) = Command::new("python3").args(["-c", script]).output() {
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if !line.trim().is_empty() {
-                dirs.push(PathBuf::from(line.trim()));
-            }
-        }
-    }
+    // python3's own sys.path (its site-packages, where the `nvidia-*` wheels go), through the
+    // time-limited probe: a stuck interpreter must not hang a build script.
+    dirs.extend(crate::process::python_sys_path(Path::new("python3")).unwrap_or_default());
     dirs
 }
 
