@@ -298,32 +298,15 @@ pub fn render(lib: &LibraryReport) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::from("   ");
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            // Names left-aligned, numbers right-aligned.
-            if i < 2 {
-                let _ = write!(s, " {cell:<w$}");
-            } else {
-                let _ = write!(s, " {cell:>w$}");
-            }
-        }
-        s.trim_end().to_owned()
-    };
+    let line = aligned_columns(&header, &rows);
     let mut current_source: Option<&str> = None;
     for (row, cells) in lib.kernels.iter().zip(&rows) {
         if current_source != Some(&row.source) {
             current_source = Some(&row.source);
             let _ = writeln!(out, "  {} ({})", row.source, row.backend);
-            let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+            let _ = writeln!(out, "{}", line(&header));
         }
-        let _ = writeln!(out, "{}", line(cells));
+        let _ = writeln!(out, "{}", line(&cells.each_ref().map(String::as_str)));
     }
     out.push_str(&render_nvidia(&lib.nvidia_kernels));
     for note in &lib.notes {
@@ -341,6 +324,32 @@ pub fn render(lib: &LibraryReport) -> String {
         let _ = writeln!(out, "  (no code objects)");
     }
     out
+}
+
+/// A formatter for the lines of a table whose columns fit `header` and every row: the first two
+/// columns (names) left-aligned, the numbers right-aligned, indented under a source line.
+fn aligned_columns<const N: usize>(
+    header: &[&str; N],
+    rows: &[[String; N]],
+) -> impl Fn(&[&str; N]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    move |cells| {
+        use std::fmt::Write;
+        let mut s = String::from("   ");
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i < 2 {
+                let _ = write!(s, " {cell:<w$}");
+            } else {
+                let _ = write!(s, " {cell:>w$}");
+            }
+        }
+        s.trim_end().to_owned()
+    }
 }
 
 /// The NVIDIA rows: registers per thread, static shared memory, stack, spills, barriers.
@@ -369,32 +378,16 @@ fn render_nvidia(rows: &[NvidiaRow]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &cells {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::from("   ");
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i < 2 {
-                let _ = write!(s, " {cell:<w$}");
-            } else {
-                let _ = write!(s, " {cell:>w$}");
-            }
-        }
-        s.trim_end().to_owned()
-    };
+    let line = aligned_columns(&header, &cells);
     let mut out = String::new();
     let mut current: Option<&str> = None;
     for (row, c) in rows.iter().zip(&cells) {
         if current != Some(&row.source) {
             current = Some(&row.source);
             let _ = writeln!(out, "  {} (nvidia)", row.source);
-            let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+            let _ = writeln!(out, "{}", line(&header));
         }
-        let _ = writeln!(out, "{}", line(c));
+        let _ = writeln!(out, "{}", line(&c.each_ref().map(String::as_str)));
     }
     out
 }
