@@ -190,7 +190,11 @@ struct Worker {
     size_t dyn_shared_len = 0;
     bool dyn_shared_guarded = false;
     void *altstack = nullptr;
+    // Bump storage for region-form blocks (lane slots, masks): reserved once, committed as used.
+    char *arena = nullptr;
 };
+
+constexpr size_t ARENA_BYTES = size_t(64) << 20;
 
 __thread Worker *tls_worker = nullptr;
 
@@ -538,6 +542,9 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     w->message[0] = 0;
     w->fault_address = 0;
     w->fault_access = 0;
+    // A block abandoned by a fault leaves these behind.
+    rk_cur.region = 0;
+    rk_cur.arena_cur = w->arena;
     Fiber *f0 = w->fibers[0];
     f0->begin = 0;
     f0->end = w->nthreads;
@@ -706,6 +713,16 @@ bool prepare_launch(Worker *w, Launch *l) {
         if (!w->dyn_shared) return false;
     }
     rk_cur.dyn_shared = w->dyn_shared;
+    rk_cur.exec_fibers = d->exec_fibers;
+    rk_cur.thread_order = d->thread_order;
+    rk_cur.region = 0;
+    if (!w->arena) {
+        void *a = mmap(nullptr, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a == MAP_FAILED) return false;
+        w->arena = static_cast<char *>(a);
+    }
+    rk_cur.arena_cur = w->arena;
+    rk_cur.arena_end = w->arena + ARENA_BYTES;
     return true;
 }
 
@@ -783,6 +800,8 @@ void worker_loop(Worker *w) {
         delete f;
     }
     w->fibers.clear();
+    if (w->arena) munmap(w->arena, ARENA_BYTES);
+    w->arena = nullptr;
 }
 
 uint64_t splitmix(uint64_t &s) {
@@ -797,15 +816,29 @@ uint64_t splitmix(uint64_t &s) {
 // ---------------------------------------------------------------------------------------------
 // Kernel-side entry points.
 
+namespace {
+// A barrier or collective reached in a region-form block (which has no fibers to wait on): only
+// possible through code the build's transform did not see, such as a call through a pointer.
+[[noreturn]] void unseen_collective(Worker *w, const char *what) {
+    fail(w, RK_FAULT,
+         "%s was reached through code the cpu backend's region form of this kernel does not "
+         "contain (a call through a function pointer?); run it with per-thread fibers: "
+         "CpuOptions::exec = CpuExec::Fibers, or ROCM_CPU_EXEC=fibers",
+         what);
+}
+}  // namespace
+
 extern "C" void rk_syncthreads(void) {
     Worker *w = tls_worker;
     if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
+    if (__builtin_expect(rk_cur.region, 0)) unseen_collective(w, "__syncthreads()");
     wait_here(w, current_tid(w), AT_BARRIER);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return pred;
+    if (rk_cur.region) unseen_collective(w, "__syncthreads_count/and/or()");
     w->pred_count += pred != 0;
     wait_here(w, current_tid(w), AT_BARRIER);
     const uint32_t count = w->barrier_result;
@@ -820,6 +853,7 @@ extern "C" int rk_syncthreads_op(int op, int pred) {
 extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return value;
+    if (rk_cur.region) unseen_collective(w, "a warp collective (__shfl, __ballot, ...)");
     const uint32_t tid = current_tid(w);
     Slot &s = w->slots[tid];
     s.op = static_cast<uint8_t>(op);
@@ -839,6 +873,15 @@ extern "C" void rk_kernel_fault(const char *message) {
         abort();
     }
     fail(w, RK_FAULT, "%s", message);
+}
+
+extern "C" void rk_block_fail(uint32_t status, const char *message) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) {
+        fprintf(stderr, "kernel fault outside a kernel launch: %s\n", message);
+        abort();
+    }
+    fail(w, status, "%s", message);
 }
 
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
@@ -1015,6 +1058,7 @@ extern "C" void rk_kernel_fault(const char *message) {
     std::fprintf(stderr, "kernel fault: %s\n", message);
     std::abort();
 }
+extern "C" void rk_block_fail(uint32_t, const char *message) { rk_kernel_fault(message); }
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                                const char *function) noexcept {
     std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);

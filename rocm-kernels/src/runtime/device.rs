@@ -42,6 +42,31 @@ pub struct CpuOptions {
     pub race_check: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
+    /// How the threads of a block run ([`CpuExec`]); the default reads `ROCM_CPU_EXEC`
+    /// (`regions` or `fibers`).
+    pub exec: CpuExec,
+}
+
+/// How the cpu backend runs the threads of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuExec {
+    /// Kernels the build could put in region form run as one loop over the block's threads per
+    /// stretch of code between barriers, with no context switches; the others use fibers.
+    #[default]
+    Regions,
+    /// Every kernel runs one fiber per thread that switches at barriers and warp collectives
+    /// (slower; for comparison, or for a kernel whose region form misbehaves).
+    Fibers,
+}
+
+impl CpuExec {
+    /// `ROCM_CPU_EXEC=fibers` selects [`CpuExec::Fibers`]; anything else the default.
+    pub fn from_env() -> CpuExec {
+        match std::env::var("ROCM_CPU_EXEC").as_deref() {
+            Ok("fibers") => CpuExec::Fibers,
+            _ => CpuExec::Regions,
+        }
+    }
 }
 
 impl Default for CpuOptions {
@@ -55,6 +80,7 @@ impl Default for CpuOptions {
             threads: 0,
             race_check: false,
             stack_size: 128 * 1024,
+            exec: CpuExec::from_env(),
         }
     }
 }

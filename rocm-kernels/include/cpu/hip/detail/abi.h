@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define RK_ABI_VERSION 1u
+#define RK_ABI_VERSION 2u
 #define RK_MAX_PARAMS 64
 
 #ifdef __cplusplus
@@ -32,6 +32,9 @@ typedef struct rk_param_info {
     uint32_t count;
     uint32_t size[RK_MAX_PARAMS];
     uint8_t is_pointer[RK_MAX_PARAMS];
+    /* 1 when the entry runs whole blocks in region form (rocm-kernels/src/build/cpu/region.rs)
+     * unless rk_cur.exec_fibers asks for per-thread fibers. */
+    uint32_t block_entry;
 } rk_param_info;
 
 typedef struct rk_call {
@@ -53,6 +56,16 @@ typedef struct rk_ctx {
     void *dyn_shared;
     uint32_t dyn_shared_bytes;
     uint32_t in_kernel;
+    /* Run region-form kernels with per-thread fibers instead (CpuExec::Fibers). */
+    uint32_t exec_fibers;
+    /* Set while a region-form block function runs: a barrier reached through code the build did
+     * not see (a function pointer) cannot be run and is reported. */
+    uint32_t region;
+    /* Bump storage for region-form blocks: lane slots and masks. */
+    char *arena_cur;
+    char *arena_end;
+    /* 0: threads of a block run in order; 1: in reverse (race checking compares the two). */
+    uint32_t thread_order;
 } rk_ctx;
 
 extern __thread rk_ctx rk_cur;
@@ -75,6 +88,8 @@ int rk_syncthreads_op(int op, int pred);
 uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width);
 /* Stop the block with a kernel fault (device-side `abort`, `__trap`, a failed assert). */
 void rk_kernel_fault(const char *message) __attribute__((noreturn));
+/* Stop the block with a status (RK_PARTIAL_BARRIER, RK_FAULT) and message: region-form checks. */
+void rk_block_fail(uint32_t status, const char *message) __attribute__((noreturn));
 void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                     const char *function)
 #ifdef __cplusplus
@@ -105,6 +120,8 @@ typedef struct rk_launch_desc {
     uint32_t has_seed;
     uint64_t seed;
     uint64_t time_limit_ns; /* 0: none */
+    uint32_t exec_fibers;   /* 1: run region-form kernels with per-thread fibers */
+    uint32_t thread_order;  /* 0: in order, 1: reversed */
 } rk_launch_desc;
 
 typedef struct rk_launch_result {

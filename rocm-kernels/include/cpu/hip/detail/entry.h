@@ -68,6 +68,27 @@ template <auto K>
 inline void entry(const rk_call *c) {
     run<K>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
 }
+
+/* The entry of a kernel that also has a region form B (one call runs the whole block; see
+ * detail/region.h). Per-thread fibers remain available for comparison (rk_cur.exec_fibers). */
+template <auto K, auto B, class... P, std::size_t... I>
+inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...> seq) {
+    if (c->op == RK_CALL_DESCRIBE || rk_cur.exec_fibers) {
+        run<K>(K, c, seq);
+        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = 1;
+        return;
+    }
+    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
+    (void)args;
+    rk_cur.region = 1;
+    B(std::get<I>(args)...);
+    rk_cur.region = 0;
+}
+
+template <auto K, auto B>
+inline void entry_block(const rk_call *c) {
+    run_block<K, B>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
+}
 }  // namespace rk
 
 #endif

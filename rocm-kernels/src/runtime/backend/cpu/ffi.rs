@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-pub const RK_ABI_VERSION: u32 = 1;
+pub const RK_ABI_VERSION: u32 = 2;
 pub const RK_MAX_PARAMS: usize = 64;
 
 pub const RK_CALL_DESCRIBE: u32 = 1;
@@ -22,6 +22,7 @@ pub struct RkParamInfo {
     pub count: u32,
     pub size: [u32; RK_MAX_PARAMS],
     pub is_pointer: [u8; RK_MAX_PARAMS],
+    pub block_entry: u32,
 }
 
 #[repr(C)]
@@ -47,6 +48,8 @@ pub struct RkLaunchDesc {
     pub has_seed: u32,
     pub seed: u64,
     pub time_limit_ns: u64,
+    pub exec_fibers: u32,
+    pub thread_order: u32,
 }
 
 #[repr(C)]

@@ -37,7 +37,9 @@ use super::{
     ProbeResult, StreamBackend,
 };
 use crate::embedded::{Backend, KernelLibrary};
-use crate::runtime::{CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError};
+use crate::runtime::{
+    CpuExec, CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError,
+};
 
 /// Largest block the cpu backend runs (HIP's limit).
 const MAX_BLOCK_THREADS: u64 = 1024;
@@ -346,6 +348,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<Vec<ParamLayout>, String
         count: 0,
         size: [0; ffi::RK_MAX_PARAMS],
         is_pointer: [0; ffi::RK_MAX_PARAMS],
+        block_entry: 0,
     };
     let call = ffi::RkCall {
         op: ffi::RK_CALL_DESCRIBE,
@@ -485,6 +488,8 @@ impl FunctionBackend for CpuFunction {
             time_limit_ns: options
                 .time_limit
                 .map_or(0, |d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+            exec_fibers: u32::from(options.exec == CpuExec::Fibers),
+            thread_order: 0,
         };
         let mut result = ffi::RkLaunchResult {
             status: 0,
