@@ -192,6 +192,8 @@ struct Worker {
     void *altstack = nullptr;
     // Bump storage for region-form blocks (lane slots, masks): reserved once, committed as used.
     char *arena = nullptr;
+    // threadIdx per linear thread id of the current launch's blocks (2-D and 3-D).
+    std::vector<rk_uint3> idx_table;
 };
 
 constexpr size_t ARENA_BYTES = size_t(64) << 20;
@@ -206,6 +208,34 @@ struct Mapping {
     size_t len;
 };
 
+// Device buffers of 2 MiB and more ask for transparent huge pages (where the kernel has them set
+// to `madvise`): kernels index them as GPUs do, with strides of whole rows and columns, and with
+// 4 KiB pages a tiled transpose misses the TLB on nearly every row it touches.
+constexpr size_t HUGE_PAGE = size_t(2) << 20;
+
+void advise_huge(void *p, size_t len) {
+#ifdef MADV_HUGEPAGE
+    if (len >= HUGE_PAGE) madvise(p, len, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+
+// Unchecked allocations of at least HUGE_PAGE: 2 MiB-aligned mappings (zero-filled).
+void *huge_alloc(size_t bytes) {
+    const size_t len = round_up(bytes, HUGE_PAGE);
+    void *map = mmap(nullptr, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return nullptr;
+    char *base = static_cast<char *>(map);
+    char *aligned = reinterpret_cast<char *>(round_up(reinterpret_cast<uintptr_t>(base), HUGE_PAGE));
+    if (aligned > base) munmap(base, static_cast<size_t>(aligned - base));
+    char *end = base + len + HUGE_PAGE;
+    if (end > aligned + len) munmap(aligned + len, static_cast<size_t>(end - (aligned + len)));
+    advise_huge(aligned, len);
+    return aligned;
+}
+
 void *guarded_alloc(size_t bytes) {
     const size_t page = static_cast<size_t>(page_size());
     const size_t data_pages = round_up(bytes ? bytes : 1, page);
@@ -217,6 +247,7 @@ void *guarded_alloc(size_t bytes) {
         munmap(map, len);
         return nullptr;
     }
+    advise_huge(base + page, data_pages);
     return base + page + data_pages - bytes;
 }
 
@@ -714,6 +745,23 @@ bool prepare_launch(Worker *w, Launch *l) {
     }
     rk_cur.dyn_shared = w->dyn_shared;
     rk_cur.exec_fibers = d->exec_fibers;
+    rk_cur.checked = d->checked;
+    rk_cur.idx_table = nullptr;
+    if (d->block[1] != 1 || d->block[2] != 1) {
+        w->idx_table.resize(w->nthreads);
+        rk_uint3 i{0, 0, 0};
+        for (uint32_t t = 0; t < w->nthreads; ++t) {
+            w->idx_table[t] = i;
+            if (++i.x == d->block[0]) {
+                i.x = 0;
+                if (++i.y == d->block[1]) {
+                    i.y = 0;
+                    ++i.z;
+                }
+            }
+        }
+        rk_cur.idx_table = w->idx_table.data();
+    }
     rk_cur.thread_order = d->thread_order;
     rk_cur.region = 0;
     if (!w->arena) {
@@ -983,6 +1031,7 @@ extern "C" uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_laun
 
 extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t guarded) {
     if (guarded) return guarded_alloc(bytes);
+    if (bytes >= HUGE_PAGE) return huge_alloc(bytes);
     void *p = aligned_alloc(256, round_up(bytes ? bytes : 1, 256));
     if (p) memset(p, 0, bytes);
     return p;
@@ -992,6 +1041,8 @@ extern "C" void rk_mem_free(void *ptr, uint64_t bytes, uint32_t guarded) {
     if (!ptr) return;
     if (guarded)
         guarded_free(ptr, bytes);
+    else if (bytes >= HUGE_PAGE)
+        munmap(ptr, round_up(bytes, HUGE_PAGE));
     else
         free(ptr);
 }

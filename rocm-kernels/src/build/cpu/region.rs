@@ -970,14 +970,24 @@ impl Gen<'_, '_> {
         self.masked == 0 && !self.returned
     }
 
+    /// Lane code reads the lane's coordinates from a local rather than the thread-local
+    /// `rk_cur` (which is still set, for functions the kernel calls).
+    fn push_lane(&mut self, code: &str) {
+        self.out
+            .push_str(&code.replace("(rk_cur.thread_idx)", "(rk_tidx)"));
+    }
+
     fn open_lanes(&mut self) -> usize {
         let id = self.id();
         self.labels.push((id, false));
         if self.full() {
-            self.push("\nRK_ALL_LANES(rkr) {\nrkr.lane(rk_t);");
+            self.push("\nRK_ALL_LANES(rkr) {");
         } else {
-            self.push("\nRK_LANES(rkr) {\nrkr.lane(rk_t);");
+            self.push("\nRK_LANES(rkr) {");
         }
+        self.push(
+            "\nrkr.lane<rk_pub, RK_TLS>(rk_t); const rk_uint3 rk_tidx = rkr.coords(rk_t); (void)rk_tidx;",
+        );
         let scopes = self.scopes.clone();
         for scope in &scopes {
             self.push("\n{ ");
@@ -1095,7 +1105,10 @@ impl Gen<'_, '_> {
     // ---- barrier-level code ----
 
     /// A sequence of statements at barrier level.
-    fn seq(&mut self, stmts: &[Stmt]) -> PResult<()> {
+    ///
+    /// `live_until`: where the scope of variables declared here ends (token index); a variable
+    /// needs a slot per lane only if it is named again after its own stretch of code.
+    fn seq(&mut self, stmts: &[Stmt], live_until: usize) -> PResult<()> {
         let mut i = 0;
         while i < stmts.len() {
             if self.sync(&stmts[i]) {
@@ -1120,24 +1133,60 @@ impl Gen<'_, '_> {
                 i += 1;
             }
             if !run.is_empty() {
-                self.region(&run)?;
+                self.region(run, live_until)?;
             } else {
                 // A hoisted declaration: once, between lane loops.
                 let s = &stmts[i];
-                self.push("\n");
-                self.push(self.src.text(s.start, s.end));
+                let code = self.hoisted(s)?;
+                self.push(&code);
                 i += 1;
             }
         }
         Ok(())
     }
 
+    /// A declaration made once per block. Static `__shared__` arrays (`thread_local` after
+    /// preprocessing) become references into the block's storage: plain memory is much cheaper
+    /// to address than thread-local storage in position-independent code.
+    fn hoisted(&self, s: &Stmt) -> PResult<String> {
+        let src = self.src;
+        if src.is(s.start, "thread_local") {
+            if let Decl::Lanes { ty: Some(ty), vars } = self.classify(s.start + 1, s.end)? {
+                if vars.iter().all(|v| matches!(v.init, Init::None)) {
+                    let mut out = String::new();
+                    for v in &vars {
+                        out.push_str(&format!(
+                            "\nauto &{} = rk::shared_slot<{ty}{}>();",
+                            v.name, v.dims
+                        ));
+                    }
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(format!("\n{}", src.text(s.start, s.end)))
+    }
+
     /// One lane loop over statements without barriers.
-    fn region(&mut self, run: &[(&Stmt, Decl)]) -> PResult<()> {
+    fn region(&mut self, mut run: Vec<(&Stmt, Decl)>, live_until: usize) -> PResult<()> {
+        // Variables not named after this stretch stay ordinary locals of the lane code.
+        let run_end = run.last().map_or(0, |(s, _)| s.end);
+        let src = self.src;
+        for (_, d) in run.iter_mut() {
+            if let Decl::Lanes { vars, .. } = d {
+                let live = vars.iter().any(|v| {
+                    (run_end..live_until.min(src.toks.len()))
+                        .any(|i| src.ident(i) && src.t(i) == v.name)
+                });
+                if !live {
+                    *d = Decl::No;
+                }
+            }
+        }
         // Slots for the lane variables declared here, before the loop.
         let mut pending: Vec<(String, String)> = Vec::new();
         let mut storages = Vec::new();
-        for (_, d) in run {
+        for (_, d) in &run {
             if let Decl::Lanes { ty, vars } = d {
                 let st = self.slots(ty, vars, &pending);
                 pending.extend(st.iter().cloned());
@@ -1156,7 +1205,7 @@ impl Gen<'_, '_> {
                 Decl::Lanes { ty, vars } => self.decl_lane_code(ty, vars, st, &[]),
                 _ => self.lane_stmt(s, top)?,
             };
-            self.push(&code);
+            self.push_lane(&code);
         }
         self.close_lanes();
         if let Some(scope) = self.scopes.last_mut() {
@@ -1172,7 +1221,7 @@ impl Gen<'_, '_> {
             St::Block(body) => {
                 self.push("\n{ rk::scope rk_sc;");
                 self.scopes.push(Vec::new());
-                self.seq(body)?;
+                self.seq(body, s.end)?;
                 self.scopes.pop();
                 self.push("\n}");
                 Ok(())
@@ -1231,9 +1280,9 @@ impl Gen<'_, '_> {
     fn branch(&mut self, s: &Stmt) -> PResult<()> {
         self.scopes.push(Vec::new());
         let r = if let St::Block(body) = &s.st {
-            self.seq(body)
+            self.seq(body, s.end)
         } else {
-            self.seq(std::slice::from_ref(s))
+            self.seq(std::slice::from_ref(s), s.end)
         };
         self.scopes.pop();
         r
@@ -1338,7 +1387,7 @@ impl Gen<'_, '_> {
                 if s.end != b {
                     return Err("unexpected `for` initializer".into());
                 }
-                self.seq(std::slice::from_ref(&s))?;
+                self.seq(std::slice::from_ref(&s), body.end)?;
             }
         }
         self.push(&format!(
@@ -1527,7 +1576,7 @@ impl Gen<'_, '_> {
         if !stores.is_empty() {
             self.open_lanes();
             self.push("\n");
-            self.push(&stores);
+            self.push_lane(&stores);
             self.close_lanes();
         }
         // Phase 2: barriers checked, ballots reduced per wave.
@@ -1538,7 +1587,7 @@ impl Gen<'_, '_> {
             Some((ty, vars, storage)) => self.decl_lane_code(ty, vars, storage, &reps),
             None => format!("\n{}", wrap(self.text_with(a, b, &reps))),
         };
-        self.push(&code);
+        self.push_lane(&code);
         self.close_lanes();
         self.push("\n}");
         Ok(())
@@ -1633,6 +1682,32 @@ fn waiting_functions(src: &Src, bodies: &[(String, usize, usize)]) -> BTreeSet<S
         waiting.remove(*c);
     }
     waiting
+}
+
+/// Names of functions that read any of `words` (members of `rk_cur`), directly or through calls.
+fn reading_functions(
+    src: &Src,
+    bodies: &[(String, usize, usize)],
+    words: &[&str],
+) -> BTreeSet<String> {
+    let mut readers: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let mut grew = false;
+        for (name, a, b) in bodies {
+            if readers.contains(name) {
+                continue;
+            }
+            if (*a..*b)
+                .any(|i| src.ident(i) && (words.contains(&src.t(i)) || readers.contains(src.t(i))))
+            {
+                readers.insert(name.clone());
+                grew = true;
+            }
+        }
+        if !grew {
+            return readers;
+        }
+    }
 }
 
 struct KernelDef {
@@ -1818,7 +1893,12 @@ fn param_mutated(src: &Src, name: &str, (a, b): (usize, usize)) -> bool {
     })
 }
 
-fn form_for(src: &Src, def: &KernelDef, waiting: &BTreeSet<String>) -> PResult<Option<String>> {
+fn form_for(
+    src: &Src,
+    def: &KernelDef,
+    waiting: &BTreeSet<String>,
+    readers: &BTreeSet<String>,
+) -> PResult<Option<String>> {
     let (ba, bb) = def.body;
     if let Some(i) = (ba..bb).find(|&i| src.ident(i) && waiting.contains(src.t(i))) {
         return Err(format!(
@@ -1826,10 +1906,17 @@ fn form_for(src: &Src, def: &KernelDef, waiting: &BTreeSet<String>) -> PResult<O
             src.t(i)
         ));
     }
-    if !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i))) {
-        // No barrier: the per-thread loop already runs it without switching.
-        return Ok(None);
+    let has_barriers = (ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)));
+    if !has_barriers {
+        // One lane loop for the block; where the rewrite does not apply, the per-thread loop
+        // runs it just as well (it never switches).
+        return Ok(rewrite(src, def, bb, readers).ok());
     }
+    rewrite(src, def, bb, readers).map(Some)
+}
+
+fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) -> PResult<String> {
+    let (ba, _) = def.body;
     let parser = Parser { src };
     let body = parser.block(ba, bb)?;
     // Parameters the body changes get a copy per lane.
@@ -1864,7 +1951,27 @@ fn form_for(src: &Src, def: &KernelDef, waiting: &BTreeSet<String>) -> PResult<O
         ));
         g.scopes[0].push((n.clone(), format!("rk_p_{n}")));
     }
-    g.seq(&body)?;
+    g.seq(&body, bb)?;
+    // Whether functions the kernel calls read the running thread's coordinates from `rk_cur`
+    // (which then must be set for every lane even when faults need not name it).
+    let tls = (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.t(i)));
+    // Whether the code tracks active lanes at all (see rk::region).
+    let masks = [
+        "RK_LANES(",
+        "rkr.save",
+        "rkr.barrier",
+        "rkr.ret",
+        "rkr.brk",
+        "rkr.cont",
+        "rkr.shfl",
+        "rkr.reduce",
+        "rkr.activemask",
+        "rkr.count",
+        "rkr.any",
+        "rkr.act",
+    ]
+    .iter()
+    .any(|m| g.out.contains(m));
     let mut code = String::new();
     for ns in &def.scopes {
         if ns.is_empty() {
@@ -1879,7 +1986,12 @@ fn form_for(src: &Src, def: &KernelDef, waiting: &BTreeSet<String>) -> PResult<O
         code.push('\n');
     }
     code.push_str(&format!(
-        "__attribute__((flatten)) void rk_block_{}({sig}) {{\nrk::region rkr;{}\n}}\n",
+        "__attribute__((flatten)) void rk_block_{}({sig}) {{\nrk::region rkr({masks});\n\
+         // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
+         // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
+         auto rk_body = [&](auto rk_pub_c) {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
+         constexpr bool RK_TLS = {tls}; (void)RK_TLS;{}\n}};\n\
+         if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
         def.name, g.out
     ));
     for ns in &def.scopes {
@@ -1888,7 +2000,7 @@ fn form_for(src: &Src, def: &KernelDef, waiting: &BTreeSet<String>) -> PResult<O
         }
     }
     code.push('\n');
-    Ok(Some(code))
+    Ok(code)
 }
 
 /// Region forms for the kernels defined in a preprocessed translation unit.
@@ -1897,6 +2009,7 @@ pub fn generate(preprocessed: &str) -> Outcome {
     let bodies = function_bodies(&src);
     let (defs, specialized) = kernel_defs(&src);
     let mut waiting = waiting_functions(&src, &bodies);
+    let readers = reading_functions(&src, &bodies, &["thread_idx"]);
     // Kernels cannot be called from device code: a kernel with barriers is no reason for another
     // one (with a variable of the same name) to keep fibers.
     for d in &defs {
@@ -1922,7 +2035,7 @@ pub fn generate(preprocessed: &str) -> Outcome {
         }
         // Kernels in anonymous namespaces are reachable by their unqualified names only within
         // this unit, which is where the block function goes.
-        match form_for(&src, def, &waiting) {
+        match form_for(&src, def, &waiting, &readers) {
             Ok(Some(code)) => {
                 let block_fn = match def.qualified.rfind("::") {
                     Some(at) => format!("{}::rk_block_{}", &def.qualified[..at], def.name),
@@ -1950,9 +2063,19 @@ mod tests {
     }
 
     #[test]
-    fn kernels_without_barriers_need_no_form() {
-        let o = form("__rk_kernel__ void k(float* x) { x[0] = 1; }");
-        assert!(o.forms.is_empty() && o.fibers.is_empty(), "{o:?}");
+    fn kernels_without_barriers_are_one_lane_loop_without_slots() {
+        let o = form(
+            "__rk_kernel__ void k(float* x, int n) { int i = (rk_cur.thread_idx).x; if (i < n) x[i] = 1; }\n\
+             __rk_kernel__ void g(float* x) { l: x[0] = 1; goto l; }",
+        );
+        assert_eq!(o.forms.len(), 1, "{o:?}");
+        let code = &o.forms[0].code;
+        assert!(code.contains("RK_ALL_LANES(rkr)"), "{code}");
+        assert!(!code.contains("rkr.alloc"), "{code}");
+        assert!(code.contains("int i = (rk_tidx).x;"), "{code}");
+        // Where the rewrite does not apply, a kernel without barriers keeps the per-thread loop
+        // and that is no reason to report.
+        assert!(o.fibers.is_empty(), "{o:?}");
     }
 
     #[test]
@@ -1976,10 +2099,16 @@ mod tests {
         // Every lane reaches every barrier: no checks, and the loop (the same in every lane)
         // runs once for the block with `k` shared.
         assert!(!code.contains("rkr.barrier();"), "{code}");
-        assert!(code.contains("for (unsigned k = 128; k > 0; k >>= 1)"), "{code}");
+        assert!(
+            code.contains("for (unsigned k = 128; k > 0; k >>= 1)"),
+            "{code}"
+        );
         assert!(!code.contains("RK_LANES(rkr)"), "{code}");
         // The shared array is declared once per block, not per lane.
-        assert!(code.contains("\nthread_local float s[256];"), "{code}");
+        assert!(
+            code.contains("auto &s = rk::shared_slot<float[256]>();"),
+            "{code}"
+        );
         assert_eq!(o.block_ref("r").as_deref(), Some("rk_block_r"));
     }
 

@@ -64,6 +64,10 @@ typedef struct rk_ctx {
     /* Bump storage for region-form blocks: lane slots and masks. */
     char *arena_cur;
     char *arena_end;
+    /* The launch is checked (guard pages): faults must name the exact thread. */
+    uint32_t checked;
+    /* threadIdx of each linear thread id of a block, for 2-D and 3-D blocks (else null). */
+    rk_uint3 *idx_table;
     /* 0: threads of a block run in order; 1: in reverse (race checking compares the two). */
     uint32_t thread_order;
 } rk_ctx;

@@ -32,6 +32,13 @@ inline char *arena_take(std::size_t bytes, std::size_t align) {
     return reinterpret_cast<char *>(p);
 }
 
+/* A static __shared__ variable of a region-form block: uninitialised, like on a GPU. */
+template <class T>
+inline T &shared_slot() {
+    static_assert(std::is_trivially_destructible<T>::value, "__shared__ variables are trivially destructible");
+    return *reinterpret_cast<T *>(arena_take(sizeof(T), 64));
+}
+
 /* Releases what a block of generated code took from the arena. */
 struct scope {
     char *mark;
@@ -65,34 +72,28 @@ struct region {
     uint8_t *st;   /* lane states (LANE_RUN, ...) */
     rk_uint3 *idx; /* threadIdx per lane for 2-D/3-D blocks, else null */
     uint32_t first, step;
+    bool publish;
 
-    region() {
+    /* `masks`: the generated code tracks which lanes are active (it has control flow around
+     * barriers, returns, collectives); code where every lane always runs needs none. */
+    explicit region(bool masks) {
         const rk_uint3 d = rk_cur.block_dim;
         n = d.x * d.y * d.z;
         ws = rk_cur.wave_size;
         nw = (n + ws - 1) / ws;
-        act = bytes();
-        st = bytes();
-        std::memset(act, 1, n);
-        std::memset(st, LANE_RUN, n);
-        idx = nullptr;
-        rk_cur.thread_idx = rk_uint3{0, 0, 0};
-        if (d.y != 1 || d.z != 1) {
-            idx = reinterpret_cast<rk_uint3 *>(arena_take(sizeof(rk_uint3) * n, 16));
-            rk_uint3 i{0, 0, 0};
-            for (uint32_t t = 0; t < n; ++t) {
-                idx[t] = i;
-                if (++i.x == d.x) {
-                    i.x = 0;
-                    if (++i.y == d.y) {
-                        i.y = 0;
-                        ++i.z;
-                    }
-                }
-            }
+        act = st = nullptr;
+        if (masks) {
+            act = bytes();
+            st = bytes();
+            std::memset(act, 1, n);
+            std::memset(st, LANE_RUN, n);
         }
+        /* The runtime keeps each launch's table of thread coordinates (2-D and 3-D blocks). */
+        idx = rk_cur.idx_table;
+        rk_cur.thread_idx = rk_uint3{0, 0, 0};
         /* Lanes run in order, or last to first when the launch asks for the reverse order
          * (race checking compares the two). */
+        publish = rk_cur.checked != 0 || rk_cur.thread_order != 0;
         first = 0;
         step = 1;
         if (rk_cur.thread_order) {
@@ -119,13 +120,25 @@ struct region {
     /* Lane slots for collective operands, with two words per wave after them. */
     uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(arena_take(8 * (n + 2 * nw), 16)); }
 
-    __attribute__((always_inline)) uint32_t lane_at(uint32_t i) const { return first + i * step; }
+    /* The i-th lane to run. Lanes run in order, or last to first when the launch asks for
+     * the reverse (race checking compares the two; that uses the publishing variant). */
+    template <bool P>
+    __attribute__((always_inline)) uint32_t lane_at(uint32_t i) const {
+        return P ? first + i * step : i;
+    }
+    /* Make lane t the current thread. P (checked launches and reversed order): store its
+     * coordinates in rk_cur ahead of the lane's memory accesses, so a fault names the right
+     * thread. Otherwise only when functions the kernel calls read them (TLS), and the compiler
+     * may optimise across lanes (vectorise a loop over them). */
+    template <bool P, bool TLS>
     __attribute__((always_inline)) void lane(uint32_t t) {
-        if (idx)
-            rk_cur.thread_idx = idx[t];
-        else
-            rk_cur.thread_idx.x = t;
-        RK_PUBLISH_THREAD_IDX();
+        if (P || TLS) {
+            if (idx)
+                rk_cur.thread_idx = idx[t];
+            else
+                rk_cur.thread_idx.x = t;
+        }
+        if (P) RK_PUBLISH_THREAD_IDX();
     }
 
     /* ---- masks ---- */
@@ -282,13 +295,13 @@ struct region {
 /* Every lane, where the build knows all are active (nothing masked, nobody returned). */
 #define RK_ALL_LANES(r)                                        \
     for (uint32_t rk_i = 0; rk_i < (r).n; ++rk_i)              \
-        if (const uint32_t rk_t = (r).lane_at(rk_i); false) {  \
+        if (const uint32_t rk_t = (r).template lane_at<rk_pub>(rk_i); false) {  \
         } else
 
 /* The lanes of the current region code: `rk_t` is the lane, inactive lanes are skipped. */
 #define RK_LANES(r)                                               \
     for (uint32_t rk_i = 0; rk_i < (r).n; ++rk_i)                 \
-        if (const uint32_t rk_t = (r).lane_at(rk_i); !(r).act[rk_t]) \
+        if (const uint32_t rk_t = (r).template lane_at<rk_pub>(rk_i); !(r).act[rk_t]) \
             continue;                                             \
         else
 
