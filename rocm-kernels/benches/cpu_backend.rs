@@ -54,9 +54,17 @@ fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let n: usize = if quick { 1 << 16 } else { 16 << 20 };
     let side: usize = if quick { 256 } else { 4096 };
+    // BENCH_THREADS=1 compares one worker with HIP-CPU limited to one thread (run.sh honours it
+    // too): on a small shared machine that is the steadiest comparison.
+    let threads = std::env::var("BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let device = Device::cpu(CpuOptions {
-        // Guard pages cost nothing per access; unchecked only skips the mmap per buffer.
+        // Unchecked: exact fault reports cost a compiler barrier per thread, and benchmarks
+        // measure speed. (Guard pages themselves cost nothing per access.)
         checked: false,
+        threads,
         ..CpuOptions::default()
     });
     let info = device.info().clone();

@@ -5,7 +5,11 @@
 
 #include "../../tests/corpus/kernels/bench.hip"
 
+#include <tbb/global_control.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -41,6 +45,12 @@ static Best best_ms(int runs, F f) {
 }
 
 int main() {
+    // BENCH_THREADS=N limits HIP-CPU's TBB pool, as it limits the cpu backend's workers.
+    std::unique_ptr<tbb::global_control> limit;
+    if (const char *t = std::getenv("BENCH_THREADS"))
+        if (std::atoi(t) > 0)
+            limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                          static_cast<size_t>(std::atoi(t)));
     const int n = 16 << 20;
     const int runs = 5;
     float *x, *y, *out;

@@ -629,11 +629,15 @@ enum Decl {
     /// Same for every lane and evaluated once (types, `static`, `constexpr`, `__shared__`,
     /// uniform constants): emitted between lane loops.
     Hoist,
-    /// One slot per lane. `ty` is None for `auto`.
+    /// One slot per lane. `ty` is None for `auto`. `declared`: false for an assignment the
+    /// rewrite treats as a new declaration (see [`Gen::region`]).
     Lanes {
         ty: Option<String>,
         vars: Vec<DeclVar>,
+        declared: bool,
     },
+    /// A renewed assignment turned back into a lane-local declaration (its code).
+    Renewed(String),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -823,7 +827,11 @@ impl Gen<'_, '_> {
             return Ok(Decl::Hoist);
         }
         if is_auto {
-            return Ok(Decl::Lanes { ty: None, vars });
+            return Ok(Decl::Lanes {
+                ty: None,
+                vars,
+                declared: true,
+            });
         }
         // The slot type: the declared type without its top-level const.
         let mut words: Vec<&str> = spec.clone();
@@ -842,6 +850,7 @@ impl Gen<'_, '_> {
         Ok(Decl::Lanes {
             ty: Some(join_words(&words)),
             vars,
+            declared: true,
         })
     }
 
@@ -985,9 +994,7 @@ impl Gen<'_, '_> {
         } else {
             self.push("\nRK_LANES(rkr) {");
         }
-        self.push(
-            "\nrkr.lane<rk_pub, RK_TLS>(rk_t); const rk_uint3 rk_tidx = rkr.coords(rk_t); (void)rk_tidx;",
-        );
+        self.push("\nrkr.lane<rk_pub, RK_TLS>(rk_tidx); (void)rk_t;");
         let scopes = self.scopes.clone();
         for scope in &scopes {
             self.push("\n{ ");
@@ -1109,6 +1116,8 @@ impl Gen<'_, '_> {
     /// `live_until`: where the scope of variables declared here ends (token index); a variable
     /// needs a slot per lane only if it is named again after its own stretch of code.
     fn seq(&mut self, stmts: &[Stmt], live_until: usize) -> PResult<()> {
+        // Assignments that begin a variable's life anew: statement start -> (type, name).
+        let mut reborn: BTreeMap<usize, (String, String)> = BTreeMap::new();
         let mut i = 0;
         while i < stmts.len() {
             if self.sync(&stmts[i]) {
@@ -1121,7 +1130,17 @@ impl Gen<'_, '_> {
             let mut run: Vec<(&Stmt, Decl)> = Vec::new();
             while i < stmts.len() && !self.sync(&stmts[i]) {
                 let s = &stmts[i];
-                let decl = if matches!(s.st, St::Simple) {
+                let decl = if let Some((ty, name)) = reborn.get(&s.start) {
+                    Decl::Lanes {
+                        ty: Some(ty.clone()),
+                        vars: vec![DeclVar {
+                            name: name.clone(),
+                            init: Init::Expr(s.start + 2, s.end - 1),
+                            dims: String::new(),
+                        }],
+                        declared: false,
+                    }
+                } else if matches!(s.st, St::Simple) {
                     self.classify(s.start, s.end)?
                 } else {
                     Decl::No
@@ -1133,7 +1152,7 @@ impl Gen<'_, '_> {
                 i += 1;
             }
             if !run.is_empty() {
-                self.region(run, live_until)?;
+                reborn.extend(self.region(run, &stmts[i..], live_until)?);
             } else {
                 // A hoisted declaration: once, between lane loops.
                 let s = &stmts[i];
@@ -1151,7 +1170,10 @@ impl Gen<'_, '_> {
     fn hoisted(&self, s: &Stmt) -> PResult<String> {
         let src = self.src;
         if src.is(s.start, "thread_local") {
-            if let Decl::Lanes { ty: Some(ty), vars } = self.classify(s.start + 1, s.end)? {
+            if let Decl::Lanes {
+                ty: Some(ty), vars, ..
+            } = self.classify(s.start + 1, s.end)?
+            {
                 if vars.iter().all(|v| matches!(v.init, Init::None)) {
                     let mut out = String::new();
                     for v in &vars {
@@ -1168,26 +1190,79 @@ impl Gen<'_, '_> {
     }
 
     /// One lane loop over statements without barriers.
-    fn region(&mut self, mut run: Vec<(&Stmt, Decl)>, live_until: usize) -> PResult<()> {
-        // Variables not named after this stretch stay ordinary locals of the lane code.
+    ///
+    /// A variable declared here needs a slot per lane only if code after this stretch reads it.
+    /// When the next statement naming it assigns it a new value (`x = ...;`, not reading `x`),
+    /// it is dead here and that statement is returned (start -> type, name) to be treated as a
+    /// new declaration: kernels often recompute their indices after a barrier.
+    fn region(
+        &mut self,
+        mut run: Vec<(&Stmt, Decl)>,
+        rest: &[Stmt],
+        live_until: usize,
+    ) -> PResult<Vec<(usize, (String, String))>> {
         let run_end = run.last().map_or(0, |(s, _)| s.end);
         let src = self.src;
+        // Names, not members (`threadIdx.x` does not name `x`).
+        let names = |a: usize, b: usize, n: &str| {
+            (a..b).any(|i| {
+                src.ident(i) && src.t(i) == n && !(i > 0 && matches!(src.t(i - 1), "." | "->"))
+            })
+        };
+        let mut reborn = Vec::new();
         for (_, d) in run.iter_mut() {
-            if let Decl::Lanes { vars, .. } = d {
-                let live = vars.iter().any(|v| {
-                    (run_end..live_until.min(src.toks.len()))
-                        .any(|i| src.ident(i) && src.t(i) == v.name)
-                });
-                if !live {
-                    *d = Decl::No;
+            let Decl::Lanes { ty, vars, .. } = &*d else {
+                continue;
+            };
+            let mut live = false;
+            let mut renew = Vec::new();
+            for v in vars.iter() {
+                match rest.iter().find(|s| names(s.start, s.end, &v.name)) {
+                    Some(s)
+                        if matches!(s.st, St::Simple)
+                            && !self.sync(s)
+                            && src.is(s.start, &v.name)
+                            && src.is(s.start + 1, "=")
+                            && !names(s.start + 2, s.end, &v.name)
+                            && ty.is_some()
+                            && v.dims.is_empty() =>
+                    {
+                        renew.push((s.start, (ty.clone().unwrap_or_default(), v.name.clone())));
+                    }
+                    Some(_) => live = true,
+                    None => {
+                        let after = rest.last().map_or(run_end, |s| s.end);
+                        live |= names(after, live_until.min(src.toks.len()), &v.name);
+                    }
                 }
             }
+            if live {
+                continue;
+            }
+            reborn.extend(renew);
+            // Not live: the declaration stays in the lane code as written, or (a renewed
+            // assignment) with its type put back in front.
+            let new = match &*d {
+                Decl::Lanes {
+                    declared: false,
+                    ty: Some(ty),
+                    vars,
+                } => {
+                    let v = &vars[0];
+                    let Init::Expr(x, y) = v.init else {
+                        unreachable!("renewed assignments have `= expr`")
+                    };
+                    Decl::Renewed(format!("{ty} {} = {};", v.name, src.text(x, y)))
+                }
+                _ => Decl::No,
+            };
+            *d = new;
         }
         // Slots for the lane variables declared here, before the loop.
         let mut pending: Vec<(String, String)> = Vec::new();
         let mut storages = Vec::new();
         for (_, d) in &run {
-            if let Decl::Lanes { ty, vars } = d {
+            if let Decl::Lanes { ty, vars, .. } = d {
                 let st = self.slots(ty, vars, &pending);
                 pending.extend(st.iter().cloned());
                 storages.push(st);
@@ -1202,7 +1277,8 @@ impl Gen<'_, '_> {
         };
         for ((s, d), st) in run.iter().zip(&storages) {
             let code = match d {
-                Decl::Lanes { ty, vars } => self.decl_lane_code(ty, vars, st, &[]),
+                Decl::Lanes { ty, vars, .. } => self.decl_lane_code(ty, vars, st, &[]),
+                Decl::Renewed(code) => format!("\n{code}"),
                 _ => self.lane_stmt(s, top)?,
             };
             self.push_lane(&code);
@@ -1212,7 +1288,7 @@ impl Gen<'_, '_> {
             scope.extend(pending);
         }
         self.returned |= std::mem::take(&mut self.returned_here);
-        Ok(())
+        Ok(reborn)
     }
 
     fn sync_stmt(&mut self, s: &Stmt) -> PResult<()> {
@@ -1302,7 +1378,10 @@ impl Gen<'_, '_> {
         if ib <= ia + 1 {
             return Ok(false);
         }
-        let Decl::Lanes { ty: Some(_), vars } = self.classify(ia, ib)? else {
+        let Decl::Lanes {
+            ty: Some(_), vars, ..
+        } = self.classify(ia, ib)?
+        else {
             return Ok(false);
         };
         let inits_uniform = vars.iter().all(|v| match v.init {
@@ -1456,9 +1535,11 @@ impl Gen<'_, '_> {
         }
         let decl = self.classify(s.start, s.end)?;
         match decl {
-            Decl::Hoist => Err("a barrier in a static or constant declaration".into()),
+            Decl::Hoist | Decl::Renewed(_) => {
+                Err("a barrier in a static or constant declaration".into())
+            }
             Decl::No => self.phased(s.start, s.end - 1, None, &|t| format!("{t};")),
-            Decl::Lanes { ty, vars } => {
+            Decl::Lanes { ty, vars, .. } => {
                 let storage = self.slots(&ty, &vars, &[]);
                 self.phased(s.start, s.end - 1, Some((&ty, &vars, &storage)), &|t| {
                     format!("{t};")
@@ -1986,10 +2067,10 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
         code.push('\n');
     }
     code.push_str(&format!(
-        "__attribute__((flatten)) void rk_block_{}({sig}) {{\nrk::region rkr({masks});\n\
+        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks});\n\
          // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
          // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
-         auto rk_body = [&](auto rk_pub_c) {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
+         auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
          constexpr bool RK_TLS = {tls}; (void)RK_TLS;{}\n}};\n\
          if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
         def.name, g.out
@@ -2110,6 +2191,22 @@ mod tests {
             "{code}"
         );
         assert_eq!(o.block_ref("r").as_deref(), Some("rk_block_r"));
+    }
+
+    #[test]
+    fn indices_recomputed_after_a_barrier_need_no_slots() {
+        let o = form(
+            "__rk_kernel__ void t(const float* in, float* out) {\n\
+             thread_local float tile[64];\n\
+             int x = (rk_cur.thread_idx).x;\n\
+             tile[x] = in[x];\n\
+             __syncthreads();\n\
+             x = 63 - (rk_cur.thread_idx).x;\n\
+             out[x] = tile[x];\n}",
+        );
+        let code = &o.forms[0].code;
+        assert!(!code.contains("rkr.alloc"), "{code}");
+        assert!(code.contains("int x = 63 - (rk_tidx).x;"), "{code}");
     }
 
     #[test]

@@ -12,6 +12,16 @@
 #ifndef RK_CPU_REGION_H
 #define RK_CPU_REGION_H
 
+/* Region-form block functions inline everything they call (one loop over lanes with the kernel
+ * body inside), and with GCC on x86-64 are also compiled for AVX2, chosen at load time where the
+ * CPU has it: a loop over lanes is a loop a vectoriser can use, and AVX2's masked stores let it
+ * vectorise the bounds-checked stores kernels are full of. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define RK_REGION_FN __attribute__((flatten, target_clones("avx2", "default")))
+#else
+#define RK_REGION_FN __attribute__((flatten))
+#endif
+
 namespace rk {
 
 /* Lane states: running, returned from the kernel, or left the enclosing loop number d (counted
@@ -67,6 +77,7 @@ inline T from_bits(uint64_t b) {
 /* One block being run in region form. */
 struct region {
     scope mem;
+    rk_uint3 dim;
     uint32_t n, ws, nw;
     uint8_t *act;  /* lanes executing the current code */
     uint8_t *st;   /* lane states (LANE_RUN, ...) */
@@ -78,6 +89,7 @@ struct region {
      * barriers, returns, collectives); code where every lane always runs needs none. */
     explicit region(bool masks) {
         const rk_uint3 d = rk_cur.block_dim;
+        dim = d;
         n = d.x * d.y * d.z;
         ws = rk_cur.wave_size;
         nw = (n + ws - 1) / ws;
@@ -120,24 +132,20 @@ struct region {
     /* Lane slots for collective operands, with two words per wave after them. */
     uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(arena_take(8 * (n + 2 * nw), 16)); }
 
-    /* The i-th lane to run. Lanes run in order, or last to first when the launch asks for
-     * the reverse (race checking compares the two; that uses the publishing variant). */
+    /* A coordinate of the lane to run `i`-th along a dimension of `n`: in order, or last to
+     * first when the launch asks for the reverse order (race checking compares the two; only
+     * the publishing variant P does it). Reversing every coordinate reverses linear ids. */
     template <bool P>
-    __attribute__((always_inline)) uint32_t lane_at(uint32_t i) const {
-        return P ? first + i * step : i;
+    __attribute__((always_inline)) uint32_t along(uint32_t i, uint32_t n) const {
+        return P && step != 1 ? n - 1 - i : i;
     }
-    /* Make lane t the current thread. P (checked launches and reversed order): store its
+    /* Make lane `i` the current thread. P (checked launches and reversed order): store its
      * coordinates in rk_cur ahead of the lane's memory accesses, so a fault names the right
      * thread. Otherwise only when functions the kernel calls read them (TLS), and the compiler
      * may optimise across lanes (vectorise a loop over them). */
     template <bool P, bool TLS>
-    __attribute__((always_inline)) void lane(uint32_t t) {
-        if (P || TLS) {
-            if (idx)
-                rk_cur.thread_idx = idx[t];
-            else
-                rk_cur.thread_idx.x = t;
-        }
+    __attribute__((always_inline)) void lane(const rk_uint3 &i) {
+        if (P || TLS) rk_cur.thread_idx = i;
         if (P) RK_PUBLISH_THREAD_IDX();
     }
 
@@ -292,17 +300,22 @@ struct region {
 
 }  // namespace rk
 
-/* Every lane, where the build knows all are active (nothing masked, nobody returned). */
-#define RK_ALL_LANES(r)                                        \
-    for (uint32_t rk_i = 0; rk_i < (r).n; ++rk_i)              \
-        if (const uint32_t rk_t = (r).template lane_at<rk_pub>(rk_i); false) {  \
-        } else
-
-/* The lanes of the current region code: `rk_t` is the lane, inactive lanes are skipped. */
-#define RK_LANES(r)                                               \
-    for (uint32_t rk_i = 0; rk_i < (r).n; ++rk_i)                 \
-        if (const uint32_t rk_t = (r).template lane_at<rk_pub>(rk_i); !(r).act[rk_t]) \
-            continue;                                             \
-        else
+/* Loops over the lanes of region code: `rk_t` is the lane's linear id, `rk_tidx` its threadIdx.
+ * Nested loops per dimension (not one loop over a table of coordinates) keep the kernel's index
+ * arithmetic affine, which the compiler can vectorise and interchange. RK_ALL_LANES is for code
+ * every lane runs (nothing masked, nobody returned); RK_LANES skips inactive lanes. */
+#define RK_LANES_ALONG(r)                                                                      \
+    for (uint32_t rk_iz = 0; rk_iz < (r).dim.z; ++rk_iz)                                       \
+        for (uint32_t rk_iy = 0; rk_iy < (r).dim.y; ++rk_iy)                                   \
+            for (uint32_t rk_ix = 0; rk_ix < (r).dim.x; ++rk_ix)                               \
+                if (const rk_uint3 rk_tidx{(r).template along<rk_pub>(rk_ix, (r).dim.x),       \
+                                           (r).template along<rk_pub>(rk_iy, (r).dim.y),       \
+                                           (r).template along<rk_pub>(rk_iz, (r).dim.z)};      \
+                    false) {                                                                   \
+                } else if (const uint32_t rk_t = rk_tidx.x + (r).dim.x * (rk_tidx.y + (r).dim.y * rk_tidx.z); \
+                           false) {                                                            \
+                } else
+#define RK_ALL_LANES(r) RK_LANES_ALONG(r)
+#define RK_LANES(r) RK_LANES_ALONG(r) if (!(r).act[rk_t]) continue; else
 
 #endif
