@@ -163,6 +163,33 @@ fn partial_barrier_is_reported_not_hung() {
 }
 
 #[test]
+fn divergent_barrier_is_reported_in_region_form() {
+    let m = module(64);
+    let d = m.device();
+    let mut data = d.alloc::<f32>(128).unwrap();
+    let err = m
+        .kernel("divergent_barrier")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 128))
+        .arg(&mut data)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::PartialBarrier { site, message } => {
+            assert_eq!(site.kernel, "divergent_barrier");
+            assert_eq!(site.thread, [0, 0, 0], "{message}");
+            assert!(
+                message.contains("32 thread(s) wait at __syncthreads() but 96 thread(s)")
+                    && message.contains("divergent control flow (the first: thread (32,0,0))"),
+                "{message}"
+            );
+        }
+        other => panic!("expected PartialBarrier, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[test]
 fn reduction_assuming_wave64_fails_only_at_wave32() {
     let threads = 256usize;
     let input: Vec<f32> = (0..threads * 4).map(|i| (i % 5) as f32).collect();

@@ -1,29 +1,52 @@
 //! The kernel-language corpus (tests/corpus/kernels/features.hip, warp.hip) on the cpu backend,
-//! at wave sizes 32 and 64, against results computed here; the checks written with `both` also
-//! run on an NVIDIA GPU when one is present and nvcc built the corpus for it.
+//! at wave sizes 32 and 64, each both in region form and with per-thread fibers, against results
+//! computed here; the checks written with `both` also run on an NVIDIA GPU when one is present
+//! and nvcc built the corpus for it.
 
 #![allow(clippy::needless_range_loop)] // index loops mirror the kernels being checked
 
-use rocm_kernels::runtime::{CpuOptions, Device, Dim3, LaunchConfig, Module, RuntimeError};
+use rocm_kernels::runtime::{
+    CpuExec, CpuOptions, Device, Dim3, LaunchConfig, Module, RuntimeError,
+};
 use rocm_kernels_corpus::FEATURES;
 
-fn device(wave_size: u32) -> Device {
+fn device_with(wave_size: u32, exec: CpuExec) -> Device {
     Device::cpu(CpuOptions {
         wave_size,
         threads: 2,
+        exec,
         ..CpuOptions::default()
     })
+}
+
+fn device(wave_size: u32) -> Device {
+    device_with(wave_size, CpuExec::Regions)
 }
 
 fn module(wave_size: u32) -> Module {
     device(wave_size).load(&FEATURES).expect("load the corpus")
 }
 
-/// Run `f` on the cpu backend at both wave sizes, and on an NVIDIA GPU (wave 32) when this
-/// machine has one and the corpus was built with nvcc (see `corpus/build.rs`).
+/// The corpus on the cpu backend at both wave sizes and both execution forms.
+fn cpu_modules() -> Vec<(u32, Module)> {
+    let mut out = Vec::new();
+    for exec in [CpuExec::Regions, CpuExec::Fibers] {
+        for wave in [32, 64] {
+            let m = device_with(wave, exec)
+                .load(&FEATURES)
+                .expect("load the corpus");
+            out.push((wave, m));
+        }
+    }
+    out
+}
+
+/// Run `f` on the cpu backend at both wave sizes (region form and fibers), and on an NVIDIA GPU
+/// (wave 32) when this machine has one and the corpus was built with nvcc (see
+/// `corpus/build.rs`).
 fn both(f: impl Fn(u32, &Module)) {
-    for wave in [32, 64] {
-        f(wave, &module(wave));
+    for (wave, m) in cpu_modules() {
+        f(wave, &m);
     }
     if let Some(m) = nvidia_module() {
         f(m.device().info().wave_size, &m);
@@ -34,8 +57,8 @@ fn both(f: impl Fn(u32, &Module)) {
 /// the cpu backend defines (a shuffle reading a lane that already returned gets the caller's own
 /// value; CUDA on sm_90 was seen to return 0).
 fn cpu_only(f: impl Fn(u32, &Module)) {
-    for wave in [32, 64] {
-        f(wave, &module(wave));
+    for (wave, m) in cpu_modules() {
+        f(wave, &m);
     }
 }
 
@@ -750,4 +773,87 @@ fn buffers_on_another_device_are_refused() {
         .run(&m.device().stream().unwrap())
         .unwrap_err();
     assert!(err.to_string().contains("lives on"), "{err}");
+}
+
+#[test]
+fn collectives_inside_helpers_keep_fibers_and_work() {
+    let how = |k: &str| {
+        rocm_kernels_corpus::FEATURES_EXECUTION
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, h)| *h)
+            .unwrap_or_default()
+    };
+    assert!(
+        how("warp_sum_helper").starts_with("fibers: it calls `warp_reduce_helper`"),
+        "{}",
+        how("warp_sum_helper")
+    );
+    assert_eq!(how("warp_sum"), "regions");
+    assert_eq!(how("loop_control"), "regions");
+    both(|wave, m| {
+        let d = m.device();
+        let (blocks, threads) = (3usize, 128usize);
+        let input: Vec<f32> = (0..blocks * threads).map(|i| (i % 5) as f32).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.upload(&vec![0.0f32; blocks]).unwrap();
+        m.kernel("warp_sum_helper")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        for b in 0..blocks {
+            let want: f32 = input[b * threads..(b + 1) * threads].iter().sum();
+            assert_eq!(out[b], want, "block {b} at wave {wave}");
+        }
+    });
+}
+
+#[test]
+fn loops_with_break_continue_and_return_around_barriers() {
+    both(|wave, m| {
+        let d = m.device();
+        let n = 256usize;
+        let rounds = [0i32, 1, 4, 7];
+        let roundsb = d.upload(&rounds).unwrap();
+        let mut out = d.upload(&vec![-1i32; rounds.len() * n]).unwrap();
+        m.kernel("loop_control")
+            .unwrap()
+            .launch(LaunchConfig::new(rounds.len() as u32, n as u32))
+            .arg(&roundsb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        for (b, &r) in rounds.iter().enumerate() {
+            let mut acc = vec![0i32; n];
+            for round in 1..=r {
+                for t in 0..n {
+                    acc[t] += t as i32;
+                }
+                if round % 2 == 0 {
+                    continue;
+                }
+                let next: Vec<i32> = (0..n).map(|t| acc[(t + 1) % n]).collect();
+                for t in 0..n {
+                    acc[t] += next[t] & 1;
+                }
+            }
+            let w = wave as usize;
+            for base in (0..n).step_by(w) {
+                if acc[base..base + w].iter().any(|&v| v > 1000) {
+                    for v in &mut acc[base..base + w] {
+                        *v += 1;
+                    }
+                }
+            }
+            for t in 0..n {
+                let want = if t % 3 == 2 { -1 } else { acc[t] + r };
+                assert_eq!(out[b * n + t], want, "block {b} thread {t} at wave {wave}");
+            }
+        }
+    });
 }

@@ -24,6 +24,18 @@ fn library(name: &str, sources: &[&str], out: &mut String) {
         cargo_metadata: true,
     };
     let built = cpu::build_cpu(&req).unwrap_or_else(|e| panic!("{e}"));
+    // How each kernel runs (region form or fibers, and why), for tests to check.
+    let upper = name.to_uppercase();
+    writeln!(out, "pub const {upper}_EXECUTION: &[(&str, &str)] = &[").unwrap();
+    for k in &built.kernels {
+        let how = match &k.region_form {
+            Ok(true) => "regions".to_string(),
+            Ok(false) => "per-thread loop".to_string(),
+            Err(why) => format!("fibers: {why}"),
+        };
+        writeln!(out, "    ({:?}, {how:?}),", k.name).unwrap();
+    }
+    writeln!(out, "];").unwrap();
     for path in &built.rerun_if_changed {
         println!("cargo:rerun-if-changed={}", path.display());
     }
@@ -32,7 +44,6 @@ fn library(name: &str, sources: &[&str], out: &mut String) {
         writeln!(out, "    fn {}();", k.symbol).unwrap();
     }
     writeln!(out, "}}").unwrap();
-    let upper = name.to_uppercase();
     writeln!(out, "pub static {upper}: KernelLibrary = KernelLibrary {{").unwrap();
     writeln!(out, "    name: {name:?},\n    code_objects: &[").unwrap();
     for (source, target, format, path) in nvidia_objects(name, sources, &root) {

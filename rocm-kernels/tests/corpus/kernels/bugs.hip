@@ -91,3 +91,13 @@ __device__ __noinline__ int recurse(int n) {
     return n == 0 ? frame[0] : recurse(n - 1) + frame[0];
 }
 __global__ void stack_overflow(int* out, int depth) { out[threadIdx.x] = recurse(depth); }
+
+// A barrier inside a branch only some threads of the block take.
+__global__ void divergent_barrier(float* data) {
+    unsigned int t = threadIdx.x;
+    if (t < 32) {
+        data[t] += 1.0f;
+        __syncthreads();
+    }
+    data[t] *= 2.0f;
+}

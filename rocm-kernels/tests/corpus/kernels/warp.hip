@@ -64,3 +64,41 @@ __global__ void early_exit_shuffle(const int* in, int* out) {
     }
     out[g] = __shfl_xor(in[g], 1);
 }
+
+// The same reduction through a helper: the collective is inside another function, so the
+// build keeps this kernel on per-thread fibers (its execution report says why).
+__device__ float warp_reduce_helper(float v) {
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_xor(v, offset);
+    return v;
+}
+__global__ void warp_sum_helper(const float* in, float* out) {
+    unsigned int t = threadIdx.x;
+    float v = warp_reduce_helper(in[blockIdx.x * blockDim.x + t]);
+    if (__lane_id() == 0) atomicAdd(&out[blockIdx.x], v);
+}
+
+// Barriers inside a loop whose trip count differs per block but not per thread, with `break`,
+// `continue` and an early `return` of some lanes between barriers (lanes that returned must not
+// be waited for at the last barrier-free stretch), plus a collective in an `if` condition.
+__global__ void loop_control(const int* rounds, int* out) {
+    __shared__ int acc[256];
+    unsigned int t = threadIdx.x;
+    acc[t] = 0;
+    __syncthreads();
+    int r = 0;
+    while (true) {
+        if (r >= rounds[blockIdx.x]) break;
+        ++r;
+        acc[t] += (int)t;
+        __syncthreads();
+        if ((r & 1) == 0) continue;
+        int next = acc[(t + 1) % blockDim.x];
+        __syncthreads();
+        acc[t] += next & 1;
+        __syncthreads();
+    }
+    if (__any(acc[t] > 1000)) acc[t] += 1;
+    int total = acc[t];
+    if (t % 3 == 2) return;
+    out[blockIdx.x * blockDim.x + t] = total + r;
+}
