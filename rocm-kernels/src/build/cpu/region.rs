@@ -217,10 +217,13 @@ impl<'a> Src<'a> {
                 i += 1;
                 while i < b.len() {
                     let d = b[i];
-                    if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || d == b'\'' {
-                        i += 1;
-                    } else if (d == b'+' || d == b'-')
-                        && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P')
+                    let exponent_sign = (d == b'+' || d == b'-')
+                        && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P');
+                    if d.is_ascii_alphanumeric()
+                        || d == b'.'
+                        || d == b'_'
+                        || d == b'\''
+                        || exponent_sign
                     {
                         i += 1;
                     } else {
@@ -375,6 +378,9 @@ impl<'a> Src<'a> {
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
+/// A `for` header: `init ;` (with its semicolon), condition, step, as token ranges.
+type ForParts = ((usize, usize), (usize, usize), (usize, usize));
+
 #[derive(Debug)]
 enum St {
     Block(Vec<Stmt>),
@@ -386,7 +392,7 @@ enum St {
     },
     For {
         /// `init ;` including the semicolon, `cond`, `inc`; None for a range-for.
-        parts: Option<((usize, usize), (usize, usize), (usize, usize))>,
+        parts: Option<ForParts>,
         body: Box<Stmt>,
     },
     While {
