@@ -55,10 +55,12 @@ fn planted_bugs_fail_with_the_expected_messages() {
         .map(|v| serde_json::from_value::<TrialEvent>(v.clone()).unwrap())
         .map(|e| (e.name.clone(), e))
         .collect();
-    // 8 checks × 2 wave sizes, and `orphan` without a check.
+    // 8 checks × 2 wave sizes, and `orphan` without a check. `missing_barrier` uses blocks of
+    // 64 threads: at wave 64 that is one wave, whose lanes run in lockstep as on AMD hardware, so
+    // the missing barrier only shows at wave 32 (two waves), as on a GPU.
     assert_eq!(events.len(), 17, "{:?}", events.keys());
-    assert_eq!(summary["passed"], 4, "{summary}");
-    assert_eq!(summary["failed"], 13, "{summary}");
+    assert_eq!(summary["passed"], 5, "{summary}");
+    assert_eq!(summary["failed"], 12, "{summary}");
     assert_eq!(summary["skipped"], 0, "{summary}");
 
     let expect = |name: &str, outcome: TrialOutcome, needles: &[&str]| {
@@ -87,11 +89,15 @@ fn planted_bugs_fail_with_the_expected_messages() {
                 "reproduce with: ROCM_TEST_SEED=0x",
             ],
         );
-        expect(
-            &t("missing_barrier"),
-            TrialOutcome::Failed,
-            &["output `partial`", "elements differ", "worst: partial["],
-        );
+        if w == "w32" {
+            expect(
+                &t("missing_barrier"),
+                TrialOutcome::Failed,
+                &["output `partial`", "elements differ", "worst: partial["],
+            );
+        } else {
+            expect(&t("missing_barrier"), TrialOutcome::Passed, &[]);
+        }
         expect(
             &t("unwritten_output"),
             TrialOutcome::Failed,
@@ -135,11 +141,11 @@ fn planted_bugs_fail_with_the_expected_messages() {
     let xml = std::fs::read_to_string(&junit_path).unwrap();
     let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
     assert_eq!(report.tests, 17);
-    assert_eq!(report.failures, 13);
+    assert_eq!(report.failures, 12);
     assert_eq!(report.test_suites[0].name.as_str(), "planted");
     // And the copies under the target directory exist.
     let results = fixture_target_dir().join("rocm/test");
     assert!(results.join("junit.xml").is_file());
     assert!(results.join("events.jsonl").is_file());
-    assert!(stderr.contains("13 of 17 trials failed"), "{stderr}");
+    assert!(stderr.contains("12 of 17 trials failed"), "{stderr}");
 }

@@ -177,6 +177,14 @@ struct Worker {
     uint32_t done_count = 0;    // threads of the block that returned (fiber mode)
     bool slots_ready = false;   // slots hold every thread's idx and fiber for this launch
     uint32_t pred_count = 0;    // true predicates of the current barrier
+    // Region form (the block's waves are its threads): what the waves at the current barrier
+    // reported (rk_region_barrier).
+    bool region_waves = false;
+    uint32_t block_threads = 0;
+    uint32_t rg_waiting = 0, rg_site = 0;
+    bool rg_mixed_sites = false;
+    uint32_t rg_active = 0, rg_returned = 0, rg_skipped = 0;
+    uint32_t rg_first_active = 0, rg_first_off = 0, rg_other_site_thread = 0;
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
     Fiber *volatile cur_fiber = nullptr;
@@ -559,6 +567,54 @@ void record_error(Worker *w, uint64_t pos, uint32_t status) {
     snprintf(r.message, sizeof r.message, "%s", w->message);
 }
 
+// Region form, every live wave at a barrier: were all threads of the block there, at the same
+// barrier? If not, the block fails with a message counting threads (not waves).
+bool region_barrier_ok(Worker *w) {
+    const uint32_t ws = rk_cur.wave_size;
+    uint32_t finished = 0, first_finished = w->block_threads;
+    for (uint32_t t = 0; t < w->nthreads; ++t) {
+        if (w->states[t] != DONE) continue;
+        const uint32_t base = t * ws;
+        finished += base + ws < w->block_threads ? ws : w->block_threads - base;
+        if (base < first_finished) first_finished = base;
+    }
+    const uint32_t others = w->rg_returned + w->rg_skipped + finished;
+    if (w->rg_mixed_sites) {
+        rk_cur.thread_idx = unlinear(w->rg_first_active, rk_cur.block_dim);
+        const rk_uint3 e = unlinear(w->rg_other_site_thread, rk_cur.block_dim);
+        snprintf(w->message, sizeof w->message,
+                 "threads of the block wait at different __syncthreads() calls (thread (%u,%u,%u) "
+                 "at another one than this thread): control flow around barriers diverges; every "
+                 "thread of a block must reach every barrier",
+                 e.x, e.y, e.z);
+        w->abort_status = RK_PARTIAL_BARRIER;
+        return false;
+    }
+    if (others && w->rg_active) {
+        uint32_t first = w->rg_first_off < first_finished ? w->rg_first_off : first_finished;
+        rk_cur.thread_idx = unlinear(w->rg_first_active, rk_cur.block_dim);
+        const rk_uint3 e = unlinear(first, rk_cur.block_dim);
+        if (!w->rg_skipped && !finished) {
+            snprintf(w->message, sizeof w->message,
+                     "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
+                     "returned without reaching it (the first: thread (%u,%u,%u)); every "
+                     "thread of a block must reach every barrier",
+                     w->rg_active, others, e.x, e.y, e.z);
+        } else {
+            snprintf(w->message, sizeof w->message,
+                     "%u thread(s) wait at __syncthreads() but %u thread(s) of the block do not "
+                     "reach it (%u returned, %u skip it in divergent control flow, %u finished "
+                     "the kernel without it; the first: thread (%u,%u,%u)); every thread of a "
+                     "block must reach every barrier",
+                     w->rg_active, others, w->rg_returned, w->rg_skipped, finished, e.x, e.y, e.z);
+        }
+        w->abort_status = RK_PARTIAL_BARRIER;
+        return false;
+    }
+    w->rg_waiting = 0;
+    return true;
+}
+
 // Run one block; false when it failed (the error is recorded).
 bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     const rk_launch_desc *d = w->launch->desc;
@@ -569,6 +625,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     w->warp_waiting = 0;
     w->done_count = 0;
     w->pred_count = 0;
+    w->rg_waiting = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
@@ -596,7 +653,9 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             // No collective pending: every live thread waits at the barrier.
             const uint32_t done = w->done_count;
             if (done == w->nthreads) break;  // all returned
-            if (done) {
+            if (w->region_waves) {
+                if (!region_barrier_ok(w)) break;
+            } else if (done) {
                 uint32_t first_done = 0, first_waiting = 0;
                 while (w->states[first_done] != DONE) ++first_done;
                 while (w->states[first_waiting] == DONE) ++first_waiting;
@@ -612,7 +671,13 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             }
             w->barrier_result = w->pred_count;
             w->pred_count = 0;
-            memset(w->states.data(), RUNNABLE, w->nthreads);
+            if (w->region_waves) {
+                // Waves that finished the kernel stay finished.
+                for (uint32_t t = 0; t < w->nthreads; ++t)
+                    if (w->states[t] == AT_BARRIER) w->states[t] = RUNNABLE;
+            } else {
+                memset(w->states.data(), RUNNABLE, w->nthreads);
+            }
         }
         const uint32_t first = next_runnable(w, 0);
         if (first >= w->nthreads) break;
@@ -726,7 +791,10 @@ bool prepare_launch(Worker *w, Launch *l) {
     w->launch = l;
     w->slots_ready = false;
     w->fiber0_tid = 0;
-    w->nthreads = d->block[0] * d->block[1] * d->block[2];
+    w->block_threads = d->block[0] * d->block[1] * d->block[2];
+    w->region_waves = d->region_waves != 0;
+    // Region form: the entry runs waves, and they are what the runtime schedules.
+    w->nthreads = w->region_waves ? (w->block_threads + d->wave_size - 1) / d->wave_size : w->block_threads;
     if (w->slots.size() < w->nthreads) w->slots.resize(w->nthreads);
     if (w->states.size() < w->nthreads) w->states.resize(w->nthreads);
     memset(w->slots.data(), 0, sizeof(Slot) * w->nthreads);
@@ -923,6 +991,30 @@ extern "C" void rk_kernel_fault(const char *message) {
     fail(w, RK_FAULT, "%s", message);
 }
 
+extern "C" uint32_t rk_region_barrier(const rk_region_wait *r) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) return r->value;
+    if (w->rg_waiting++ == 0) {
+        w->rg_site = r->site;
+        w->rg_mixed_sites = false;
+        w->rg_active = w->rg_returned = w->rg_skipped = 0;
+        w->rg_first_active = w->block_threads;
+        w->rg_first_off = w->block_threads;
+    } else if (r->site != w->rg_site && r->active) {
+        w->rg_mixed_sites = true;
+        w->rg_other_site_thread = r->first_active;
+    }
+    w->rg_active += r->active;
+    w->rg_returned += r->returned;
+    w->rg_skipped += r->skipped;
+    if (r->active && r->first_active < w->rg_first_active) w->rg_first_active = r->first_active;
+    if ((r->returned || r->skipped) && r->first_off < w->rg_first_off) w->rg_first_off = r->first_off;
+    w->pred_count += r->value;
+    wait_here(w, current_tid(w), AT_BARRIER);
+    rk_cur.region = 1;
+    return w->barrier_result;
+}
+
 extern "C" void rk_block_fail(uint32_t status, const char *message) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) {
@@ -1110,6 +1202,7 @@ extern "C" void rk_kernel_fault(const char *message) {
     std::abort();
 }
 extern "C" void rk_block_fail(uint32_t, const char *message) { rk_kernel_fault(message); }
+extern "C" uint32_t rk_region_barrier(const rk_region_wait *r) { return r->value; }
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                                const char *function) noexcept {
     std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);

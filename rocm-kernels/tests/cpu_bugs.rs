@@ -180,7 +180,8 @@ fn divergent_barrier_is_reported_in_region_form() {
             assert_eq!(site.thread, [0, 0, 0], "{message}");
             assert!(
                 message.contains("32 thread(s) wait at __syncthreads() but 96 thread(s)")
-                    && message.contains("divergent control flow (the first: thread (32,0,0))"),
+                    && message.contains("32 skip it in divergent control flow")
+                    && message.contains("the first: thread (32,0,0)"),
                 "{message}"
             );
         }

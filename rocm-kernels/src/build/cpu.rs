@@ -464,11 +464,11 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                 kernel.cpp_ref
             ));
             let base = kernel.cpp_ref.split('<').next().unwrap_or_default();
-            let region_form = match regions.block_ref(&kernel.cpp_ref) {
-                Some(block) => {
+            let region_form = match regions.form(&kernel.cpp_ref) {
+                Some((form, args)) => {
                     with_regions.push_str(&format!(
-                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry_block<&{}, &{block}>(c); }}\n",
-                        kernel.cpp_ref
+                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry_block<&{}, &{}{args}, {}>(c); }}\n",
+                        kernel.cpp_ref, form.block_fn, form.whole_block
                     ));
                     Ok(true)
                 }

@@ -146,6 +146,7 @@ fn main() {
     );
     library("bugs", &["kernels/bugs.hip"], &mut out);
     library("bench", &["kernels/bench.hip"], &mut out);
+    library("shapes", &["kernels/shapes.hip"], &mut out);
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("corpus.rs");
     std::fs::write(dest, out).unwrap();
     println!("cargo:rerun-if-changed=../../include/cpu");

@@ -121,6 +121,34 @@ pub struct LibraryReport {
     pub kernels: Vec<KernelRow>,
     pub nvidia_kernels: Vec<NvidiaRow>,
     pub notes: Vec<ObjectNote>,
+    /// How the cpu backend runs each kernel (from the build's `cpu-execution.txt`): `regions`,
+    /// `per-thread loop (no barriers)` or `fibers: <why>`.
+    pub cpu: Vec<CpuExecution>,
+}
+
+/// One kernel of the cpu build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CpuExecution {
+    pub kernel: String,
+    pub execution: String,
+}
+
+/// The cpu build's report beside a manifest (`<name>/cpu/cpu-execution.txt`), if there is one.
+fn cpu_execution(manifest_path: &Path, name: &str) -> Vec<CpuExecution> {
+    let path = manifest_path
+        .with_file_name(name)
+        .join("cpu")
+        .join("cpu-execution.txt");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(k, how)| CpuExecution {
+            kernel: k.to_owned(),
+            execution: how.to_owned(),
+        })
+        .collect()
 }
 
 /// Reading an object listed in a manifest failed.
@@ -153,6 +181,7 @@ pub fn library_report(
         kernels: Vec::new(),
         nvidia_kernels: Vec::new(),
         notes: Vec::new(),
+        cpu: cpu_execution(manifest_path, &manifest.name),
     };
     for object in &manifest.objects {
         match object.format {
@@ -320,6 +349,25 @@ pub fn render(lib: &LibraryReport) -> String {
             note.note
         );
     }
+    if !lib.cpu.is_empty() {
+        let regions = lib
+            .cpu
+            .iter()
+            .filter(|c| c.execution.starts_with("regions"))
+            .count();
+        let _ = writeln!(
+            out,
+            "  cpu backend: {regions} of {} kernel(s) run without fibers (region form)",
+            lib.cpu.len()
+        );
+        for c in lib
+            .cpu
+            .iter()
+            .filter(|c| !c.execution.starts_with("regions"))
+        {
+            let _ = writeln!(out, "    {}: {}", c.kernel, c.execution);
+        }
+    }
     if lib.kernels.is_empty() && lib.nvidia_kernels.is_empty() && lib.notes.is_empty() {
         let _ = writeln!(out, "  (no code objects)");
     }
@@ -453,6 +501,16 @@ mod tests {
                 targets: vec!["compute_90".into()],
                 note: "PTX is compiled by the driver at load time".into(),
             }],
+            cpu: vec![
+                CpuExecution {
+                    kernel: "axpy".into(),
+                    execution: "regions (no fibers)".into(),
+                },
+                CpuExecution {
+                    kernel: "spills".into(),
+                    execution: "fibers: it calls `helper`, which waits for other threads".into(),
+                },
+            ],
         };
         let text = render(&lib);
         let lines: Vec<&str> = text.lines().collect();
@@ -474,6 +532,14 @@ mod tests {
             "{text}"
         );
         assert!(lines[8].contains("(nvidia, ptx for compute_90): PTX is compiled"));
+        assert_eq!(
+            lines[9],
+            "  cpu backend: 1 of 2 kernel(s) run without fibers (region form)"
+        );
+        assert_eq!(
+            lines[10],
+            "    spills: fibers: it calls `helper`, which waits for other threads"
+        );
         // Columns line up: every data row has the same width as the header.
         assert_eq!(lines[2].len(), lines[4].len());
     }

@@ -37,6 +37,8 @@ pub struct RegionForm {
     pub block_fn: String,
     /// C++ to append to the translation unit.
     pub code: String,
+    /// The block function runs whole blocks (no barriers or collectives), not waves.
+    pub whole_block: bool,
 }
 
 /// What [`generate`] made of a translation unit.
@@ -51,6 +53,12 @@ impl Outcome {
     /// The region form of a kernel named as [`super::scan`] names it (`ns::scale<float>`): the
     /// C++ expression naming its block function (`ns::rk_block_scale<float>`).
     pub fn block_ref(&self, cpp_ref: &str) -> Option<String> {
+        self.form(cpp_ref)
+            .map(|(f, args)| format!("{}{args}", f.block_fn))
+    }
+
+    /// The form of a kernel named as [`super::scan`] names it, with its template arguments.
+    pub fn form<'a>(&self, cpp_ref: &'a str) -> Option<(&RegionForm, &'a str)> {
         let (base, args) = match cpp_ref.find('<') {
             Some(at) => (&cpp_ref[..at], &cpp_ref[at..]),
             None => (cpp_ref, ""),
@@ -58,7 +66,7 @@ impl Outcome {
         self.forms
             .iter()
             .find(|f| f.kernel == base)
-            .map(|f| format!("{}{args}", f.block_fn))
+            .map(|f| (f, args))
     }
 }
 
@@ -217,8 +225,8 @@ impl<'a> Src<'a> {
                 i += 1;
                 while i < b.len() {
                     let d = b[i];
-                    let exponent_sign = (d == b'+' || d == b'-')
-                        && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P');
+                    let exponent_sign =
+                        (d == b'+' || d == b'-') && matches!(b[i - 1], b'e' | b'E' | b'p' | b'P');
                     if d.is_ascii_alphanumeric()
                         || d == b'.'
                         || d == b'_'
@@ -1184,7 +1192,7 @@ impl Gen<'_, '_> {
                     let mut out = String::new();
                     for v in &vars {
                         out.push_str(&format!(
-                            "\nauto &{} = rk::shared_slot<{ty}{}>();",
+                            "\nauto &{} = rkr.shared<{ty}{}>();",
                             v.name, v.dims
                         ));
                     }
@@ -1301,7 +1309,7 @@ impl Gen<'_, '_> {
         match &s.st {
             St::Simple => self.sync_simple(s),
             St::Block(body) => {
-                self.push("\n{ rk::scope rk_sc;");
+                self.push("\n{ rk::scope rk_sc(rkr);");
                 self.scopes.push(Vec::new());
                 self.seq(body, s.end)?;
                 self.scopes.pop();
@@ -1319,7 +1327,7 @@ impl Gen<'_, '_> {
                 }
                 let id = self.id();
                 self.push(&format!(
-                    "\n{{ rk::scope rk_sc; uint8_t *rk_m{id} = rkr.save(); uint8_t *rk_c{id} = rkr.bytes();"
+                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save(); uint8_t *rk_c{id} = rkr.bytes();"
                 ));
                 self.cond(*cond, &format!("rk_c{id}"))?;
                 self.push(&format!(
@@ -1421,7 +1429,7 @@ impl Gen<'_, '_> {
             if self.uniform_for(i, c, n, body)? {
                 let d = self.loops;
                 self.push(&format!(
-                    "\n{{ rk::scope rk_sc; uint8_t *rk_m{id} = rkr.save();\nfor ({} {}; {}) {{ rk::scope rk_si;",
+                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save();\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
                     src.text(i.0, i.1),
                     src.text(c.0, c.1),
                     src.text(n.0, n.1)
@@ -1461,7 +1469,7 @@ impl Gen<'_, '_> {
         do_while: bool,
     ) -> PResult<()> {
         let d = self.loops;
-        self.push("\n{ rk::scope rk_sc;");
+        self.push("\n{ rk::scope rk_sc(rkr);");
         self.scopes.push(Vec::new());
         if let Some((a, b)) = init {
             if b > a + 1 {
@@ -1476,7 +1484,7 @@ impl Gen<'_, '_> {
             }
         }
         self.push(&format!(
-            "\nuint8_t *rk_m{id} = rkr.save();\nfor (;;) {{ rk::scope rk_si;"
+            "\nuint8_t *rk_m{id} = rkr.save();\nfor (;;) {{ rk::scope rk_si(rkr);"
         ));
         let test = |g: &mut Self| -> PResult<()> {
             if let Some((a, b)) = cond {
@@ -1528,15 +1536,24 @@ impl Gen<'_, '_> {
             || (b > a + 1 && self.src.ident(a) && self.src.ident(a + 1))
     }
 
+    /// A barrier of the block (a new site id): with every lane of the wave known to run this
+    /// code there is nothing to check within the wave.
+    fn barrier_call(&mut self, value: &str) -> String {
+        let site = self.id();
+        if self.full() {
+            format!("rkr.barrier_full({site}, {value})")
+        } else {
+            format!("rkr.barrier({site}, {value})")
+        }
+    }
+
     /// A statement with barriers in it at the top level: `__syncthreads();`, or collectives
     /// inside an expression or a declaration's initializer.
     fn sync_simple(&mut self, s: &Stmt) -> PResult<()> {
         let src = self.src;
         if src.text(s.start, s.end).replace(' ', "") == "__syncthreads();" {
-            // With every lane running this code, every lane reaches the barrier.
-            if !self.full() {
-                self.push("\nrkr.barrier();");
-            }
+            let code = self.barrier_call("0");
+            self.push(&format!("\n{code};"));
             return Ok(());
         }
         let decl = self.classify(s.start, s.end)?;
@@ -1588,7 +1605,7 @@ impl Gen<'_, '_> {
             i += 1;
         }
         let id = self.id();
-        self.push("\n{ rk::scope rk_sp;");
+        self.push("\n{ rk::scope rk_sp(rkr);");
         // Phase 1: operands.
         let mut reps = Vec::new();
         let mut stores = String::new();
@@ -1604,7 +1621,8 @@ impl Gen<'_, '_> {
             let v = usize::from(sync_form);
             let rep = match *name {
                 "__syncthreads" => {
-                    after.push_str("\nrkr.barrier();");
+                    let call = self.barrier_call("0");
+                    after.push_str(&format!("\n{call};"));
                     "(void)0".to_string()
                 }
                 "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
@@ -1612,11 +1630,14 @@ impl Gen<'_, '_> {
                         "{x}[rk_t] = static_cast<uint64_t>(static_cast<int>({}) != 0); ",
                         arg(0)?
                     ));
-                    after.push_str("\nrkr.barrier();");
+                    // The block's count comes back from the barrier (summed over its waves).
+                    let sum = format!("rk_sum{id}_{k}");
+                    let call = self.barrier_call(&format!("rkr.count({x})"));
+                    after.push_str(&format!("\nconst uint32_t {sum} = {call};"));
                     match *name {
-                        "__syncthreads_count" => format!("static_cast<int>(rkr.count({x}))"),
-                        "__syncthreads_and" => format!("static_cast<int>(rkr.count({x}) == rkr.n)"),
-                        _ => format!("static_cast<int>(rkr.count({x}) != 0)"),
+                        "__syncthreads_count" => format!("static_cast<int>({sum})"),
+                        "__syncthreads_and" => format!("static_cast<int>({sum} == rkr.nblock)"),
+                        _ => format!("static_cast<int>({sum} != 0)"),
                     }
                 }
                 "__activemask" => "static_cast<unsigned long long>(rkr.activemask(rk_t))".into(),
@@ -2042,11 +2063,14 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
     // Whether functions the kernel calls read the running thread's coordinates from `rk_cur`
     // (which then must be set for every lane even when faults need not name it).
     let tls = (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.t(i)));
+    // Without barriers or collectives a block's waves have nothing to interleave at: one call
+    // runs the whole block.
+    let whole = !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)));
     // Whether the code tracks active lanes at all (see rk::region).
     let masks = [
         "RK_LANES(",
         "rkr.save",
-        "rkr.barrier",
+        "rkr.barrier(",
         "rkr.ret",
         "rkr.brk",
         "rkr.cont",
@@ -2073,7 +2097,7 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
         code.push('\n');
     }
     code.push_str(&format!(
-        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks});\n\
+        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks}, {whole});\n\
          // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
          // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
          auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
@@ -2128,10 +2152,14 @@ pub fn generate(preprocessed: &str) -> Outcome {
                     Some(at) => format!("{}::rk_block_{}", &def.qualified[..at], def.name),
                     None => format!("rk_block_{}", def.name),
                 };
+                let (ba, bb) = def.body;
+                let whole_block =
+                    !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)));
                 out.forms.push(RegionForm {
                     kernel: def.qualified.clone(),
                     block_fn,
                     code,
+                    whole_block,
                 });
             }
             Ok(None) => {}
@@ -2185,7 +2213,8 @@ mod tests {
         assert!(code.contains("rkr.alloc<unsigned>()"), "{code}");
         // Every lane reaches every barrier: no checks, and the loop (the same in every lane)
         // runs once for the block with `k` shared.
-        assert!(!code.contains("rkr.barrier();"), "{code}");
+        assert!(!code.contains("rkr.barrier("), "{code}");
+        assert!(code.contains("rkr.barrier_full("), "{code}");
         assert!(
             code.contains("for (unsigned k = 128; k > 0; k >>= 1)"),
             "{code}"
@@ -2193,7 +2222,7 @@ mod tests {
         assert!(!code.contains("RK_LANES(rkr)"), "{code}");
         // The shared array is declared once per block, not per lane.
         assert!(
-            code.contains("auto &s = rk::shared_slot<float[256]>();"),
+            code.contains("auto &s = rkr.shared<float[256]>();"),
             "{code}"
         );
         assert_eq!(o.block_ref("r").as_deref(), Some("rk_block_r"));
@@ -2225,7 +2254,7 @@ mod tests {
         );
         let code = &o.forms[0].code;
         assert!(code.contains("rkr.ret(rk_t)"), "{code}");
-        assert!(code.contains("rkr.barrier();"), "{code}");
+        assert!(code.contains("rkr.barrier("), "{code}");
         // `k < t` differs between lanes: the loop runs under a mask.
         assert!(code.contains("rkr.keep_if("), "{code}");
         assert!(code.contains("RK_LANES(rkr)"), "{code}");

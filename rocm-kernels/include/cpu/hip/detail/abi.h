@@ -94,6 +94,17 @@ uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width);
 void rk_kernel_fault(const char *message) __attribute__((noreturn));
 /* Stop the block with a status (RK_PARTIAL_BARRIER, RK_FAULT) and message: region-form checks. */
 void rk_block_fail(uint32_t status, const char *message) __attribute__((noreturn));
+/* A wave of a region-form block at a barrier (detail/region.h): lane counts by where the lanes
+ * are, the linear ids of the first lane there and of the first not there, and a value summed
+ * over the block (__syncthreads_count). */
+typedef struct rk_region_wait {
+    uint32_t site;
+    uint32_t active, returned, skipped;
+    uint32_t first_active, first_off;
+    uint32_t value;
+} rk_region_wait;
+/* Wait until every wave of the block is at a barrier; returns the sum of `value`. */
+uint32_t rk_region_barrier(const rk_region_wait *wait);
 void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                     const char *function)
 #ifdef __cplusplus
@@ -125,6 +136,8 @@ typedef struct rk_launch_desc {
     uint64_t seed;
     uint64_t time_limit_ns; /* 0: none */
     uint32_t exec_fibers;   /* 1: run region-form kernels with per-thread fibers */
+    uint32_t region_waves;  /* 1: the entry runs waves (region form): the block has
+                               ceil(threads / wave_size) runtime threads */
     uint32_t thread_order;  /* 0: in order, 1: reversed */
 } rk_launch_desc;
 

@@ -69,25 +69,42 @@ inline void entry(const rk_call *c) {
     run<K>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
 }
 
-/* The entry of a kernel that also has a region form B (one call runs the whole block; see
- * detail/region.h). Per-thread fibers remain available for comparison (rk_cur.exec_fibers). */
-template <auto K, auto B, class... P, std::size_t... I>
+/* The entry of a kernel that also has a region form B, which runs one wave of the block (see
+ * detail/region.h): the runtime then treats the block's waves as its threads (runs [begin, end)
+ * of them in a plain loop until one waits at a barrier, then as fibers). With rk_cur.exec_fibers
+ * the kernel runs one fiber per thread instead, for comparison. */
+template <auto K, auto B, bool WHOLE, class... P, std::size_t... I>
 inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...> seq) {
     if (c->op == RK_CALL_DESCRIBE || rk_cur.exec_fibers) {
         run<K>(K, c, seq);
-        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = 1;
+        /* 2: the region form runs whole blocks (no barriers, no collectives); 1: waves. */
+        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = WHOLE ? 2 : 1;
         return;
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
     (void)args;
-    rk_cur.region = 1;
-    B(std::get<I>(args)...);
-    rk_cur.region = 0;
+    if (WHOLE) {
+        /* Never waits: the runtime calls the entry once for the whole block. */
+        rk_cur.region = 1;
+        B(std::get<I>(args)...);
+        rk_cur.region = 0;
+        return;
+    }
+    const rk_uint3 dim = rk_cur.block_dim;
+    for (uint32_t w = c->begin; w < c->end; ++w) {
+        /* The runtime knows a wave by these coordinates (its linear id is w). */
+        rk_cur.thread_idx = rk_uint3{w % dim.x, (w / dim.x) % dim.y, w / (dim.x * dim.y)};
+        RK_PUBLISH_THREAD_IDX();
+        rk_cur.region = 1;
+        B(std::get<I>(args)...);
+        rk_cur.region = 0;
+        if (rk_cur.fiber_mode) break;
+    }
 }
 
-template <auto K, auto B>
+template <auto K, auto B, bool WHOLE = false>
 inline void entry_block(const rk_call *c) {
-    run_block<K, B>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
+    run_block<K, B, WHOLE>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
 }
 }  // namespace rk
 

@@ -1,21 +1,24 @@
-/* Support for the barrier-region form of kernels (see rocm-kernels/src/build/cpu/region.rs).
+/* Support for the region form of kernels (see rocm-kernels/src/build/cpu/region.rs).
  *
- * The build rewrites a kernel whose barriers and warp collectives sit in its own body into one
- * function per block: the code between two barriers runs as a loop over the block's threads
- * ("lanes"), variables that live across a barrier get one slot per lane, and control flow that
- * contains a barrier runs once for the block with a mask of the lanes taking it, as a GPU runs a
- * wave under an execution mask. No fiber switches happen at all; a barrier is only a check that
- * every live lane reached it.
+ * The build rewrites a kernel whose barriers and warp collectives sit in its own body into a
+ * function that runs one *wave* of a block, the way a GPU runs it: the wave's lanes in lockstep
+ * (the code between two barriers is a loop over the lanes), variables that live across a barrier
+ * in one slot per lane, control flow that contains a barrier run once for the wave under a mask
+ * of the lanes taking it, and warp collectives computed between two lane loops. The waves of a
+ * block are the "threads" the cpu runtime runs (as a plain loop, then as fibers once one waits):
+ * they switch only at real barriers, so a block of 256 threads at wave 64 costs 4 switches per
+ * barrier instead of 256, and the waves of a block still interleave only at barriers, as on a GPU
+ * (a missing barrier between waves still shows).
  *
- * Storage for lane slots and masks comes from a per-worker arena (rk_cur.arena_cur/arena_end),
- * released in scopes, so a block needs no heap allocation. */
+ * Lane slots and masks come from the wave's own part of the worker's arena, released in scopes;
+ * static __shared__ arrays from the block's part, the same for every wave of the block. */
 #ifndef RK_CPU_REGION_H
 #define RK_CPU_REGION_H
 
-/* Region-form block functions inline everything they call (one loop over lanes with the kernel
- * body inside), and with GCC on x86-64 are also compiled for AVX2, chosen at load time where the
- * CPU has it: a loop over lanes is a loop a vectoriser can use, and AVX2's masked stores let it
- * vectorise the bounds-checked stores kernels are full of. */
+/* Region-form functions inline everything they call (a lane loop with the kernel body inside),
+ * and with GCC on x86-64 are also compiled for AVX2, chosen at load time where the CPU has it: a
+ * loop over lanes is a loop a vectoriser can use, and AVX2's masked stores let it vectorise the
+ * bounds-checked stores kernels are full of. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define RK_REGION_FN __attribute__((flatten, target_clones("avx2", "default")))
 #else
@@ -30,33 +33,17 @@ enum : uint8_t { LANE_RUN = 0, LANE_RETURNED = 1 };
 inline uint8_t lane_broke(unsigned d) { return static_cast<uint8_t>(2 + 2 * d); }
 inline uint8_t lane_continued(unsigned d) { return static_cast<uint8_t>(3 + 2 * d); }
 
-inline char *arena_take(std::size_t bytes, std::size_t align) {
-    uintptr_t p = (reinterpret_cast<uintptr_t>(rk_cur.arena_cur) + align - 1) & ~uintptr_t(align - 1);
-    char *end = reinterpret_cast<char *>(p + bytes);
-    if (__builtin_expect(end > rk_cur.arena_end, 0))
-        rk_block_fail(RK_FAULT,
-                      "the kernel's per-thread variables need more than the cpu backend's region "
-                      "storage (64 MiB per worker); run it with fibers (CpuOptions::exec = "
-                      "CpuExec::Fibers or ROCM_CPU_EXEC=fibers)");
-    rk_cur.arena_cur = end;
-    return reinterpret_cast<char *>(p);
-}
+/* The arena (rk_cur.arena_cur .. arena_end, reset per block): the block's static __shared__
+ * arrays first, then one segment per wave. */
+constexpr std::size_t SHARED_BYTES = std::size_t(1) << 20;
+constexpr std::size_t MAX_WAVES = 32;
 
-/* A static __shared__ variable of a region-form block: uninitialised, like on a GPU. */
-template <class T>
-inline T &shared_slot() {
-    static_assert(std::is_trivially_destructible<T>::value, "__shared__ variables are trivially destructible");
-    return *reinterpret_cast<T *>(arena_take(sizeof(T), 64));
+[[noreturn]] inline void storage_exhausted() {
+    rk_block_fail(RK_FAULT,
+                  "the kernel's per-thread variables or __shared__ arrays need more than the cpu "
+                  "backend's region storage; run it with fibers (CpuOptions::exec = "
+                  "CpuExec::Fibers or ROCM_CPU_EXEC=fibers)");
 }
-
-/* Releases what a block of generated code took from the arena. */
-struct scope {
-    char *mark;
-    scope() : mark(rk_cur.arena_cur) {}
-    ~scope() { rk_cur.arena_cur = mark; }
-    scope(const scope &) = delete;
-    scope &operator=(const scope &) = delete;
-};
 
 template <class T>
 inline uint64_t bits(const T &v) {
@@ -74,25 +61,52 @@ inline T from_bits(uint64_t b) {
     return out;
 }
 
-/* One block being run in region form. */
+/* One wave of a block being run in region form. */
 struct region {
-    scope mem;
     rk_uint3 dim;
-    uint32_t n, ws, nw;
-    uint8_t *act;  /* lanes executing the current code */
-    uint8_t *st;   /* lane states (LANE_RUN, ...) */
-    rk_uint3 *idx; /* threadIdx per lane for 2-D/3-D blocks, else null */
-    uint32_t first, step;
-    bool publish;
+    uint32_t nblock; /* threads in the block */
+    uint32_t waves;  /* waves in the block */
+    uint32_t wave, base, n, ws, nw;
+    rk_uint3 vidx; /* the wave's coordinates as a runtime "thread" */
+    /* Lane loops: `rows` runs of `cols` lanes; mode 0: one run inside one row of the block
+     * (x from x0), 1: whole rows of the block (from row0), 2: coordinates from the table. */
+    uint32_t rows, cols, mode, x0, row0;
+    uint8_t *act; /* lanes executing the current code */
+    uint8_t *st;  /* lane states (LANE_RUN, ...) */
+    const rk_uint3 *idx;
+    char *cur, *end;     /* the wave's arena segment */
+    std::size_t shared_off;
+    bool publish, reverse;
 
-    /* `masks`: the generated code tracks which lanes are active (it has control flow around
-     * barriers, returns, collectives); code where every lane always runs needs none. */
-    explicit region(bool masks) {
-        const rk_uint3 d = rk_cur.block_dim;
-        dim = d;
-        n = d.x * d.y * d.z;
+    /* `whole`: a kernel without barriers or collectives runs its whole block in one call (its
+     * waves have nothing to interleave at). */
+    region(bool masks, bool whole) {
+        dim = rk_cur.block_dim;
+        nblock = dim.x * dim.y * dim.z;
         ws = rk_cur.wave_size;
-        nw = (n + ws - 1) / ws;
+        waves = (nblock + ws - 1) / ws;
+        vidx = rk_cur.thread_idx;
+        wave = whole ? 0 : vidx.x + dim.x * (vidx.y + dim.y * vidx.z);
+        base = wave * ws;
+        n = whole ? nblock : base + ws < nblock ? ws : nblock - base;
+        nw = 1;
+        idx = rk_cur.idx_table;
+        if (whole && dim.y * dim.z != 1) {
+            mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = 0;
+        } else if (dim.y == 1 && dim.z == 1) {
+            mode = 0, rows = 1, cols = n, x0 = base, row0 = 0;
+        } else if (dim.x % ws == 0) {
+            mode = 0, rows = 1, cols = n, x0 = base % dim.x, row0 = base / dim.x;
+        } else if (ws % dim.x == 0) {
+            mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = base / dim.x;
+        } else {
+            mode = 2, rows = 1, cols = n, x0 = 0, row0 = 0;
+        }
+        const std::size_t seg = (std::size_t(rk_cur.arena_end - rk_cur.arena_cur) - SHARED_BYTES) / MAX_WAVES;
+        if (wave >= MAX_WAVES) storage_exhausted();
+        cur = rk_cur.arena_cur + SHARED_BYTES + wave * seg;
+        end = cur + seg;
+        shared_off = 0;
         act = st = nullptr;
         if (masks) {
             act = bytes();
@@ -100,23 +114,20 @@ struct region {
             std::memset(act, 1, n);
             std::memset(st, LANE_RUN, n);
         }
-        /* The runtime keeps each launch's table of thread coordinates (2-D and 3-D blocks). */
-        idx = rk_cur.idx_table;
-        rk_cur.thread_idx = rk_uint3{0, 0, 0};
-        /* Lanes run in order, or last to first when the launch asks for the reverse order
-         * (race checking compares the two). */
         publish = rk_cur.checked != 0 || rk_cur.thread_order != 0;
-        first = 0;
-        step = 1;
-        if (rk_cur.thread_order) {
-            first = n - 1;
-            step = ~0u;
-        }
+        reverse = rk_cur.thread_order != 0;
     }
     region(const region &) = delete;
     region &operator=(const region &) = delete;
 
-    uint8_t *bytes() { return reinterpret_cast<uint8_t *>(arena_take(n, 16)); }
+    char *take(std::size_t bytes, std::size_t align) {
+        uintptr_t p = (reinterpret_cast<uintptr_t>(cur) + align - 1) & ~uintptr_t(align - 1);
+        char *e = reinterpret_cast<char *>(p + bytes);
+        if (__builtin_expect(e > end, 0)) storage_exhausted();
+        cur = e;
+        return reinterpret_cast<char *>(p);
+    }
+    uint8_t *bytes() { return reinterpret_cast<uint8_t *>(take(n, 16)); }
 
     /* One slot per lane for a variable of type T. */
     template <class T>
@@ -124,22 +135,45 @@ struct region {
         static_assert(std::is_trivially_destructible<T>::value,
                       "a variable living across a barrier must be trivially destructible in the "
                       "cpu backend's region form");
-        T *p = reinterpret_cast<T *>(arena_take(sizeof(T) * n, alignof(T) < 16 ? 16 : alignof(T)));
+        T *p = reinterpret_cast<T *>(take(sizeof(T) * n, alignof(T) < 16 ? 16 : alignof(T)));
         if constexpr (!std::is_trivially_default_constructible<T>::value)
             for (uint32_t t = 0; t < n; ++t) ::new (static_cast<void *>(p + t)) T();
         return p;
     }
-    /* Lane slots for collective operands, with two words per wave after them. */
-    uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(arena_take(8 * (n + 2 * nw), 16)); }
+    /* Lane slots for collective operands, with two words (ballot, active mask) after them. */
+    uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(take(8 * (n + 2), 16)); }
 
-    /* A coordinate of the lane to run `i`-th along a dimension of `n`: in order, or last to
-     * first when the launch asks for the reverse order (race checking compares the two; only
-     * the publishing variant P does it). Reversing every coordinate reverses linear ids. */
-    template <bool P>
-    __attribute__((always_inline)) uint32_t along(uint32_t i, uint32_t n) const {
-        return P && step != 1 ? n - 1 - i : i;
+    /* A static __shared__ variable: the block's, the same in every wave (they all declare the
+     * block's shared variables in the same order). Uninitialised, like on a GPU. */
+    template <class T>
+    T &shared() {
+        static_assert(std::is_trivially_destructible<T>::value, "__shared__ variables are trivially destructible");
+        std::size_t at = (shared_off + 63) & ~std::size_t(63);
+        if (at + sizeof(T) > SHARED_BYTES) storage_exhausted();
+        shared_off = at + sizeof(T);
+        return *reinterpret_cast<T *>(rk_cur.arena_cur + at);
     }
-    /* Make lane `i` the current thread. P (checked launches and reversed order): store its
+
+    /* ---- lanes ---- */
+    /* Position (i, j) of the lane loop, in reverse when the launch asks for it (race checking
+     * compares the two; only the publishing variant P does it). */
+    template <bool P>
+    __attribute__((always_inline)) uint32_t run_of(uint32_t i) const {
+        return P && reverse ? rows - 1 - i : i;
+    }
+    template <bool P>
+    __attribute__((always_inline)) uint32_t step_of(uint32_t j) const {
+        return P && reverse ? cols - 1 - j : j;
+    }
+    /* threadIdx of lane t at run i, step j: no division per lane (the row's part is the same
+     * for a whole run, so the compiler hoists it out of the inner loop). */
+    __attribute__((always_inline)) rk_uint3 coords_at(uint32_t i, uint32_t j, uint32_t t) const {
+        if (mode == 2) return idx[base + t];
+        const uint32_t row = row0 + i;
+        return rk_uint3{x0 + j, row % dim.y, row / dim.y};
+    }
+    rk_uint3 coords_of(uint32_t l) const { return idx ? idx[base + l] : rk_uint3{base + l, 0, 0}; }
+    /* Make lane l the current thread. P (checked launches and reversed order): store its
      * coordinates in rk_cur ahead of the lane's memory accesses, so a fault names the right
      * thread. Otherwise only when functions the kernel calls read them (TLS), and the compiler
      * may optimise across lanes (vectorise a loop over them). */
@@ -198,83 +232,76 @@ struct region {
     }
 
     /* ---- barriers ---- */
-    rk_uint3 coords(uint32_t t) const { return idx ? idx[t] : rk_uint3{t, 0, 0}; }
-
-    /* Every lane that has not returned must be here; a barrier that some lanes reach and others
-     * skip (they returned, or control flow around it diverged) is reported, as on a GPU it
-     * would hang or be undefined. */
-    void barrier() {
-        uint32_t returned = 0, off = 0, on = 0;
-        uint32_t first_returned = n, first_off = n, first_on = n;
+    /* The wave reaches barrier `site` with `active` lanes there, `returned` lanes returned and
+     * `skipped` lanes elsewhere (divergent control flow). A GPU would hang or misbehave unless
+     * every thread of the block is there: the runtime checks it across waves (and that they
+     * wait at the same barrier) and reports it, naming the threads. Returns the block's sum of
+     * `value` (__syncthreads_count). */
+    uint32_t sync(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
+                  uint32_t first_active, uint32_t first_off, uint32_t value) {
+        if (waves == 1 && !returned && !skipped) return value;
+        rk_region_wait w{};
+        w.site = site;
+        w.active = active;
+        w.returned = returned;
+        w.skipped = skipped;
+        w.first_active = first_active;
+        w.first_off = first_off;
+        w.value = value;
+        /* The runtime knows this wave as the thread at vidx. */
+        rk_cur.thread_idx = vidx;
+        return rk_region_barrier(&w);
+    }
+    /* Every lane of the wave is known to be here (nothing masked, nobody returned). */
+    uint32_t barrier_full(uint32_t site, uint32_t value = 0) {
+        return sync(site, n, 0, 0, base, base, value);
+    }
+    uint32_t barrier(uint32_t site, uint32_t value = 0) {
+        uint32_t returned = 0, skipped = 0, active = 0;
+        uint32_t first_returned = n, first_skipped = n, first_active = n;
         for (uint32_t t = 0; t < n; ++t) {
             if (act[t]) {
-                if (!on++) first_on = t;
+                if (!active++) first_active = t;
             } else if (st[t] == LANE_RETURNED) {
                 if (!returned++) first_returned = t;
-            } else if (!off++) {
-                first_off = t;
+            } else if (!skipped++) {
+                first_skipped = t;
             }
         }
-        if (!on || (!returned && !off)) return;
-        rk_cur.thread_idx = coords(first_on);
-        char msg[400];
-        if (returned) {
-            const rk_uint3 e = coords(first_returned);
-            std::snprintf(msg, sizeof msg,
-                          "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
-                          "returned without reaching it (the first: thread (%u,%u,%u)); every "
-                          "thread of a block must reach every barrier",
-                          on, returned, e.x, e.y, e.z);
-        } else {
-            const rk_uint3 e = coords(first_off);
-            std::snprintf(msg, sizeof msg,
-                          "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
-                          "skip it in divergent control flow (the first: thread (%u,%u,%u)); every "
-                          "thread of a block must reach every barrier",
-                          on, off, e.x, e.y, e.z);
-        }
-        rk_block_fail(RK_PARTIAL_BARRIER, msg);
+        const uint32_t first_off = base + (first_skipped < first_returned ? first_skipped : first_returned);
+        return sync(site, active, returned, skipped, base + first_active, first_off, value);
     }
-    /* __syncthreads_count over the lanes' predicates in x. */
+    /* __syncthreads_count over the active lanes' predicates in x. */
     uint32_t count(const uint64_t *x) const {
         uint32_t c = 0;
-        for (uint32_t t = 0; t < n; ++t) c += act[t] && x[t];
+        for (uint32_t t = 0; t < n; ++t) c += (!act || act[t]) && x[t];
         return c;
     }
 
-    /* ---- warp collectives ---- */
-    /* Per wave: the ballot of x over active lanes and the active mask, stored after the lanes. */
+    /* ---- warp collectives (the wave is this region's lanes) ---- */
+    /* The ballot of x over active lanes and the active mask, stored after the lanes. */
     void reduce(uint64_t *x) const {
-        for (uint32_t w = 0; w < nw; ++w) {
-            uint64_t ballot = 0, active = 0;
-            const uint32_t base = w * ws, end = base + ws < n ? base + ws : n;
-            for (uint32_t t = base; t < end; ++t) {
-                if (!act[t]) continue;
-                active |= uint64_t(1) << (t - base);
-                if (x[t]) ballot |= uint64_t(1) << (t - base);
-            }
-            x[n + 2 * w] = ballot;
-            x[n + 2 * w + 1] = active;
+        uint64_t ballot = 0, active = 0;
+        for (uint32_t t = 0; t < n; ++t) {
+            if (act && !act[t]) continue;
+            active |= uint64_t(1) << t;
+            if (x[t]) ballot |= uint64_t(1) << t;
         }
+        x[n] = ballot;
+        x[n + 1] = active;
     }
-    uint64_t ballot(const uint64_t *x, uint32_t t) const { return x[n + 2 * (t / ws)]; }
-    int all(const uint64_t *x, uint32_t t) const {
-        return x[n + 2 * (t / ws)] == x[n + 2 * (t / ws) + 1];
-    }
-    uint64_t activemask(uint32_t t) const {
-        const uint32_t base = t & ~(ws - 1), end = base + ws < n ? base + ws : n;
+    uint64_t ballot(const uint64_t *x, uint32_t) const { return x[n]; }
+    int all(const uint64_t *x, uint32_t) const { return x[n] == x[n + 1]; }
+    uint64_t activemask(uint32_t) const {
         uint64_t m = 0;
-        for (uint32_t l = base; l < end; ++l)
-            if (act[l]) m |= uint64_t(1) << (l - base);
+        for (uint32_t l = 0; l < n; ++l)
+            if (!act || act[l]) m |= uint64_t(1) << l;
         return m;
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
      * source lane outside the wave, the segment or not taking part gives the lane its own. */
     template <class T>
-    T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
-        const uint32_t base = t & ~(ws - 1);
-        const uint32_t lane = t - base;
-        const uint32_t end = base + ws < n ? base + ws : n;
+    T shfl(const uint64_t *x, uint32_t lane, int op, int arg, int width) const {
         if (width <= 0 || width > static_cast<int>(ws) || (width & (width - 1))) width = static_cast<int>(ws);
         const uint32_t seg = lane & ~uint32_t(width - 1);
         const uint32_t in_seg = lane & uint32_t(width - 1);
@@ -293,28 +320,35 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= ws || base + from >= end || !act[base + from]) from = lane;
-        return from_bits<T>(x[base + from]);
+        if (src < 0 || from >= n || (act && !act[from])) from = lane;
+        return from_bits<T>(x[from]);
     }
+};
+
+/* Releases what a block of generated code took from the wave's arena segment. */
+struct scope {
+    region &r;
+    char *mark;
+    explicit scope(region &r_) : r(r_), mark(r_.cur) {}
+    ~scope() { r.cur = mark; }
+    scope(const scope &) = delete;
+    scope &operator=(const scope &) = delete;
 };
 
 }  // namespace rk
 
-/* Loops over the lanes of region code: `rk_t` is the lane's linear id, `rk_tidx` its threadIdx.
- * Nested loops per dimension (not one loop over a table of coordinates) keep the kernel's index
- * arithmetic affine, which the compiler can vectorise and interchange. RK_ALL_LANES is for code
- * every lane runs (nothing masked, nobody returned); RK_LANES skips inactive lanes. */
-#define RK_LANES_ALONG(r)                                                                      \
-    for (uint32_t rk_iz = 0; rk_iz < (r).dim.z; ++rk_iz)                                       \
-        for (uint32_t rk_iy = 0; rk_iy < (r).dim.y; ++rk_iy)                                   \
-            for (uint32_t rk_ix = 0; rk_ix < (r).dim.x; ++rk_ix)                               \
-                if (const rk_uint3 rk_tidx{(r).template along<rk_pub>(rk_ix, (r).dim.x),       \
-                                           (r).template along<rk_pub>(rk_iy, (r).dim.y),       \
-                                           (r).template along<rk_pub>(rk_iz, (r).dim.z)};      \
-                    false) {                                                                   \
-                } else if (const uint32_t rk_t = rk_tidx.x + (r).dim.x * (rk_tidx.y + (r).dim.y * rk_tidx.z); \
-                           false) {                                                            \
-                } else
+/* Loops over the lanes of the wave: `rk_t` is the lane (0 .. wave size), `rk_tidx` its
+ * threadIdx. Runs of lanes along x are inner loops with affine coordinates, which the compiler
+ * can vectorise. RK_ALL_LANES is for code every lane runs (nothing masked, nobody returned);
+ * RK_LANES skips inactive lanes. */
+#define RK_LANES_ALONG(r)                                                                        \
+    for (uint32_t rk_ii = 0; rk_ii < (r).rows; ++rk_ii)                                          \
+        for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                                      \
+            if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii),                        \
+                rk_j = (r).template step_of<rk_pub>(rk_jj), rk_t = rk_i * (r).cols + rk_j;        \
+                false) {                                                                         \
+            } else if (const rk_uint3 rk_tidx = (r).coords_at(rk_i, rk_j, rk_t); false) {        \
+            } else
 #define RK_ALL_LANES(r) RK_LANES_ALONG(r)
 #define RK_LANES(r) RK_LANES_ALONG(r) if (!(r).act[rk_t]) continue; else
 

@@ -49,6 +49,7 @@ pub struct RkLaunchDesc {
     pub seed: u64,
     pub time_limit_ns: u64,
     pub exec_fibers: u32,
+    pub region_waves: u32,
     pub thread_order: u32,
 }
 
