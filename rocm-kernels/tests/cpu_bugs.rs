@@ -322,3 +322,185 @@ fn stack_overflow_is_a_kernel_fault() {
     }
     still_works(d);
 }
+
+fn race_checked(wave_size: u32) -> Module {
+    module_with(CpuOptions {
+        wave_size,
+        race_check: true,
+        time_limit: Some(Duration::from_secs(20)),
+        ..CpuOptions::default()
+    })
+}
+
+/// The message of a [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
+fn race_message(err: RuntimeError, kernel: &str) -> String {
+    let text = err.to_string();
+    match err {
+        RuntimeError::SharedMemoryRace { kernel: k, message } => {
+            assert_eq!(k, kernel);
+            assert!(
+                text.starts_with(&format!("kernel `{kernel}`: shared-memory race: ")),
+                "{text}"
+            );
+            message
+        }
+        other => panic!("expected SharedMemoryRace, got {other:?}"),
+    }
+}
+
+#[test]
+fn race_check_catches_the_missing_barrier() {
+    // 256 threads: several waves, reversed wave by wave; 64 threads at wave 64: one wave,
+    // reversed thread by thread.
+    for (wave, threads) in [(32, 256usize), (64, 256), (64, 64)] {
+        let m = race_checked(wave);
+        let d = m.device();
+        let input: Vec<i32> = (1..=2 * threads as i32).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(2 * threads).unwrap();
+        let err = m
+            .kernel("missing_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let message = race_message(err, "missing_barrier");
+        assert!(message.contains("parameter `out` (#1)"), "{message}");
+        // The first thread reading a neighbour's slot that only one of the orders has written:
+        // the last lane of wave 0 (several waves, run last to first), or thread 0 (one wave,
+        // its threads run last to first).
+        let first = if threads == 64 { 0 } else { wave - 1 };
+        assert!(
+            message.contains(&format!(
+                "differs first in the 4-byte word at byte offset {}",
+                4 * first
+            )),
+            "{message}"
+        );
+        assert!(message.contains("without a __syncthreads()"), "{message}");
+        assert!(
+            message.contains("add the missing __syncthreads()"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
+    let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
+    for wave in [32, 64] {
+        let m = race_checked(wave);
+        let d = m.device();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<f32>(2).unwrap();
+        let err = m
+            .kernel("reduce_missing_loop_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let message = race_message(err, "reduce_missing_loop_barrier");
+        assert!(
+            message
+                .contains("parameter `out` (#1) differs first in the 4-byte word at byte offset 0"),
+            "{message}"
+        );
+        assert!(message.contains("__syncthreads()"), "{message}");
+    }
+}
+
+#[test]
+fn race_check_reverses_waves_and_keeps_lanes_in_order() {
+    // (wave, threads, position of thread 0 in the reversed order)
+    for (wave, threads, thread0) in [
+        (64, 256u32, 192u32), // waves 3, 2, 1, 0
+        (32, 256, 224),
+        (64, 96, 32), // a partial last wave runs first
+        (64, 64, 63), // one wave: its threads last to first
+        (64, 48, 47),
+    ] {
+        for barrier in [0i32, 1] {
+            let m = race_checked(wave);
+            let d = m.device();
+            let mut counter = d.upload(&[0u32]).unwrap();
+            let mut order = d.alloc::<u32>(threads as usize).unwrap();
+            let err = m
+                .kernel("run_order")
+                .unwrap()
+                .launch(LaunchConfig::new(1, threads))
+                .arg(&mut counter)
+                .arg(&mut order)
+                .arg(&barrier)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "run_order");
+            assert!(
+                message.contains(&format!(
+                    "parameter `order` (#1) differs first in the 4-byte word at byte offset 0: \
+                     0x00000000 when the threads of each block ran in order, {thread0:#010x} when \
+                     they ran in reverse order"
+                )),
+                "wave {wave}, {threads} threads, barrier {barrier}: {message}"
+            );
+            // The counter ends equal: the second run started from the restored zero.
+            assert_eq!(counter.to_vec().unwrap(), vec![threads]);
+        }
+    }
+}
+
+#[test]
+fn race_check_passes_a_correct_block_reduction() {
+    let n = 1000usize;
+    let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    for wave in [32, 64] {
+        let device = Device::cpu(CpuOptions {
+            wave_size: wave,
+            race_check: true,
+            ..CpuOptions::default()
+        });
+        assert!(
+            device.info().name.contains("race check"),
+            "{}",
+            device.info().name
+        );
+        let m = device.load(&FEATURES).unwrap();
+        let inb = device.upload(&input).unwrap();
+        let blocks = n.div_ceil(256);
+        let mut out = device.upload(&vec![-1.0f32; blocks]).unwrap();
+        m.kernel("block_sum_static")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&device.stream().unwrap())
+            .unwrap();
+        let want: Vec<f32> = input.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out.to_vec().unwrap(), want);
+    }
+}
+
+#[test]
+fn race_check_reports_faults_of_either_run() {
+    let m = race_checked(64);
+    let d = m.device();
+    let n = 1000usize;
+    let mut out = d.alloc::<f32>(n).unwrap();
+    let err = m
+        .kernel("oob_write")
+        .unwrap()
+        .launch(LaunchConfig::for_elements(n + 24, 256))
+        .arg(&mut out)
+        .arg(&(n as i32))
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::OutOfBounds { .. }),
+        "expected OutOfBounds, got {err:?}"
+    );
+    still_works(d);
+}

@@ -91,3 +91,25 @@ __device__ __noinline__ int recurse(int n) {
     return n == 0 ? frame[0] : recurse(n - 1) + frame[0];
 }
 __global__ void stack_overflow(int* out, int depth) { out[threadIdx.x] = recurse(depth); }
+
+// A block reduction whose loop lost its barrier: each step reads partial sums that other threads
+// of the block are still adding to. It has a barrier before the loop, so it is not a partial
+// barrier; only the race check (CpuOptions::race_check) reports it.
+__global__ void reduce_missing_loop_barrier(const float* in, float* out) {
+    __shared__ float partial[256];
+    unsigned int t = threadIdx.x;
+    partial[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (t < s) partial[t] += partial[t + s];
+        // __syncthreads(); -- forgotten
+    }
+    if (t == 0) out[blockIdx.x] = partial[0];
+}
+
+// Records the order in which the threads of the block run (after a barrier when `barrier` is
+// set, so the runtime's fiber rounds order them rather than its plain loop).
+__global__ void run_order(unsigned int* counter, unsigned int* order, int barrier) {
+    if (barrier) __syncthreads();
+    order[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(counter, 1u);
+}

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define RK_ABI_VERSION 1u
+#define RK_ABI_VERSION 2u
 #define RK_MAX_PARAMS 64
 
 #ifdef __cplusplus
@@ -18,10 +18,23 @@ typedef struct rk_uint3 {
     unsigned int x, y, z;
 } rk_uint3;
 
+/* The order in which the threads of a block run between barriers (rk_cur.thread_order). The
+ * race check (CpuOptions::race_check) runs a launch in both and compares the results. */
+enum rk_thread_order {
+    /* Linear thread ids ascending. */
+    RK_ORDER_FORWARD = 0,
+    /* The block's waves (rk_cur.wave_size consecutive linear ids; the last may be partial) last
+     * to first, the lanes of each wave ascending, so a wave's lanes keep their numbers and run
+     * together as before. A block of a single wave, where that would change nothing, runs its
+     * threads in descending order. */
+    RK_ORDER_REVERSED = 1
+};
+
 /* What a generated kernel entry is asked to do. */
 enum rk_call_op {
-    /* Run kernel threads [begin, end) (linear thread ids) of the current block, in order. After
-     * each thread returns, stop if the block switched to fiber mode (rk_cur.fiber_mode). */
+    /* Run kernel threads [begin, end) (linear thread ids) of the current block, in the order
+     * rk_cur.thread_order says (RK_ORDER_*). After each thread returns, stop if the block switched
+     * to fiber mode (rk_cur.fiber_mode). */
     RK_CALL_RUN = 0,
     /* Fill *info with the parameter layout. */
     RK_CALL_DESCRIBE = 1
@@ -53,6 +66,7 @@ typedef struct rk_ctx {
     void *dyn_shared;
     uint32_t dyn_shared_bytes;
     uint32_t in_kernel;
+    uint32_t thread_order; /* rk_thread_order, from rk_launch_desc::thread_order */
 } rk_ctx;
 
 extern __thread rk_ctx rk_cur;
@@ -105,6 +119,7 @@ typedef struct rk_launch_desc {
     uint32_t has_seed;
     uint64_t seed;
     uint64_t time_limit_ns; /* 0: none */
+    uint32_t thread_order;  /* rk_thread_order */
 } rk_launch_desc;
 
 typedef struct rk_launch_result {

@@ -12,6 +12,34 @@
 #define RK_PUBLISH_THREAD_IDX() __asm__ __volatile__("" ::: "memory")
 
 namespace rk {
+/* Threads [begin, end) of the block in RK_ORDER_REVERSED order (see abi.h): waves last to first,
+ * lanes ascending; a block of one wave, last thread to first. The runtime's fiber scheduler
+ * (runtime.cpp, `order_of`) must follow the same order. */
+template <class Body>
+__attribute__((noinline, cold)) void run_reordered(uint32_t begin, uint32_t end, Body body) {
+    const rk_uint3 dim = rk_cur.block_dim;
+    const uint32_t n = dim.x * dim.y * dim.z;
+    const uint32_t ws = rk_cur.wave_size;
+    auto one = [&](uint32_t t) {
+        rk_cur.thread_idx = rk_uint3{t % dim.x, (t / dim.x) % dim.y, t / (dim.x * dim.y)};
+        RK_PUBLISH_THREAD_IDX();
+        body();
+        return rk_cur.fiber_mode == 0;
+    };
+    if (n <= ws) {
+        for (uint32_t t = end; t > begin; --t)
+            if (!one(t - 1)) return;
+        return;
+    }
+    for (uint32_t hi = end; hi > begin;) {
+        uint32_t lo = (hi - 1) / ws * ws;  // start of the wave holding thread hi - 1
+        if (lo < begin) lo = begin;
+        for (uint32_t t = lo; t < hi; ++t)
+            if (!one(t)) return;
+        hi = lo;
+    }
+}
+
 /* `flatten` inlines the kernel (and what it calls) into the thread loop: kernels are ordinary
  * external functions the compiler would otherwise call once per GPU thread. */
 template <auto K, class... P, std::size_t... I>
@@ -28,6 +56,11 @@ __attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
     (void)args;
+    if (__builtin_expect(rk_cur.thread_order != RK_ORDER_FORWARD, 0)) {
+        // Race-check mode only: one test per call keeps the in-order loops below as they were.
+        run_reordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
+        return;
+    }
     const rk_uint3 dim = rk_cur.block_dim;
     uint32_t t = c->begin;
     if (dim.y == 1 && dim.z == 1) {

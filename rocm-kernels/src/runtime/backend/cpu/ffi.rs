@@ -3,10 +3,14 @@
 
 use std::ffi::c_void;
 
-pub const RK_ABI_VERSION: u32 = 1;
+pub const RK_ABI_VERSION: u32 = 2;
 pub const RK_MAX_PARAMS: usize = 64;
 
 pub const RK_CALL_DESCRIBE: u32 = 1;
+
+/// `rk_thread_order`: threads of a block ascending, or waves last to first (race check).
+pub const RK_ORDER_FORWARD: u32 = 0;
+pub const RK_ORDER_REVERSED: u32 = 1;
 
 pub const RK_OK: u32 = 0;
 pub const RK_FAULT: u32 = 1;
@@ -47,6 +51,7 @@ pub struct RkLaunchDesc {
     pub has_seed: u32,
     pub seed: u64,
     pub time_limit_ns: u64,
+    pub thread_order: u32,
 }
 
 #[repr(C)]
