@@ -37,8 +37,22 @@ pub struct CpuOptions {
     pub time_limit: Option<Duration>,
     /// Worker threads running blocks; 0 = one per available core.
     pub threads: usize,
-    /// Check shared memory for data races between barriers (slow; not implemented yet: launches
-    /// with it set return [`RuntimeError::Unsupported`]).
+    /// Check for data races between barriers: run every launch twice from the same device
+    /// memory, the threads of each block in order and then in reverse order (its waves last to
+    /// first, lanes in order; a block of one wave, its threads last to first), and fail with
+    /// [`RuntimeError::SharedMemoryRace`] when the results differ, naming the parameter and byte
+    /// offset of the first difference. Catches a thread reading shared memory that another
+    /// thread of its block writes with no `__syncthreads()` between them, or before any thread
+    /// wrote it.
+    ///
+    /// Slower: two runs of one worker thread each (blocks one at a time, in the same order both
+    /// times), plus copies of every buffer the pointer arguments reach. Results that depend on
+    /// the order of threads by design are reported too: float atomics rounding differently in
+    /// another order, which thread wins an `atomicCAS` or `atomicExch`, a counter handing out
+    /// slots. Memory the check does not see is not restored between the runs: `__device__`
+    /// globals, and buffers reached only through pointers stored inside other buffers or structs.
+    /// Races between lanes of one wave of a multi-wave block, whose order is kept, and between
+    /// blocks (see [`CpuOptions::shuffle_seed`]) are not detected.
     pub race_check: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,

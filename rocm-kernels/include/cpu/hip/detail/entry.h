@@ -40,6 +40,16 @@ __attribute__((noinline, cold)) void run_reordered(uint32_t begin, uint32_t end,
     }
 }
 
+/* The arguments of the call, unpacked, run in RK_ORDER_REVERSED. Out of line: a tuple captured by
+ * reference for the loop above lives on the stack, and would, inlined into `run`, have the
+ * in-order loop reload every argument from memory after each thread's compiler barrier. */
+template <auto K, class... P, std::size_t... I>
+__attribute__((noinline, cold)) void run_reordered_entry(const rk_call *c, std::index_sequence<I...>) {
+    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
+    (void)args;
+    run_reordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
+}
+
 /* `flatten` inlines the kernel (and what it calls) into the thread loop: kernels are ordinary
  * external functions the compiler would otherwise call once per GPU thread. */
 template <auto K, class... P, std::size_t... I>
@@ -54,13 +64,14 @@ __attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::
          ...);
         return;
     }
-    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
-    (void)args;
     if (__builtin_expect(rk_cur.thread_order != RK_ORDER_FORWARD, 0)) {
-        // Race-check mode only: one test per call keeps the in-order loops below as they were.
-        run_reordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
+        // Race-check mode only: one test per call, before the arguments are unpacked, so the
+        // in-order loops below keep them in registers as before.
+        run_reordered_entry<K, P...>(c, std::index_sequence<I...>{});
         return;
     }
+    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
+    (void)args;
     const rk_uint3 dim = rk_cur.block_dim;
     uint32_t t = c->begin;
     if (dim.y == 1 && dim.z == 1) {

@@ -21,8 +21,17 @@
 //!
 //! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
 //! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
-//! limit inside a C library call (e.g. `printf`) may leave that library's locks held; data races
-//! on shared memory are not detected yet ([`CpuOptions::race_check`] is refused).
+//! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
+//!
+//! Race check ([`CpuOptions::race_check`], module `race`): a launch runs twice from the same
+//! device memory on a fresh one-worker pool each time, the threads of each block in order and
+//! then in `RK_ORDER_REVERSED` (the block's waves last to first, lanes in order; a block of one
+//! wave, its threads last to first), and the buffers its pointer arguments reach are compared;
+//! a difference is a [`RuntimeError::SharedMemoryRace`] naming the parameter and byte offset.
+//! Static `__shared__` arrays are plain C++ thread-locals, so accesses cannot be watched; the
+//! order of threads between barriers is what a missing barrier makes results depend on. Also
+//! reported: anything else order-dependent (float atomics, an `atomicCAS` winner); not caught:
+//! races inside one wave of a multi-wave block, whose lanes keep their order.
 
 mod ffi;
 mod race;
