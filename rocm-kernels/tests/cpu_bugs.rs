@@ -498,9 +498,40 @@ fn race_check_reports_faults_of_either_run() {
         .arg(&(n as i32))
         .run(&d.stream().unwrap())
         .unwrap_err();
-    assert!(
-        matches!(err, RuntimeError::OutOfBounds { .. }),
-        "expected OutOfBounds, got {err:?}"
-    );
+    match &err {
+        RuntimeError::OutOfBounds { detail, .. } => {
+            assert!(!detail.contains("race check"), "{detail}")
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    still_works(d);
+
+    // A fault only the reversed run has is said to depend on the order.
+    let mut out = d.alloc::<i32>(127).unwrap();
+    let err = m
+        .kernel("shift_without_barrier")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 128))
+        .arg(&mut out)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds {
+            site,
+            access,
+            detail,
+            ..
+        } => {
+            assert_eq!(site.thread, [127, 0, 0]);
+            assert_eq!(*access, "write");
+            assert!(
+                detail.contains(
+                    "race check: only when the threads of each block ran in reverse order"
+                ),
+                "{detail}"
+            );
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
     still_works(d);
 }

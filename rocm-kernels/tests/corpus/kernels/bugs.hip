@@ -113,3 +113,14 @@ __global__ void run_order(unsigned int* counter, unsigned int* order, int barrie
     if (barrier) __syncthreads();
     order[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(counter, 1u);
 }
+
+// Thread 0 sets the shift every other thread uses, with no barrier between: run in order, thread
+// 0 comes first; with its waves in reverse order the later waves read the shift before it is set
+// and write one element past the end of `out` (blockDim.x - 1 elements).
+__global__ void shift_without_barrier(int* out) {
+    __shared__ int shift;
+    unsigned int t = threadIdx.x;
+    if (t == 0) shift = 1;
+    // __syncthreads(); -- forgotten
+    if (t > 0) out[t - shift] = static_cast<int>(t);
+}

@@ -580,7 +580,7 @@ impl CpuFunction {
         drop(before);
         desc.thread_order = ffi::RK_ORDER_REVERSED;
         let pool = fresh_pool()?;
-        self.run(pool.0, &desc)?;
+        self.run(pool.0, &desc).map_err(only_in_reverse_order)?;
         drop(pool);
         match regions.first_difference(&in_order) {
             None => Ok(()),
@@ -590,6 +590,20 @@ impl CpuFunction {
             }),
         }
     }
+}
+
+/// A fault of the race check's second run, which the first (in order) did not have: say so,
+/// since the order of threads is then what triggers it.
+fn only_in_reverse_order(mut err: RuntimeError) -> RuntimeError {
+    const NOTE: &str = " (race check: only when the threads of each block ran in reverse order, \
+                        so it depends on the order of threads between barriers)";
+    match &mut err {
+        RuntimeError::KernelFault { message, .. }
+        | RuntimeError::PartialBarrier { message, .. } => message.push_str(NOTE),
+        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(NOTE),
+        _ => {}
+    }
+    err
 }
 
 #[derive(Debug)]
