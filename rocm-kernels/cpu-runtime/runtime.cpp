@@ -195,7 +195,13 @@ struct Worker {
     size_t dyn_shared_len = 0;
     bool dyn_shared_guarded = false;
     void *altstack = nullptr;
+    // Bump storage for region-form blocks (lane slots, masks): reserved once, committed as used.
+    char *arena = nullptr;
+    // threadIdx per linear thread id of the current launch's blocks (2-D and 3-D).
+    std::vector<rk_uint3> idx_table;
 };
+
+constexpr size_t ARENA_BYTES = size_t(64) << 20;
 
 __thread Worker *tls_worker = nullptr;
 
@@ -206,6 +212,34 @@ struct Mapping {
     char *map;
     size_t len;
 };
+
+// Device buffers of 2 MiB and more ask for transparent huge pages (where the kernel has them set
+// to `madvise`): kernels index them as GPUs do, with strides of whole rows and columns, and with
+// 4 KiB pages a tiled transpose misses the TLB on nearly every row it touches.
+constexpr size_t HUGE_PAGE = size_t(2) << 20;
+
+void advise_huge(void *p, size_t len) {
+#ifdef MADV_HUGEPAGE
+    if (len >= HUGE_PAGE) madvise(p, len, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+
+// Unchecked allocations of at least HUGE_PAGE: 2 MiB-aligned mappings (zero-filled).
+void *huge_alloc(size_t bytes) {
+    const size_t len = round_up(bytes, HUGE_PAGE);
+    void *map = mmap(nullptr, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return nullptr;
+    char *base = static_cast<char *>(map);
+    char *aligned = reinterpret_cast<char *>(round_up(reinterpret_cast<uintptr_t>(base), HUGE_PAGE));
+    if (aligned > base) munmap(base, static_cast<size_t>(aligned - base));
+    char *end = base + len + HUGE_PAGE;
+    if (end > aligned + len) munmap(aligned + len, static_cast<size_t>(end - (aligned + len)));
+    advise_huge(aligned, len);
+    return aligned;
+}
 
 void *guarded_alloc(size_t bytes) {
     const size_t page = static_cast<size_t>(page_size());
@@ -218,6 +252,7 @@ void *guarded_alloc(size_t bytes) {
         munmap(map, len);
         return nullptr;
     }
+    advise_huge(base + page, data_pages);
     return base + page + data_pages - bytes;
 }
 
@@ -354,7 +389,8 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void *
 }
 
 // The same in RK_ORDER_REVERSED, where the round goes by position (run_order) instead of thread
-// id: a wave's lanes still hold consecutive positions, in one direction or the other.
+// id: a wave's lanes still hold consecutive positions, in one direction or the other, so a wave
+// is resolved when the last of its lanes in the round has stopped.
 uint32_t next_runnable_position(Worker *w, uint32_t from) {
     for (uint32_t p = from; p < w->nthreads; ++p) {
         uint8_t st = w->states[w->run_order[p]];
@@ -380,21 +416,15 @@ __attribute__((noinline)) void leave_reordered(Worker *w, uint32_t tid, void **s
 }
 
 // The order of RK_ORDER_REVERSED (abi.h; entry.h's run_reordered runs the plain loop in it).
+// Kept as a table: the scheduler only needs each wave's lanes at consecutive positions.
 void order_of(Worker *w) {
-    const uint32_t n = w->nthreads, ws = rk_cur.wave_size;
+    const uint32_t n = w->nthreads;
     if (w->run_order.size() < n) w->run_order.resize(n);
     if (w->run_pos.size() < n) w->run_pos.resize(n);
-    uint32_t p = 0;
-    if (n <= ws) {
-        for (uint32_t t = n; t > 0; --t) w->run_order[p++] = t - 1;
-    } else {
-        for (uint32_t hi = n; hi > 0;) {
-            const uint32_t lo = (hi - 1) / ws * ws;
-            for (uint32_t t = lo; t < hi; ++t) w->run_order[p++] = t;
-            hi = lo;
-        }
+    for (uint32_t p = 0; p < n; ++p) {
+        w->run_order[p] = n - 1 - p;
+        w->run_pos[n - 1 - p] = p;
     }
-    for (p = 0; p < n; ++p) w->run_pos[w->run_order[p]] = p;
 }
 
 // First wait of the block: threads before `tid` (in the run order) have returned; `tid` keeps
@@ -599,6 +629,9 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     w->message[0] = 0;
     w->fault_address = 0;
     w->fault_access = 0;
+    // A block abandoned by a fault leaves these behind.
+    rk_cur.region = 0;
+    rk_cur.arena_cur = w->arena;
     Fiber *f0 = w->fibers[0];
     f0->begin = 0;
     f0->end = w->nthreads;
@@ -779,6 +812,32 @@ bool prepare_launch(Worker *w, Launch *l) {
         if (!w->dyn_shared_guarded) memset(w->dyn_shared, 0, d->shared_bytes);
     }
     rk_cur.dyn_shared = w->dyn_shared;
+    rk_cur.exec_fibers = d->exec_fibers;
+    rk_cur.checked = d->checked;
+    rk_cur.idx_table = nullptr;
+    if (d->block[1] != 1 || d->block[2] != 1) {
+        w->idx_table.resize(w->nthreads);
+        rk_uint3 i{0, 0, 0};
+        for (uint32_t t = 0; t < w->nthreads; ++t) {
+            w->idx_table[t] = i;
+            if (++i.x == d->block[0]) {
+                i.x = 0;
+                if (++i.y == d->block[1]) {
+                    i.y = 0;
+                    ++i.z;
+                }
+            }
+        }
+        rk_cur.idx_table = w->idx_table.data();
+    }
+    rk_cur.region = 0;
+    if (!w->arena) {
+        void *a = mmap(nullptr, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a == MAP_FAILED) return false;
+        w->arena = static_cast<char *>(a);
+    }
+    rk_cur.arena_cur = w->arena;
+    rk_cur.arena_end = w->arena + ARENA_BYTES;
     return true;
 }
 
@@ -856,6 +915,8 @@ void worker_loop(Worker *w) {
         delete f;
     }
     w->fibers.clear();
+    if (w->arena) munmap(w->arena, ARENA_BYTES);
+    w->arena = nullptr;
 }
 
 uint64_t splitmix(uint64_t &s) {
@@ -870,15 +931,29 @@ uint64_t splitmix(uint64_t &s) {
 // ---------------------------------------------------------------------------------------------
 // Kernel-side entry points.
 
+namespace {
+// A barrier or collective reached in a region-form block (which has no fibers to wait on): only
+// possible through code the build's transform did not see, such as a call through a pointer.
+[[noreturn]] void unseen_collective(Worker *w, const char *what) {
+    fail(w, RK_FAULT,
+         "%s was reached through code the cpu backend's region form of this kernel does not "
+         "contain (a call through a function pointer?); run it with per-thread fibers: "
+         "CpuOptions::exec = CpuExec::Fibers, or ROCM_CPU_EXEC=fibers",
+         what);
+}
+}  // namespace
+
 extern "C" void rk_syncthreads(void) {
     Worker *w = tls_worker;
     if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
+    if (__builtin_expect(rk_cur.region, 0)) unseen_collective(w, "__syncthreads()");
     wait_here(w, current_tid(w), AT_BARRIER);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return pred;
+    if (rk_cur.region) unseen_collective(w, "__syncthreads_count/and/or()");
     w->pred_count += pred != 0;
     wait_here(w, current_tid(w), AT_BARRIER);
     const uint32_t count = w->barrier_result;
@@ -893,6 +968,7 @@ extern "C" int rk_syncthreads_op(int op, int pred) {
 extern "C" uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) return value;
+    if (rk_cur.region) unseen_collective(w, "a warp collective (__shfl, __ballot, ...)");
     const uint32_t tid = current_tid(w);
     Slot &s = w->slots[tid];
     s.op = static_cast<uint8_t>(op);
@@ -912,6 +988,15 @@ extern "C" void rk_kernel_fault(const char *message) {
         abort();
     }
     fail(w, RK_FAULT, "%s", message);
+}
+
+extern "C" void rk_block_fail(uint32_t status, const char *message) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) {
+        fprintf(stderr, "kernel fault outside a kernel launch: %s\n", message);
+        abort();
+    }
+    fail(w, status, "%s", message);
 }
 
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
@@ -1013,6 +1098,7 @@ extern "C" uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_laun
 
 extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t guarded) {
     if (guarded) return guarded_alloc(bytes);
+    if (bytes >= HUGE_PAGE) return huge_alloc(bytes);
     void *p = aligned_alloc(256, round_up(bytes ? bytes : 1, 256));
     if (p) memset(p, 0, bytes);
     return p;
@@ -1022,6 +1108,8 @@ extern "C" void rk_mem_free(void *ptr, uint64_t bytes, uint32_t guarded) {
     if (!ptr) return;
     if (guarded)
         guarded_free(ptr, bytes);
+    else if (bytes >= HUGE_PAGE)
+        munmap(ptr, round_up(bytes, HUGE_PAGE));
     else
         free(ptr);
 }
@@ -1088,6 +1176,7 @@ extern "C" void rk_kernel_fault(const char *message) {
     std::fprintf(stderr, "kernel fault: %s\n", message);
     std::abort();
 }
+extern "C" void rk_block_fail(uint32_t, const char *message) { rk_kernel_fault(message); }
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                                const char *function) noexcept {
     std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);

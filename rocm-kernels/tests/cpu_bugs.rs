@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rocm_kernels::runtime::{CpuOptions, Device, LaunchConfig, Module, RuntimeError};
+use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, LaunchConfig, Module, RuntimeError};
 use rocm_kernels_corpus::{BUGS, FEATURES};
 
 fn module_with(options: CpuOptions) -> Module {
@@ -323,13 +323,21 @@ fn stack_overflow_is_a_kernel_fault() {
     still_works(d);
 }
 
-fn race_checked(wave_size: u32) -> Module {
-    module_with(CpuOptions {
-        wave_size,
-        race_check: true,
-        time_limit: Some(Duration::from_secs(20)),
-        ..CpuOptions::default()
-    })
+/// The bug corpus race-checked, once per way of running a block's threads (region form where
+/// the build made one, and per-thread fibers): both must honour the reversed order.
+fn race_checked(wave_size: u32) -> Vec<Module> {
+    [CpuExec::Regions, CpuExec::Fibers]
+        .into_iter()
+        .map(|exec| {
+            module_with(CpuOptions {
+                wave_size,
+                race_check: true,
+                exec,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            })
+        })
+        .collect()
 }
 
 /// The message of a [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
@@ -350,40 +358,33 @@ fn race_message(err: RuntimeError, kernel: &str) -> String {
 
 #[test]
 fn race_check_catches_the_missing_barrier() {
-    // 256 threads: several waves, reversed wave by wave; 64 threads at wave 64: one wave,
-    // reversed thread by thread.
     for (wave, threads) in [(32, 256usize), (64, 256), (64, 64)] {
-        let m = race_checked(wave);
-        let d = m.device();
-        let input: Vec<i32> = (1..=2 * threads as i32).collect();
-        let inb = d.upload(&input).unwrap();
-        let mut out = d.alloc::<i32>(2 * threads).unwrap();
-        let err = m
-            .kernel("missing_barrier")
-            .unwrap()
-            .launch(LaunchConfig::new(2, threads as u32))
-            .arg(&inb)
-            .arg(&mut out)
-            .run(&d.stream().unwrap())
-            .unwrap_err();
-        let message = race_message(err, "missing_barrier");
-        assert!(message.contains("parameter `out` (#1)"), "{message}");
-        // The first thread reading a neighbour's slot that only one of the orders has written:
-        // the last lane of wave 0 (several waves, run last to first), or thread 0 (one wave,
-        // its threads run last to first).
-        let first = if threads == 64 { 0 } else { wave - 1 };
-        assert!(
-            message.contains(&format!(
-                "differs first in the 4-byte word at byte offset {}",
-                4 * first
-            )),
-            "{message}"
-        );
-        assert!(message.contains("without a __syncthreads()"), "{message}");
-        assert!(
-            message.contains("add the missing __syncthreads()"),
-            "{message}"
-        );
+        for m in race_checked(wave) {
+            let d = m.device();
+            let input: Vec<i32> = (1..=2 * threads as i32).collect();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<i32>(2 * threads).unwrap();
+            let err = m
+                .kernel("missing_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, threads as u32))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "missing_barrier");
+            assert!(message.contains("parameter `out` (#1)"), "{message}");
+            // Thread 0 reads thread 1's slot: not yet written in order, written in reverse order.
+            assert!(
+                message.contains("differs first in the 4-byte word at byte offset 0"),
+                "{message}"
+            );
+            assert!(message.contains("without a __syncthreads()"), "{message}");
+            assert!(
+                message.contains("add the missing __syncthreads()"),
+                "{message}"
+            );
+        }
     }
 }
 
@@ -391,63 +392,60 @@ fn race_check_catches_the_missing_barrier() {
 fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
     let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
     for wave in [32, 64] {
-        let m = race_checked(wave);
-        let d = m.device();
-        let inb = d.upload(&input).unwrap();
-        let mut out = d.alloc::<f32>(2).unwrap();
-        let err = m
-            .kernel("reduce_missing_loop_barrier")
-            .unwrap()
-            .launch(LaunchConfig::new(2, 256))
-            .arg(&inb)
-            .arg(&mut out)
-            .run(&d.stream().unwrap())
-            .unwrap_err();
-        let message = race_message(err, "reduce_missing_loop_barrier");
-        assert!(
-            message
-                .contains("parameter `out` (#1) differs first in the 4-byte word at byte offset 0"),
-            "{message}"
-        );
-        assert!(message.contains("__syncthreads()"), "{message}");
+        for m in race_checked(wave) {
+            let d = m.device();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("reduce_missing_loop_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 256))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "reduce_missing_loop_barrier");
+            assert!(
+                message.contains(
+                    "parameter `out` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+            assert!(message.contains("__syncthreads()"), "{message}");
+        }
     }
 }
 
 #[test]
-fn race_check_reverses_waves_and_keeps_lanes_in_order() {
-    // (wave, threads, position of thread 0 in the reversed order)
-    for (wave, threads, thread0) in [
-        (64, 256u32, 192u32), // waves 3, 2, 1, 0
-        (32, 256, 224),
-        (64, 96, 32), // a partial last wave runs first
-        (64, 64, 63), // one wave: its threads last to first
-        (64, 48, 47),
-    ] {
+fn race_check_runs_the_threads_of_a_block_last_to_first() {
+    for (wave, threads) in [(64, 256u32), (32, 256), (64, 96), (64, 64), (64, 48)] {
+        let thread0 = threads - 1; // thread 0 runs last
         for barrier in [0i32, 1] {
-            let m = race_checked(wave);
-            let d = m.device();
-            let mut counter = d.upload(&[0u32]).unwrap();
-            let mut order = d.alloc::<u32>(threads as usize).unwrap();
-            let err = m
-                .kernel("run_order")
-                .unwrap()
-                .launch(LaunchConfig::new(1, threads))
-                .arg(&mut counter)
-                .arg(&mut order)
-                .arg(&barrier)
-                .run(&d.stream().unwrap())
-                .unwrap_err();
-            let message = race_message(err, "run_order");
-            assert!(
-                message.contains(&format!(
+            for m in race_checked(wave) {
+                let d = m.device();
+                let mut counter = d.upload(&[0u32]).unwrap();
+                let mut order = d.alloc::<u32>(threads as usize).unwrap();
+                let err = m
+                    .kernel("run_order")
+                    .unwrap()
+                    .launch(LaunchConfig::new(1, threads))
+                    .arg(&mut counter)
+                    .arg(&mut order)
+                    .arg(&barrier)
+                    .run(&d.stream().unwrap())
+                    .unwrap_err();
+                let message = race_message(err, "run_order");
+                assert!(
+                    message.contains(&format!(
                     "parameter `order` (#1) differs first in the 4-byte word at byte offset 0: \
                      0x00000000 when the threads of each block ran in order, {thread0:#010x} when \
                      they ran in reverse order"
                 )),
-                "wave {wave}, {threads} threads, barrier {barrier}: {message}"
-            );
-            // The counter ends equal: the second run started from the restored zero.
-            assert_eq!(counter.to_vec().unwrap(), vec![threads]);
+                    "wave {wave}, {threads} threads, barrier {barrier}: {message}"
+                );
+                // The counter ends equal: the second run started from the restored zero.
+                assert_eq!(counter.to_vec().unwrap(), vec![threads]);
+            }
         }
     }
 }
@@ -456,10 +454,14 @@ fn race_check_reverses_waves_and_keeps_lanes_in_order() {
 fn race_check_passes_a_correct_block_reduction() {
     let n = 1000usize;
     let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
-    for wave in [32, 64] {
+    for (wave, exec) in [32, 64]
+        .into_iter()
+        .flat_map(|w| [(w, CpuExec::Regions), (w, CpuExec::Fibers)])
+    {
         let device = Device::cpu(CpuOptions {
             wave_size: wave,
             race_check: true,
+            exec,
             ..CpuOptions::default()
         });
         assert!(
@@ -486,52 +488,53 @@ fn race_check_passes_a_correct_block_reduction() {
 
 #[test]
 fn race_check_reports_faults_of_either_run() {
-    let m = race_checked(64);
-    let d = m.device();
-    let n = 1000usize;
-    let mut out = d.alloc::<f32>(n).unwrap();
-    let err = m
-        .kernel("oob_write")
-        .unwrap()
-        .launch(LaunchConfig::for_elements(n + 24, 256))
-        .arg(&mut out)
-        .arg(&(n as i32))
-        .run(&d.stream().unwrap())
-        .unwrap_err();
-    match &err {
-        RuntimeError::OutOfBounds { detail, .. } => {
-            assert!(!detail.contains("race check"), "{detail}")
+    for m in race_checked(64) {
+        let d = m.device();
+        let n = 1000usize;
+        let mut out = d.alloc::<f32>(n).unwrap();
+        let err = m
+            .kernel("oob_write")
+            .unwrap()
+            .launch(LaunchConfig::for_elements(n + 24, 256))
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds { detail, .. } => {
+                assert!(!detail.contains("race check"), "{detail}")
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
         }
-        other => panic!("expected OutOfBounds, got {other:?}"),
-    }
-    still_works(d);
+        still_works(d);
 
-    // A fault only the reversed run has is said to depend on the order.
-    let mut out = d.alloc::<i32>(127).unwrap();
-    let err = m
-        .kernel("shift_without_barrier")
-        .unwrap()
-        .launch(LaunchConfig::new(1, 128))
-        .arg(&mut out)
-        .run(&d.stream().unwrap())
-        .unwrap_err();
-    match &err {
-        RuntimeError::OutOfBounds {
-            site,
-            access,
-            detail,
-            ..
-        } => {
-            assert_eq!(site.thread, [127, 0, 0]);
-            assert_eq!(*access, "write");
-            assert!(
-                detail.contains(
-                    "race check: only when the threads of each block ran in reverse order"
-                ),
-                "{detail}"
-            );
+        // A fault only the reversed run has is said to depend on the order.
+        let mut out = d.alloc::<i32>(127).unwrap();
+        let err = m
+            .kernel("shift_without_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 128))
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds {
+                site,
+                access,
+                detail,
+                ..
+            } => {
+                assert_eq!(site.thread, [127, 0, 0]);
+                assert_eq!(*access, "write");
+                assert!(
+                    detail.contains(
+                        "race check: only when the threads of each block ran in reverse order"
+                    ),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
         }
-        other => panic!("expected OutOfBounds, got {other:?}"),
+        still_works(d);
     }
-    still_works(d);
 }

@@ -4,7 +4,9 @@
 
 #![allow(clippy::needless_range_loop)] // index loops mirror the kernels being checked
 
-use rocm_kernels::runtime::{CpuOptions, Device, Dim3, LaunchConfig, Module, RuntimeError};
+use rocm_kernels::runtime::{
+    CpuExec, CpuOptions, Device, Dim3, LaunchConfig, Module, RuntimeError,
+};
 use rocm_kernels_corpus::FEATURES;
 
 fn device(wave_size: u32) -> Device {
@@ -21,10 +23,11 @@ fn module(wave_size: u32) -> Module {
 
 /// The corpus on a race-checked cpu device: every launch also runs with the threads of each
 /// block in reverse order, and fails if the results differ. A correct kernel must pass.
-fn race_checked_module(wave_size: u32) -> Module {
+fn race_checked_module(wave_size: u32, exec: CpuExec) -> Module {
     Device::cpu(CpuOptions {
         wave_size,
         race_check: true,
+        exec,
         ..CpuOptions::default()
     })
     .load(&FEATURES)
@@ -37,7 +40,9 @@ fn race_checked_module(wave_size: u32) -> Module {
 fn both(f: impl Fn(u32, &Module)) {
     for wave in [32, 64] {
         f(wave, &module(wave));
-        f(wave, &race_checked_module(wave));
+        for exec in [CpuExec::Regions, CpuExec::Fibers] {
+            f(wave, &race_checked_module(wave, exec));
+        }
     }
     if let Some(m) = nvidia_module() {
         f(m.device().info().wave_size, &m);
@@ -61,7 +66,9 @@ fn both_in_order(f: impl Fn(u32, &Module)) {
 fn cpu_only(f: impl Fn(u32, &Module)) {
     for wave in [32, 64] {
         f(wave, &module(wave));
-        f(wave, &race_checked_module(wave));
+        for exec in [CpuExec::Regions, CpuExec::Fibers] {
+            f(wave, &race_checked_module(wave, exec));
+        }
     }
 }
 
@@ -264,12 +271,16 @@ fn atomics_on_every_type() {
     };
     // Which thread's atomicCAS wins (ints[8]) depends on the order threads run in: the race
     // check reports it, as a race on global memory.
-    let err = launch(&race_checked_module(64)).0.unwrap_err();
-    let text = err.to_string();
-    assert!(
-        text.contains("parameter `ints` (#0) differs first in the 4-byte word at byte offset 32"),
-        "{text}"
-    );
+    for exec in [CpuExec::Regions, CpuExec::Fibers] {
+        let err = launch(&race_checked_module(64, exec)).0.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "parameter `ints` (#0) differs first in the 4-byte word at byte offset 32"
+            ),
+            "{exec:?}: {text}"
+        );
+    }
     both_in_order(|_, m| {
         let (result, (ints, uints, ulls, lls, f, dd)) = launch(m);
         result.unwrap();

@@ -167,6 +167,7 @@ mod tests {
                 size: 8,
                 is_pointer: true,
             }],
+            region_form: Ok(false),
         }];
         let kernels = merge_kernels(
             vec![KernelGen {

@@ -17,6 +17,8 @@
 //! This file is self-contained (std and `cc` only) so that a build script can include it with
 //! `#[path]`, as rocm-kernels' own test corpus does.
 
+#[path = "cpu/region.rs"]
+pub mod region;
 #[path = "cpu/rewrite.rs"]
 pub mod rewrite;
 #[path = "cpu/scan.rs"]
@@ -46,8 +48,9 @@ pub struct CpuBuildRequest {
     pub defines: Vec<(String, Option<String>)>,
     /// Extra compiler flags.
     pub flags: Vec<String>,
-    /// Optimisation level for kernels (`2` when `None`: kernels are worth optimising even in
-    /// debug builds, they are what tests spend their time in).
+    /// Optimisation level for kernels (`3` when `None`: kernels are worth optimising even in
+    /// debug builds, they are what tests spend their time in; -O3 splits a loop over lanes at
+    /// a bounds check and vectorises it).
     pub opt_level: Option<u32>,
     /// Print `cargo:` directives (link lines, warnings). False outside build scripts.
     pub cargo_metadata: bool,
@@ -77,6 +80,9 @@ pub struct CpuKernelGen {
     /// The source defining it, relative to the crate root (`/`-separated).
     pub source_rel: String,
     pub params: Vec<ParamGen>,
+    /// How its blocks run: `Ok(true)` in region form (no fibers), `Ok(false)` with fibers only
+    /// at barriers it never has, `Err(why)` with fibers because the region form does not apply.
+    pub region_form: Result<bool, String>,
 }
 
 /// What the cpu build produced.
@@ -239,7 +245,7 @@ fn base_build(req: &CpuBuildRequest) -> cc::Build {
         .cpp(true)
         .std("c++17")
         .include(&req.header_dir)
-        .opt_level(req.opt_level.unwrap_or(2))
+        .opt_level(req.opt_level.unwrap_or(3))
         .cargo_metadata(req.cargo_metadata)
         .flag_if_supported("-Wno-unused-parameter")
         // Kernels are global functions in position-independent code; without this the compiler
@@ -299,6 +305,99 @@ fn preprocess(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<Strin
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// One generated translation unit.
+struct Unit {
+    file: PathBuf,
+    source: PathBuf,
+    /// The unit without region forms.
+    plain: String,
+    /// Its kernels in the build's list.
+    kernels: std::ops::Range<usize>,
+}
+
+/// Compile the units into the library. When the region forms do not compile (a C++ construct
+/// the rewrite mishandles), the units whose region code fails are compiled without it, so their
+/// kernels run on fibers, and a warning says so.
+fn compile(
+    req: &CpuBuildRequest,
+    lib_name: &str,
+    units: &[Unit],
+    kernels: &mut [CpuKernelGen],
+) -> Result<(), CpuBuildError> {
+    let lib = |quiet: bool| {
+        let mut build = base_build(req);
+        for u in units {
+            build.file(&u.file);
+            if let Some(dir) = u.source.parent() {
+                build.include(dir);
+            }
+        }
+        if quiet {
+            build.cargo_warnings(false).cargo_output(false);
+        }
+        build.try_compile(lib_name)
+    };
+    let has_regions = kernels.iter().any(|k| k.region_form == Ok(true));
+    if !has_regions {
+        return lib(false).map_err(|e| CpuBuildError::Compile {
+            message: e.to_string(),
+        });
+    }
+    if lib(true).is_ok() {
+        return Ok(());
+    }
+    for u in units {
+        if !kernels[u.kernels.clone()]
+            .iter()
+            .any(|k| k.region_form == Ok(true))
+        {
+            continue;
+        }
+        if let Err(first_error) = syntax_check(req, u) {
+            std::fs::write(&u.file, &u.plain).map_err(io(&u.file))?;
+            for k in &mut kernels[u.kernels.clone()] {
+                if k.region_form == Ok(true) {
+                    k.region_form = Err(format!("its region form did not compile: {first_error}"));
+                }
+            }
+            if req.cargo_metadata {
+                println!(
+                    "cargo:warning=rocm-kernels: the cpu backend runs the kernels of {} with \
+                     per-thread fibers (slower): their barrier-region form did not compile \
+                     ({first_error}); please report this",
+                    u.source.display()
+                );
+            }
+        }
+    }
+    lib(false).map_err(|e| CpuBuildError::Compile {
+        message: e.to_string(),
+    })
+}
+
+/// `-fsyntax-only` on a unit: Err(first error line) when it does not compile.
+fn syntax_check(req: &CpuBuildRequest, u: &Unit) -> Result<(), String> {
+    let mut build = base_build(req);
+    build.cargo_metadata(false).warnings(false);
+    let compiler = build.try_get_compiler().map_err(|e| e.to_string())?;
+    let mut cmd: Command = compiler.to_command();
+    if let Some(dir) = u.source.parent() {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-fsyntax-only").arg("-x").arg("c++").arg(&u.file);
+    let output = cmd.output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("unknown error")
+        .trim()
+        .to_string())
+}
+
 /// Build the cpu variant of a kernel library.
 pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError> {
     std::fs::create_dir_all(&req.out_dir).map_err(io(&req.out_dir))?;
@@ -337,7 +436,24 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             .unwrap_or(&source)
             .to_string_lossy()
             .replace('\\', "/");
-        unit.push_str("\n// Entry points generated by rocm-kernels for the cpu backend.\n");
+        // Region forms (kernels with barriers run without fibers), then the entry points. The
+        // plain unit (entries over fibers only) is kept for when the region code does not compile.
+        let regions = region::generate(&preprocessed);
+        let generated_name = file
+            .to_string_lossy()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"");
+        let mut with_regions = unit.clone();
+        with_regions.push_str(&format!(
+            "\n#line 1 \"{generated_name}\"\n// Region forms generated by rocm-kernels for the cpu backend.\n"
+        ));
+        for form in &regions.forms {
+            with_regions.push_str(&form.code);
+        }
+        let entries_title = "\n// Entry points generated by rocm-kernels for the cpu backend.\n";
+        unit.push_str(entries_title);
+        with_regions.push_str(entries_title);
+        let first_kernel = kernels.len();
         for kernel in scan::scan(&preprocessed) {
             if kernels.iter().any(|k: &CpuKernelGen| k.name == kernel.name) {
                 continue; // the same kernel in two sources: the first wins, like a linker would complain
@@ -347,6 +463,26 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                 "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry<&{}>(c); }}\n",
                 kernel.cpp_ref
             ));
+            let base = kernel.cpp_ref.split('<').next().unwrap_or_default();
+            let region_form = match regions.block_ref(&kernel.cpp_ref) {
+                Some(block) => {
+                    with_regions.push_str(&format!(
+                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry_block<&{}, &{block}>(c); }}\n",
+                        kernel.cpp_ref
+                    ));
+                    Ok(true)
+                }
+                None => {
+                    with_regions.push_str(&format!(
+                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry<&{}>(c); }}\n",
+                        kernel.cpp_ref
+                    ));
+                    match regions.fibers.iter().find(|(k, _)| k == base) {
+                        Some((_, why)) => Err(why.clone()),
+                        None => Ok(false),
+                    }
+                }
+            };
             kernels.push(CpuKernelGen {
                 name: kernel.name,
                 symbol,
@@ -356,25 +492,32 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                     .iter()
                     .map(|(ty, name)| param_gen(ty, name))
                     .collect(),
+                region_form,
             });
         }
-        std::fs::write(&file, &unit).map_err(io(&file))?;
-        generated.push((file, source));
+        std::fs::write(&file, &with_regions).map_err(io(&file))?;
+        generated.push(Unit {
+            file,
+            source,
+            plain: unit,
+            kernels: first_kernel..kernels.len(),
+        });
     }
     if !generated.is_empty() {
-        let mut build = base_build(req);
-        for (file, source) in &generated {
-            build.file(file);
-            if let Some(dir) = source.parent() {
-                build.include(dir);
-            }
-        }
-        build
-            .try_compile(&lib_name)
-            .map_err(|e| CpuBuildError::Compile {
-                message: e.to_string(),
-            })?;
+        compile(req, &lib_name, &generated, &mut kernels)?;
     }
+    // How each kernel's blocks run, for people wondering why one is slow.
+    let mut report = String::new();
+    for k in &kernels {
+        let how = match &k.region_form {
+            Ok(true) => "regions (no fibers)".to_string(),
+            Ok(false) => "per-thread loop (no barriers)".to_string(),
+            Err(why) => format!("fibers: {why}"),
+        };
+        report.push_str(&format!("{}\t{how}\n", k.name));
+    }
+    let report_path = req.out_dir.join("cpu-execution.txt");
+    std::fs::write(&report_path, report).map_err(io(&report_path))?;
     Ok(CpuBuildOutput {
         kernels,
         rerun_if_changed: rerun.into_iter().collect(),

@@ -38,8 +38,8 @@ pub struct CpuOptions {
     /// Worker threads running blocks; 0 = one per available core.
     pub threads: usize,
     /// Check for data races between barriers: run every launch twice from the same device
-    /// memory, the threads of each block in order and then in reverse order (its waves last to
-    /// first, lanes in order; a block of one wave, its threads last to first), and fail with
+    /// memory, the threads of each block in order and then in reverse order (last to first, with
+    /// [`CpuExec::Fibers`] and in region form alike), and fail with
     /// [`RuntimeError::SharedMemoryRace`] when the results differ, naming the parameter and byte
     /// offset of the first difference. Catches a thread reading shared memory that another
     /// thread of its block writes with no `__syncthreads()` between them, or before any thread
@@ -48,16 +48,41 @@ pub struct CpuOptions {
     /// Slower: two runs of one worker thread each (blocks one at a time, in the same order both
     /// times), plus copies of every buffer the pointer arguments reach (measured on 16M floats:
     /// a shared-memory block reduction takes 2.7× the CPU time, saxpy 20×, where copying the
-    /// buffers is most of the work). Results that depend on
-    /// the order of threads by design are reported too: float atomics rounding differently in
-    /// another order, which thread wins an `atomicCAS` or `atomicExch`, a counter handing out
-    /// slots. Memory the check does not see is not restored between the runs: `__device__`
-    /// globals, and buffers reached only through pointers stored inside other buffers or structs.
-    /// Races between lanes of one wave of a multi-wave block, whose order is kept, and between
-    /// blocks (see [`CpuOptions::shuffle_seed`]) are not detected.
+    /// buffers is most of the work). Results that depend on the order of threads by design are
+    /// reported too: float atomics rounding differently in another order, which thread wins an
+    /// `atomicCAS` or `atomicExch`, a counter handing out slots, and warp-synchronous code that
+    /// relies on the lanes of a wave running in lockstep without `__syncwarp()`. Memory the check
+    /// does not see is not restored between the runs: `__device__` globals, and buffers reached
+    /// only through pointers stored inside other buffers or structs. Races between blocks (see
+    /// [`CpuOptions::shuffle_seed`]) are not detected.
     pub race_check: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
+    /// How the threads of a block run ([`CpuExec`]); the default reads `ROCM_CPU_EXEC`
+    /// (`regions` or `fibers`).
+    pub exec: CpuExec,
+}
+
+/// How the cpu backend runs the threads of a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuExec {
+    /// Kernels the build could put in region form run as one loop over the block's threads per
+    /// stretch of code between barriers, with no context switches; the others use fibers.
+    #[default]
+    Regions,
+    /// Every kernel runs one fiber per thread that switches at barriers and warp collectives
+    /// (slower; for comparison, or for a kernel whose region form misbehaves).
+    Fibers,
+}
+
+impl CpuExec {
+    /// `ROCM_CPU_EXEC=fibers` selects [`CpuExec::Fibers`]; anything else the default.
+    pub fn from_env() -> CpuExec {
+        match std::env::var("ROCM_CPU_EXEC").as_deref() {
+            Ok("fibers") => CpuExec::Fibers,
+            _ => CpuExec::Regions,
+        }
+    }
 }
 
 impl Default for CpuOptions {
@@ -71,6 +96,7 @@ impl Default for CpuOptions {
             threads: 0,
             race_check: false,
             stack_size: 128 * 1024,
+            exec: CpuExec::from_env(),
         }
     }
 }

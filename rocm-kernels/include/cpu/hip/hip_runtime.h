@@ -129,5 +129,6 @@ inline unsigned int __smid() { return 0; }
 #include "hip_bf16.h"
 #include "hip_fp16.h"
 #include "detail/entry.h"
+#include "detail/region.h"
 
 #endif

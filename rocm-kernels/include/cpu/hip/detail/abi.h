@@ -23,10 +23,9 @@ typedef struct rk_uint3 {
 enum rk_thread_order {
     /* Linear thread ids ascending. */
     RK_ORDER_FORWARD = 0,
-    /* The block's waves (rk_cur.wave_size consecutive linear ids; the last may be partial) last
-     * to first, the lanes of each wave ascending, so a wave's lanes keep their numbers and run
-     * together as before. A block of a single wave, where that would change nothing, runs its
-     * threads in descending order. */
+    /* Linear thread ids descending, in the fiber path and in region form alike. Threads keep
+     * their ids and lane numbers; a warp collective is computed once every active lane of the
+     * wave has arrived, so its results do not depend on the order. */
     RK_ORDER_REVERSED = 1
 };
 
@@ -45,6 +44,9 @@ typedef struct rk_param_info {
     uint32_t count;
     uint32_t size[RK_MAX_PARAMS];
     uint8_t is_pointer[RK_MAX_PARAMS];
+    /* 1 when the entry runs whole blocks in region form (rocm-kernels/src/build/cpu/region.rs)
+     * unless rk_cur.exec_fibers asks for per-thread fibers. */
+    uint32_t block_entry;
 } rk_param_info;
 
 typedef struct rk_call {
@@ -66,7 +68,20 @@ typedef struct rk_ctx {
     void *dyn_shared;
     uint32_t dyn_shared_bytes;
     uint32_t in_kernel;
-    uint32_t thread_order; /* rk_thread_order, from rk_launch_desc::thread_order */
+    /* Run region-form kernels with per-thread fibers instead (CpuExec::Fibers). */
+    uint32_t exec_fibers;
+    /* Set while a region-form block function runs: a barrier reached through code the build did
+     * not see (a function pointer) cannot be run and is reported. */
+    uint32_t region;
+    /* Bump storage for region-form blocks: lane slots and masks. */
+    char *arena_cur;
+    char *arena_end;
+    /* The launch is checked (guard pages): faults must name the exact thread. */
+    uint32_t checked;
+    /* threadIdx of each linear thread id of a block, for 2-D and 3-D blocks (else null). */
+    rk_uint3 *idx_table;
+    /* rk_thread_order, from rk_launch_desc::thread_order (race checking compares the two). */
+    uint32_t thread_order;
 } rk_ctx;
 
 extern __thread rk_ctx rk_cur;
@@ -89,6 +104,8 @@ int rk_syncthreads_op(int op, int pred);
 uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width);
 /* Stop the block with a kernel fault (device-side `abort`, `__trap`, a failed assert). */
 void rk_kernel_fault(const char *message) __attribute__((noreturn));
+/* Stop the block with a status (RK_PARTIAL_BARRIER, RK_FAULT) and message: region-form checks. */
+void rk_block_fail(uint32_t status, const char *message) __attribute__((noreturn));
 void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                     const char *function)
 #ifdef __cplusplus
@@ -119,6 +136,7 @@ typedef struct rk_launch_desc {
     uint32_t has_seed;
     uint64_t seed;
     uint64_t time_limit_ns; /* 0: none */
+    uint32_t exec_fibers;   /* 1: run region-form kernels with per-thread fibers */
     uint32_t thread_order;  /* rk_thread_order */
 } rk_launch_desc;
 

@@ -12,31 +12,18 @@
 #define RK_PUBLISH_THREAD_IDX() __asm__ __volatile__("" ::: "memory")
 
 namespace rk {
-/* Threads [begin, end) of the block in RK_ORDER_REVERSED order (see abi.h): waves last to first,
- * lanes ascending; a block of one wave, last thread to first. The runtime's fiber scheduler
- * (runtime.cpp, `order_of`) must follow the same order. */
+/* Threads [begin, end) of the block in RK_ORDER_REVERSED order (see abi.h): last to first, each
+ * with its own threadIdx. The runtime's fiber scheduler (runtime.cpp, `order_of`) follows the
+ * same order once the block waits at a barrier. */
 template <class Body>
 __attribute__((noinline, cold)) void run_reordered(uint32_t begin, uint32_t end, Body body) {
     const rk_uint3 dim = rk_cur.block_dim;
-    const uint32_t n = dim.x * dim.y * dim.z;
-    const uint32_t ws = rk_cur.wave_size;
-    auto one = [&](uint32_t t) {
-        rk_cur.thread_idx = rk_uint3{t % dim.x, (t / dim.x) % dim.y, t / (dim.x * dim.y)};
+    for (uint32_t t = end; t > begin; --t) {
+        const uint32_t i = t - 1;
+        rk_cur.thread_idx = rk_uint3{i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y)};
         RK_PUBLISH_THREAD_IDX();
         body();
-        return rk_cur.fiber_mode == 0;
-    };
-    if (n <= ws) {
-        for (uint32_t t = end; t > begin; --t)
-            if (!one(t - 1)) return;
-        return;
-    }
-    for (uint32_t hi = end; hi > begin;) {
-        uint32_t lo = (hi - 1) / ws * ws;  // start of the wave holding thread hi - 1
-        if (lo < begin) lo = begin;
-        for (uint32_t t = lo; t < hi; ++t)
-            if (!one(t)) return;
-        hi = lo;
+        if (rk_cur.fiber_mode) return;
     }
 }
 
@@ -111,6 +98,27 @@ struct arity<void (*)(P...)> {
 template <auto K>
 inline void entry(const rk_call *c) {
     run<K>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
+}
+
+/* The entry of a kernel that also has a region form B (one call runs the whole block; see
+ * detail/region.h). Per-thread fibers remain available for comparison (rk_cur.exec_fibers). */
+template <auto K, auto B, class... P, std::size_t... I>
+inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...> seq) {
+    if (c->op == RK_CALL_DESCRIBE || rk_cur.exec_fibers) {
+        run<K>(K, c, seq);
+        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = 1;
+        return;
+    }
+    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
+    (void)args;
+    rk_cur.region = 1;
+    B(std::get<I>(args)...);
+    rk_cur.region = 0;
+}
+
+template <auto K, auto B>
+inline void entry_block(const rk_call *c) {
+    run_block<K, B>(K, c, std::make_index_sequence<arity<decltype(K)>::value>{});
 }
 }  // namespace rk
 

@@ -26,6 +26,7 @@ pub struct RkParamInfo {
     pub count: u32,
     pub size: [u32; RK_MAX_PARAMS],
     pub is_pointer: [u8; RK_MAX_PARAMS],
+    pub block_entry: u32,
 }
 
 #[repr(C)]
@@ -51,6 +52,7 @@ pub struct RkLaunchDesc {
     pub has_seed: u32,
     pub seed: u64,
     pub time_limit_ns: u64,
+    pub exec_fibers: u32,
     pub thread_order: u32,
 }
 

@@ -25,13 +25,13 @@
 //!
 //! Race check ([`CpuOptions::race_check`], module `race`): a launch runs twice from the same
 //! device memory on a fresh one-worker pool each time, the threads of each block in order and
-//! then in `RK_ORDER_REVERSED` (the block's waves last to first, lanes in order; a block of one
-//! wave, its threads last to first), and the buffers its pointer arguments reach are compared;
+//! then in `RK_ORDER_REVERSED` (last to first; warp collectives give the same results in either
+//! order), and the buffers its pointer arguments reach are compared;
 //! a difference is a [`RuntimeError::SharedMemoryRace`] naming the parameter and byte offset.
-//! Static `__shared__` arrays are plain C++ thread-locals, so accesses cannot be watched; the
+//! Static `__shared__` arrays are plain C++ thread-locals (arena slots in region form), so
+//! accesses cannot be watched; the
 //! order of threads between barriers is what a missing barrier makes results depend on. Also
-//! reported: anything else order-dependent (float atomics, an `atomicCAS` winner); not caught:
-//! races inside one wave of a multi-wave block, whose lanes keep their order.
+//! reported: anything else order-dependent (float atomics, an `atomicCAS` winner).
 
 mod ffi;
 mod race;
@@ -47,7 +47,9 @@ use super::{
     ProbeResult, StreamBackend,
 };
 use crate::embedded::{Backend, KernelLibrary};
-use crate::runtime::{CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError};
+use crate::runtime::{
+    CpuExec, CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError,
+};
 
 /// Largest block the cpu backend runs (HIP's limit).
 const MAX_BLOCK_THREADS: u64 = 1024;
@@ -378,6 +380,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<Vec<ParamLayout>, String
         count: 0,
         size: [0; ffi::RK_MAX_PARAMS],
         is_pointer: [0; ffi::RK_MAX_PARAMS],
+        block_entry: 0,
     };
     let call = ffi::RkCall {
         op: ffi::RK_CALL_DESCRIBE,
@@ -512,6 +515,7 @@ impl FunctionBackend for CpuFunction {
             time_limit_ns: options
                 .time_limit
                 .map_or(0, |d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
+            exec_fibers: u32::from(options.exec == CpuExec::Fibers),
             thread_order: ffi::RK_ORDER_FORWARD,
         };
         if options.race_check {
@@ -555,8 +559,9 @@ impl CpuFunction {
         args: &[*mut c_void],
     ) -> Result<()> {
         // Each run gets a pool of one new worker: blocks run one at a time in the same order both
-        // times, and static `__shared__` variables (thread-locals of the worker) start zeroed
-        // both times, so a read before any write sees the same value.
+        // times, and static `__shared__` variables (thread-locals of the worker, or slots of its
+        // fresh region arena) start zeroed both times, so a read before any write sees the same
+        // value.
         let fresh_pool = || {
             self.shared
                 .new_pool(1)

@@ -1,10 +1,10 @@
 //! The race check of the cpu backend ([`CpuOptions::race_check`](crate::runtime::CpuOptions)):
 //! differential execution.
 //!
-//! Static `__shared__` variables are plain `thread_local` arrays of the compiled kernel, so their
-//! accesses cannot be instrumented. Instead a launch runs twice from the same device memory: the
-//! threads of each block in order, then with the block's waves in reverse order (abi.h,
-//! `RK_ORDER_REVERSED`). A kernel whose threads only communicate across barriers computes the
+//! Static `__shared__` variables are plain `thread_local` arrays of the compiled kernel (or slots
+//! of a worker's arena, in region form), so their accesses cannot be instrumented. Instead a
+//! launch runs twice from the same device memory: the threads of each block in order, then in
+//! reverse order (abi.h, `RK_ORDER_REVERSED`). A kernel whose threads only communicate across barriers computes the
 //! same bytes both times; one where a thread reads what another writes between two barriers
 //! (or before anyone wrote it) sees other values. The device buffers the kernel can reach
 //! through its pointer arguments are snapshotted before the first run, restored before the
