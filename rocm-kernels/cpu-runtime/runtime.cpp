@@ -176,11 +176,6 @@ struct Worker {
     uint32_t cur_tid = 0;       // the running thread (fiber mode)
     uint32_t done_count = 0;    // threads of the block that returned (fiber mode)
     bool slots_ready = false;   // slots hold every thread's idx and fiber for this launch
-    // RK_ORDER_REVERSED (race check): the order threads run in, as positions. run_order[p] is the
-    // thread at position p, run_pos[t] the position of thread t. Unused in the forward order,
-    // where position and thread id coincide.
-    bool reordered = false;
-    std::vector<uint32_t> run_order, run_pos;
     uint32_t pred_count = 0;    // true predicates of the current barrier
     // Set while a fiber of this worker runs; read by the signal handler.
     volatile sig_atomic_t on_fiber = 0;
@@ -199,6 +194,12 @@ struct Worker {
     char *arena = nullptr;
     // threadIdx per linear thread id of the current launch's blocks (2-D and 3-D).
     std::vector<rk_uint3> idx_table;
+    // RK_ORDER_REVERSED (race check): the order threads run in, as positions. run_order[p] is the
+    // thread at position p, run_pos[t] the position of thread t. Unused in the forward order,
+    // where position and thread id coincide. (Last, so the fields the block loop touches keep
+    // their places: moving them measurably slowed region-form blocks.)
+    bool reordered = false;
+    std::vector<uint32_t> run_order, run_pos;
 };
 
 constexpr size_t ARENA_BYTES = size_t(64) << 20;
@@ -413,6 +414,12 @@ __attribute__((noinline)) void leave_reordered(Worker *w, uint32_t tid, void **s
         resume(w, w->run_order[next], save);
     else
         rk_switch(save, w->sched_sp);
+}
+
+// The thread a round starts with in RK_ORDER_REVERSED; nthreads if none.
+__attribute__((noinline)) uint32_t first_runnable_reordered(Worker *w) {
+    const uint32_t p = next_runnable_position(w, 0);
+    return p < w->nthreads ? w->run_order[p] : w->nthreads;
 }
 
 // The order of RK_ORDER_REVERSED (abi.h; entry.h's run_reordered runs the plain loop in it).
@@ -670,13 +677,8 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
             w->pred_count = 0;
             memset(w->states.data(), RUNNABLE, w->nthreads);
         }
-        uint32_t first;
-        if (__builtin_expect(w->reordered, 0)) {
-            const uint32_t p = next_runnable_position(w, 0);
-            first = p < w->nthreads ? w->run_order[p] : w->nthreads;
-        } else {
-            first = next_runnable(w, 0);
-        }
+        const uint32_t first =
+            __builtin_expect(w->reordered, 0) ? first_runnable_reordered(w) : next_runnable(w, 0);
         if (first >= w->nthreads) break;
         w->on_fiber = 1;
         resume(w, first, &w->sched_sp);
