@@ -46,9 +46,9 @@ pub struct CpuOptions {
     /// wrote it.
     ///
     /// Slower: two runs of one worker thread each (blocks one at a time, in the same order both
-    /// times), plus copies of every buffer the pointer arguments reach (measured on 16M floats:
-    /// a shared-memory block reduction takes 2.7× the CPU time, saxpy 20×, where copying the
-    /// buffers is most of the work). Results that depend on the order of threads by design are
+    /// times), plus copies of every buffer the pointer arguments reach (measured on 16M floats,
+    /// region form: a shared-memory block reduction takes about 4× the CPU time, saxpy about
+    /// 18×, where copying the buffers is most of the work). Results that depend on the order of threads by design are
     /// reported too: float atomics rounding differently in another order, which thread wins an
     /// `atomicCAS` or `atomicExch`, a counter handing out slots, and warp-synchronous code that
     /// relies on the lanes of a wave running in lockstep without `__syncwarp()`. Memory the check

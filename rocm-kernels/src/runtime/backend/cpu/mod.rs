@@ -576,13 +576,13 @@ impl CpuFunction {
                 .unwrap_or_else(|e| e.into_inner());
             race::Regions::reachable(args, &is_pointer, &allocations)
         };
-        let before = regions.capture();
+        let mut snapshot = regions.capture();
         let pool = fresh_pool()?;
         self.run(pool.0, &desc)?;
         drop(pool);
-        let in_order = regions.capture();
-        regions.restore(&before);
-        drop(before);
+        // Device memory back to where it started; `snapshot` now holds the in-order results.
+        regions.swap(&mut snapshot);
+        let in_order = snapshot;
         desc.thread_order = ffi::RK_ORDER_REVERSED;
         let pool = fresh_pool()?;
         self.run(pool.0, &desc).map_err(only_in_reverse_order)?;

@@ -84,10 +84,11 @@ impl Regions {
         Snapshot(self.0.iter().map(|r| r.bytes().to_vec()).collect())
     }
 
-    /// Put a snapshot back.
-    pub(super) fn restore(&mut self, snapshot: &Snapshot) {
-        for (region, saved) in self.0.iter_mut().zip(&snapshot.0) {
-            region.bytes_mut().copy_from_slice(saved);
+    /// Put a snapshot back and keep what the regions held instead: one pass over the memory
+    /// and no second copy of it.
+    pub(super) fn swap(&mut self, snapshot: &mut Snapshot) {
+        for (region, saved) in self.0.iter_mut().zip(&mut snapshot.0) {
+            region.bytes_mut().swap_with_slice(saved);
         }
     }
 
@@ -242,10 +243,10 @@ mod tests {
     }
 
     #[test]
-    fn restore_and_first_difference() {
+    fn swap_and_first_difference() {
         let mut buffers = vec![vec![0u8; 64]];
         let mut regions = regions_over(&mut buffers, &[(0, 0, 0), (1, 0, 32)]);
-        let before = regions.capture();
+        let mut before = regions.capture();
         assert_eq!(regions.first_difference(&before), None);
         regions.0[0].bytes_mut()[41] = 7;
         regions.0[0].bytes_mut()[50] = 1;
@@ -271,8 +272,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("__syncthreads()"), "{text}");
-        regions.restore(&before);
+        regions.swap(&mut before);
         assert!(regions.0[0].bytes().iter().all(|&b| b == 0));
+        assert_eq!((before.0[0][41], before.0[0][50]), (7, 1));
     }
 
     #[test]
