@@ -417,6 +417,33 @@ fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
 }
 
 #[test]
+fn race_check_catches_a_barrier_missing_before_a_loop_in_either_exec_mode() {
+    let input: Vec<f32> = (0..128).map(|i| (i % 5) as f32 + 1.0).collect();
+    for wave in [32, 64] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let xb = d.upload(&input).unwrap();
+            let mut partial = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("missing_barrier_before_loop")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 64))
+                .arg(&xb)
+                .arg(&mut partial)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "missing_barrier_before_loop");
+            assert!(
+                message.contains(
+                    "parameter `partial` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
 fn race_check_runs_the_threads_of_a_block_last_to_first() {
     for (wave, threads) in [(64, 256u32), (32, 256), (64, 96), (64, 64), (64, 48)] {
         let thread0 = threads - 1; // thread 0 runs last

@@ -38,17 +38,19 @@ pub struct CpuOptions {
     /// Worker threads running blocks; 0 = one per available core.
     pub threads: usize,
     /// Check for data races between barriers: run every launch twice from the same device
-    /// memory, the threads of each block in order and then in reverse order (last to first, with
-    /// [`CpuExec::Fibers`] and in region form alike), and fail with
+    /// memory, the threads of each block in order and then in reverse order (last to first), and
+    /// fail with
     /// [`RuntimeError::SharedMemoryRace`] when the results differ, naming the parameter and byte
     /// offset of the first difference. Catches a thread reading shared memory that another
     /// thread of its block writes with no `__syncthreads()` between them, or before any thread
     /// wrote it.
     ///
-    /// Slower: two runs of one worker thread each (blocks one at a time, in the same order both
-    /// times), plus copies of every buffer the pointer arguments reach (measured on 16M floats,
-    /// region form: a shared-memory block reduction takes about 4× the CPU time, saxpy about
-    /// 18×, where copying the buffers is most of the work). Results that depend on the order of threads by design are
+    /// Both runs use per-thread fibers whatever [`CpuOptions::exec`] says: region form runs
+    /// control flow that contains a barrier once for the whole block, synchronising the block
+    /// where the source does not, so a barrier missing before such a loop would go unseen.
+    ///
+    /// Slower: two runs with fibers on one worker thread each (blocks one at a time, in the same
+    /// order both times), plus copies of every buffer the pointer arguments reach. Results that depend on the order of threads by design are
     /// reported too: float atomics rounding differently in another order, which thread wins an
     /// `atomicCAS` or `atomicExch`, a counter handing out slots, and warp-synchronous code that
     /// relies on the lanes of a wave running in lockstep without `__syncwarp()`. Memory the check

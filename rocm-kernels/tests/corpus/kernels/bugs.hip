@@ -124,3 +124,18 @@ __global__ void shift_without_barrier(int* out) {
     // __syncthreads(); -- forgotten
     if (t > 0) out[t - shift] = static_cast<int>(t);
 }
+
+// The barrier between filling the tile and the reduction loop is missing; the loop itself has
+// one. Region form runs the loop once for the whole block, after every thread filled its slot,
+// which hides the bug; the race check runs threads as fibers, on to their next real barrier.
+__global__ void missing_barrier_before_loop(const float* x, float* partial) {
+    __shared__ float tile[64];
+    int t = threadIdx.x;
+    tile[t] = x[blockIdx.x * 64 + t];
+    // __syncthreads(); -- forgotten
+    for (int stride = 32; stride > 0; stride /= 2) {
+        if (t < stride) tile[t] += tile[t + stride];
+        __syncthreads();
+    }
+    if (t == 0) partial[blockIdx.x] = tile[0];
+}

@@ -24,7 +24,9 @@
 //! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
 //!
 //! Race check ([`CpuOptions::race_check`], module `race`): a launch runs twice from the same
-//! device memory on a fresh one-worker pool each time, the threads of each block in order and
+//! device memory on a fresh one-worker pool each time, with per-thread fibers (region form
+//! synchronises blocks at control flow that contains a barrier, which can hide a missing one),
+//! the threads of each block in order and
 //! then in `RK_ORDER_REVERSED` (last to first; warp collectives give the same results in either
 //! order), and the buffers its pointer arguments reach are compared;
 //! a difference is a [`RuntimeError::SharedMemoryRace`] naming the parameter and byte offset.
@@ -577,6 +579,11 @@ impl CpuFunction {
             race::Regions::reachable(args, &is_pointer, &allocations)
         };
         let mut snapshot = regions.capture();
+        // Per-thread fibers, whatever CpuOptions::exec says: region form runs control flow that
+        // contains a barrier once for the whole block, which synchronises the block where the
+        // source has no barrier (a missing one before such a loop goes unseen in both orders).
+        // Fibers run each thread on to its next real barrier.
+        desc.exec_fibers = 1;
         let pool = fresh_pool()?;
         self.run(pool.0, &desc)?;
         drop(pool);
