@@ -50,7 +50,9 @@ pub struct CpuOptions {
     /// where the source does not, so a barrier missing before such a loop would go unseen.
     ///
     /// Slower: two runs with fibers on one worker thread each (blocks one at a time, in the same
-    /// order both times), plus copies of every buffer the pointer arguments reach. Results that depend on the order of threads by design are
+    /// order both times), plus copies of every buffer the pointer arguments reach. Measured on a
+    /// 2-core machine, 16M floats: a shared-memory block reduction takes 5.1 s of CPU time
+    /// (0.08 s in region form, 1.9 s with fibers, unchecked), saxpy 0.24 s (0.014 s). Results that depend on the order of threads by design are
     /// reported too: float atomics rounding differently in another order, which thread wins an
     /// `atomicCAS` or `atomicExch`, a counter handing out slots, and warp-synchronous code that
     /// relies on the lanes of a wave running in lockstep without `__syncwarp()`. Memory the check
