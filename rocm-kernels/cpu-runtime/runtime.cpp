@@ -202,6 +202,12 @@ struct Worker {
     char *arena = nullptr;
     // threadIdx per linear thread id of the current launch's blocks (2-D and 3-D).
     std::vector<rk_uint3> idx_table;
+    // RK_ORDER_REVERSED (race check): the order threads run in, as positions. run_order[p] is the
+    // thread at position p, run_pos[t] the position of thread t. Unused in the forward order,
+    // where position and thread id coincide. (Last, so the fields the block loop touches keep
+    // their places: moving them measurably slowed region-form blocks.)
+    bool reordered = false;
+    std::vector<uint32_t> run_order, run_pos;
 };
 
 constexpr size_t ARENA_BYTES = size_t(64) << 20;
@@ -372,7 +378,10 @@ __attribute__((always_inline)) inline uint32_t next_runnable(Worker *w, uint32_t
 // Leave the current fiber: on to the next thread of this round, or back to the scheduler.
 bool resolve_wave(Worker *w, uint32_t base, uint32_t end);
 
+void leave_reordered(Worker *w, uint32_t tid, void **save);
+
 __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void **save) {
+    if (__builtin_expect(w->reordered, 0)) return leave_reordered(w, tid, save);
     uint32_t from = tid + 1;
     // The last lane of a wave has stopped: every lane of the wave has run since the wave's last
     // collective, so one pending now can be resolved at once and the wave run on. Keeping a wave
@@ -388,8 +397,53 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void *
         rk_switch(save, w->sched_sp);
 }
 
-// First wait of the block: threads before `tid` have returned; `tid` keeps fiber 0, every later
-// thread gets its own fiber.
+// The same in RK_ORDER_REVERSED, where the round goes by position (run_order) instead of thread
+// id: a wave's lanes still hold consecutive positions, in one direction or the other, so a wave
+// is resolved when the last of its lanes in the round has stopped.
+uint32_t next_runnable_position(Worker *w, uint32_t from) {
+    for (uint32_t p = from; p < w->nthreads; ++p) {
+        uint8_t st = w->states[w->run_order[p]];
+        if (st == RUNNABLE || st == NOT_STARTED) return p;
+    }
+    return w->nthreads;
+}
+
+__attribute__((noinline)) void leave_reordered(Worker *w, uint32_t tid, void **save) {
+    const uint32_t at = w->run_pos[tid];
+    uint32_t from = at + 1;
+    const uint32_t ws = rk_cur.wave_size;
+    const uint32_t base = tid & ~(ws - 1);
+    const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
+    const uint32_t a = w->run_pos[base], b = w->run_pos[end - 1];
+    const uint32_t first = a < b ? a : b, last = a < b ? b : a;
+    if (at == last && w->warp_waiting && resolve_wave(w, base, end)) from = first;
+    const uint32_t next = next_runnable_position(w, from);
+    if (next < w->nthreads)
+        resume(w, w->run_order[next], save);
+    else
+        rk_switch(save, w->sched_sp);
+}
+
+// The thread a round starts with in RK_ORDER_REVERSED; nthreads if none.
+__attribute__((noinline)) uint32_t first_runnable_reordered(Worker *w) {
+    const uint32_t p = next_runnable_position(w, 0);
+    return p < w->nthreads ? w->run_order[p] : w->nthreads;
+}
+
+// The order of RK_ORDER_REVERSED (abi.h; entry.h's run_reordered runs the plain loop in it).
+// Kept as a table: the scheduler only needs each wave's lanes at consecutive positions.
+void order_of(Worker *w) {
+    const uint32_t n = w->nthreads;
+    if (w->run_order.size() < n) w->run_order.resize(n);
+    if (w->run_pos.size() < n) w->run_pos.resize(n);
+    for (uint32_t p = 0; p < n; ++p) {
+        w->run_order[p] = n - 1 - p;
+        w->run_pos[n - 1 - p] = p;
+    }
+}
+
+// First wait of the block: threads before `tid` (in the run order) have returned; `tid` keeps
+// fiber 0, every other thread gets its own fiber.
 __attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
     w->fiber_mode = true;
     rk_cur.fiber_mode = 1;
@@ -414,17 +468,26 @@ __attribute__((noinline)) void enter_fiber_mode(Worker *w, uint32_t tid) {
         }
         w->slots_ready = true;
     } else {
-        w->slots[w->fiber0_tid].fiber = w->fibers[w->fiber0_tid];  // undo the last block's
+        // Undo the last block's exchange of fibers 0 and fiber0_tid.
+        w->slots[w->fiber0_tid].fiber = w->fibers[w->fiber0_tid];
+        w->slots[0].fiber = w->fibers[0];
     }
-    // Threads before `tid` have returned; `tid` keeps fiber 0, every later one gets its own.
+    // `tid` keeps fiber 0; thread 0 takes fiber `tid` (in the forward order it has returned and
+    // never runs again).
     w->fiber0_tid = tid;
     w->slots[tid].fiber = w->fibers[0];
-    if (tid != 0) w->slots[0].fiber = nullptr;  // thread 0 has returned: it never runs again
-    memset(w->states.data(), DONE, tid);
-    memset(w->states.data() + tid, NOT_STARTED, w->nthreads - tid);
+    if (tid != 0) w->slots[0].fiber = w->fibers[tid];
+    if (__builtin_expect(w->reordered, 0)) {
+        const uint32_t at = w->run_pos[tid];
+        for (uint32_t p = 0; p < w->nthreads; ++p) w->states[w->run_order[p]] = p < at ? DONE : NOT_STARTED;
+        w->done_count = at;
+    } else {
+        memset(w->states.data(), DONE, tid);
+        memset(w->states.data() + tid, NOT_STARTED, w->nthreads - tid);
+        w->done_count = tid;
+    }
     w->cur_fiber->tid = tid;
     w->cur_tid = tid;
-    w->done_count = tid;
 }
 
 // The current thread's index in the block: kept by the scheduler in fiber mode, computed from
@@ -679,7 +742,8 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
                 memset(w->states.data(), RUNNABLE, w->nthreads);
             }
         }
-        const uint32_t first = next_runnable(w, 0);
+        const uint32_t first =
+            __builtin_expect(w->reordered, 0) ? first_runnable_reordered(w) : next_runnable(w, 0);
         if (first >= w->nthreads) break;
         w->on_fiber = 1;
         resume(w, first, &w->sched_sp);
@@ -802,6 +866,9 @@ bool prepare_launch(Worker *w, Launch *l) {
     rk_cur.block_dim = rk_uint3{d->block[0], d->block[1], d->block[2]};
     rk_cur.grid_dim = rk_uint3{d->grid[0], d->grid[1], d->grid[2]};
     rk_cur.wave_size = d->wave_size;
+    rk_cur.thread_order = d->thread_order == RK_ORDER_REVERSED ? RK_ORDER_REVERSED : RK_ORDER_FORWARD;
+    w->reordered = rk_cur.thread_order == RK_ORDER_REVERSED;
+    if (w->reordered) order_of(w);
     rk_cur.dyn_shared_bytes = d->shared_bytes;
     w->dyn_shared = nullptr;
     w->dyn_shared_guarded = d->checked != 0;
@@ -810,6 +877,9 @@ bool prepare_launch(Worker *w, Launch *l) {
         w->dyn_shared = w->dyn_shared_guarded ? guarded_alloc(d->shared_bytes)
                                               : aligned_alloc(256, round_up(d->shared_bytes, 256));
         if (!w->dyn_shared) return false;
+        // Zeroed, as guarded memory is: a kernel reading it before writing then sees the same
+        // values in every launch (the race check compares two).
+        if (!w->dyn_shared_guarded) memset(w->dyn_shared, 0, d->shared_bytes);
     }
     rk_cur.dyn_shared = w->dyn_shared;
     rk_cur.exec_fibers = d->exec_fibers;
@@ -830,7 +900,6 @@ bool prepare_launch(Worker *w, Launch *l) {
         }
         rk_cur.idx_table = w->idx_table.data();
     }
-    rk_cur.thread_order = d->thread_order;
     rk_cur.region = 0;
     if (!w->arena) {
         void *a = mmap(nullptr, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rocm_kernels::runtime::{CpuOptions, Device, LaunchConfig, Module, RuntimeError};
+use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, LaunchConfig, Module, RuntimeError};
 use rocm_kernels_corpus::{BUGS, FEATURES};
 
 fn module_with(options: CpuOptions) -> Module {
@@ -349,4 +349,247 @@ fn stack_overflow_is_a_kernel_fault() {
         other => panic!("expected KernelFault, got {other:?}"),
     }
     still_works(d);
+}
+
+/// The bug corpus race-checked, once per way of running a block's threads (region form where
+/// the build made one, and per-thread fibers): both must honour the reversed order.
+fn race_checked(wave_size: u32) -> Vec<Module> {
+    [CpuExec::Regions, CpuExec::Fibers]
+        .into_iter()
+        .map(|exec| {
+            module_with(CpuOptions {
+                wave_size,
+                race_check: true,
+                exec,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            })
+        })
+        .collect()
+}
+
+/// The message of a [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
+fn race_message(err: RuntimeError, kernel: &str) -> String {
+    let text = err.to_string();
+    match err {
+        RuntimeError::SharedMemoryRace { kernel: k, message } => {
+            assert_eq!(k, kernel);
+            assert!(
+                text.starts_with(&format!("kernel `{kernel}`: shared-memory race: ")),
+                "{text}"
+            );
+            message
+        }
+        other => panic!("expected SharedMemoryRace, got {other:?}"),
+    }
+}
+
+#[test]
+fn race_check_catches_the_missing_barrier() {
+    for (wave, threads) in [(32, 256usize), (64, 256), (64, 64)] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let input: Vec<i32> = (1..=2 * threads as i32).collect();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<i32>(2 * threads).unwrap();
+            let err = m
+                .kernel("missing_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, threads as u32))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "missing_barrier");
+            assert!(message.contains("parameter `out` (#1)"), "{message}");
+            // Thread 0 reads thread 1's slot: not yet written in order, written in reverse order.
+            assert!(
+                message.contains("differs first in the 4-byte word at byte offset 0"),
+                "{message}"
+            );
+            assert!(message.contains("without a __syncthreads()"), "{message}");
+            assert!(
+                message.contains("add the missing __syncthreads()"),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
+    let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
+    for wave in [32, 64] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("reduce_missing_loop_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 256))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "reduce_missing_loop_barrier");
+            assert!(
+                message.contains(
+                    "parameter `out` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+            assert!(message.contains("__syncthreads()"), "{message}");
+        }
+    }
+}
+
+#[test]
+fn race_check_catches_a_barrier_missing_before_a_loop_in_either_exec_mode() {
+    let input: Vec<f32> = (0..128).map(|i| (i % 5) as f32 + 1.0).collect();
+    for wave in [32, 64] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let xb = d.upload(&input).unwrap();
+            let mut partial = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("missing_barrier_before_loop")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 64))
+                .arg(&xb)
+                .arg(&mut partial)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "missing_barrier_before_loop");
+            assert!(
+                message.contains(
+                    "parameter `partial` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn race_check_runs_the_threads_of_a_block_last_to_first() {
+    for (wave, threads) in [(64, 256u32), (32, 256), (64, 96), (64, 64), (64, 48)] {
+        let thread0 = threads - 1; // thread 0 runs last
+        for barrier in [0i32, 1] {
+            for m in race_checked(wave) {
+                let d = m.device();
+                let mut counter = d.upload(&[0u32]).unwrap();
+                let mut order = d.alloc::<u32>(threads as usize).unwrap();
+                let err = m
+                    .kernel("run_order")
+                    .unwrap()
+                    .launch(LaunchConfig::new(1, threads))
+                    .arg(&mut counter)
+                    .arg(&mut order)
+                    .arg(&barrier)
+                    .run(&d.stream().unwrap())
+                    .unwrap_err();
+                let message = race_message(err, "run_order");
+                assert!(
+                    message.contains(&format!(
+                    "parameter `order` (#1) differs first in the 4-byte word at byte offset 0: \
+                     0x00000000 when the threads of each block ran in order, {thread0:#010x} when \
+                     they ran in reverse order"
+                )),
+                    "wave {wave}, {threads} threads, barrier {barrier}: {message}"
+                );
+                // The counter ends equal: the second run started from the restored zero.
+                assert_eq!(counter.to_vec().unwrap(), vec![threads]);
+            }
+        }
+    }
+}
+
+#[test]
+fn race_check_passes_a_correct_block_reduction() {
+    let n = 1000usize;
+    let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    for (wave, exec) in [32, 64]
+        .into_iter()
+        .flat_map(|w| [(w, CpuExec::Regions), (w, CpuExec::Fibers)])
+    {
+        let device = Device::cpu(CpuOptions {
+            wave_size: wave,
+            race_check: true,
+            exec,
+            ..CpuOptions::default()
+        });
+        assert!(
+            device.info().name.contains("race check"),
+            "{}",
+            device.info().name
+        );
+        let m = device.load(&FEATURES).unwrap();
+        let inb = device.upload(&input).unwrap();
+        let blocks = n.div_ceil(256);
+        let mut out = device.upload(&vec![-1.0f32; blocks]).unwrap();
+        m.kernel("block_sum_static")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&device.stream().unwrap())
+            .unwrap();
+        let want: Vec<f32> = input.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out.to_vec().unwrap(), want);
+    }
+}
+
+#[test]
+fn race_check_reports_faults_of_either_run() {
+    for m in race_checked(64) {
+        let d = m.device();
+        let n = 1000usize;
+        let mut out = d.alloc::<f32>(n).unwrap();
+        let err = m
+            .kernel("oob_write")
+            .unwrap()
+            .launch(LaunchConfig::for_elements(n + 24, 256))
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds { detail, .. } => {
+                assert!(!detail.contains("race check"), "{detail}")
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+        still_works(d);
+
+        // A fault only the reversed run has is said to depend on the order.
+        let mut out = d.alloc::<i32>(127).unwrap();
+        let err = m
+            .kernel("shift_without_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 128))
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds {
+                site,
+                access,
+                detail,
+                ..
+            } => {
+                assert_eq!(site.thread, [127, 0, 0]);
+                assert_eq!(*access, "write");
+                assert!(
+                    detail.contains(
+                        "race check: only when the threads of each block ran in reverse order"
+                    ),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+        still_works(d);
+    }
 }

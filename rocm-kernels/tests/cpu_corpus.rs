@@ -41,10 +41,37 @@ fn cpu_modules() -> Vec<(u32, Module)> {
     out
 }
 
-/// Run `f` on the cpu backend at both wave sizes (region form and fibers), and on an NVIDIA GPU
-/// (wave 32) when this machine has one and the corpus was built with nvcc (see
+/// The corpus on a race-checked cpu device: every launch also runs with the threads of each
+/// block in reverse order, and fails if the results differ. A correct kernel must pass. (The
+/// race check runs kernels on fibers whatever `exec` says.)
+fn race_checked_module(wave_size: u32) -> Module {
+    Device::cpu(CpuOptions {
+        wave_size,
+        race_check: true,
+        ..CpuOptions::default()
+    })
+    .load(&FEATURES)
+    .expect("load the corpus")
+}
+
+/// Run `f` on the cpu backend at both wave sizes (region form, fibers, race-checked), and on an
+/// NVIDIA GPU (wave 32) when this machine has one and the corpus was built with nvcc (see
 /// `corpus/build.rs`).
 fn both(f: impl Fn(u32, &Module)) {
+    for (wave, m) in cpu_modules() {
+        f(wave, &m);
+    }
+    for wave in [32, 64] {
+        f(wave, &race_checked_module(wave));
+    }
+    if let Some(m) = nvidia_module() {
+        f(m.device().info().wave_size, &m);
+    }
+}
+
+/// [`both`] without the race-checked runs, for kernels whose results depend on the order of
+/// their threads by design.
+fn both_in_order(f: impl Fn(u32, &Module)) {
     for (wave, m) in cpu_modules() {
         f(wave, &m);
     }
@@ -59,6 +86,9 @@ fn both(f: impl Fn(u32, &Module)) {
 fn cpu_only(f: impl Fn(u32, &Module)) {
     for (wave, m) in cpu_modules() {
         f(wave, &m);
+    }
+    for wave in [32, 64] {
+        f(wave, &race_checked_module(wave));
     }
 }
 
@@ -235,27 +265,45 @@ fn syncthreads_count_and_or() {
 
 #[test]
 fn atomics_on_every_type() {
-    both(|_, m| {
+    let (blocks, threads) = (8u32, 128u32);
+    let n = (blocks * threads) as i32;
+    let launch = |m: &Module| {
         let d = m.device();
-        let (blocks, threads) = (8u32, 128u32);
-        let n = (blocks * threads) as i32;
-        let mut ints = d.upload(&[0, 0, 0, 0, -1, 0, 0, 0, 0, 0]).unwrap();
-        let mut uints = d.upload(&[0u32, 1000000, 0, 0]).unwrap();
-        let mut ulls = d.upload(&[0u64, 0]).unwrap();
-        let mut lls = d.upload(&[0i64]).unwrap();
-        let mut f = d.upload(&[0.0f32, -1.0, 0.0]).unwrap();
-        let mut dd = d.upload(&[0.0f64]).unwrap();
-        m.kernel("atomics")
+        let ints = d.upload(&[0, 0, 0, 0, -1, 0, 0, 0, 0, 0]).unwrap();
+        let uints = d.upload(&[0u32, 1000000, 0, 0]).unwrap();
+        let ulls = d.upload(&[0u64, 0]).unwrap();
+        let lls = d.upload(&[0i64]).unwrap();
+        let f = d.upload(&[0.0f32, -1.0, 0.0]).unwrap();
+        let dd = d.upload(&[0.0f64]).unwrap();
+        let mut bufs = (ints, uints, ulls, lls, f, dd);
+        let result = m
+            .kernel("atomics")
             .unwrap()
             .launch(LaunchConfig::new(blocks, threads))
-            .arg(&mut ints)
-            .arg(&mut uints)
-            .arg(&mut ulls)
-            .arg(&mut lls)
-            .arg(&mut f)
-            .arg(&mut dd)
-            .run(&d.stream().unwrap())
-            .unwrap();
+            .arg(&mut bufs.0)
+            .arg(&mut bufs.1)
+            .arg(&mut bufs.2)
+            .arg(&mut bufs.3)
+            .arg(&mut bufs.4)
+            .arg(&mut bufs.5)
+            .run(&d.stream().unwrap());
+        (result, bufs)
+    };
+    // Which thread's atomicCAS wins (ints[8]) depends on the order threads run in: the race
+    // check reports it, as a race on global memory.
+    {
+        let err = launch(&race_checked_module(64)).0.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "parameter `ints` (#0) differs first in the 4-byte word at byte offset 32"
+            ),
+            "{text}"
+        );
+    }
+    both_in_order(|_, m| {
+        let (result, (ints, uints, ulls, lls, f, dd)) = launch(m);
+        result.unwrap();
         let ints = ints.to_vec().unwrap();
         let xor = (0..n).fold(0, |a, i| a ^ i);
         assert_eq!(ints[0], n);

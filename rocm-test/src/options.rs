@@ -9,6 +9,7 @@
 //! | `--seed N`                | `ROCM_TEST_SEED`             | seed of the case generator (decimal or `0x…`; default: per check, stable) |
 //! | `--cases N`               | `ROCM_TEST_CASES`            | generated cases per trial (default 32) |
 //! | `--events PATH`           | `ROCM_TEST_EVENTS`           | append one JSON object per finished trial to PATH |
+//! | `--race-check`            | `ROCM_TEST_RACE_CHECK=1`     | cpu trials run race-checked (`CpuOptions::race_check`: slower, reports missing barriers) |
 //!
 //! A flag wins over its environment variable.
 
@@ -26,6 +27,8 @@ pub struct HarnessOptions {
     pub seed: Option<u64>,
     pub cases: Option<u32>,
     pub events: Option<PathBuf>,
+    /// Run cpu trials with `CpuOptions::race_check`.
+    pub race_check: bool,
 }
 
 const FLAGS: [(&str, &str); 6] = [
@@ -46,8 +49,13 @@ impl HarnessOptions {
     ) -> Result<(HarnessOptions, Vec<String>), String> {
         let mut given: Vec<(&'static str, String)> = Vec::new();
         let mut rest = Vec::with_capacity(args.len());
+        let mut race_flag = false;
         let mut it = args.into_iter();
         while let Some(a) = it.next() {
+            if a == "--race-check" {
+                race_flag = true;
+                continue;
+            }
             let Some((flag, inline)) = FLAGS.iter().find_map(|(f, _)| {
                 if a == *f {
                     Some((*f, None))
@@ -127,6 +135,8 @@ impl HarnessOptions {
             seed,
             cases,
             events: last("--events", "ROCM_TEST_EVENTS").map(PathBuf::from),
+            race_check: race_flag
+                || env_switch(env("ROCM_TEST_RACE_CHECK"), "ROCM_TEST_RACE_CHECK")?,
         };
         Ok((opts, rest))
     }
@@ -134,6 +144,19 @@ impl HarnessOptions {
     /// Whether trials of `backend` are wanted.
     pub fn selects(&self, backend: Backend) -> bool {
         self.backends.as_ref().is_none_or(|b| b.contains(&backend))
+    }
+}
+
+/// An on/off environment variable: unset, empty, `0`, `false`, `no`, `off` are off.
+fn env_switch(value: Option<String>, var: &str) -> Result<bool, String> {
+    match value
+        .as_deref()
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("" | "0" | "false" | "no" | "off") => Ok(false),
+        Some("1" | "true" | "yes" | "on") => Ok(true),
+        Some(other) => Err(format!("{var}: `{other}` is not 1 or 0")),
     }
 }
 
@@ -179,6 +202,11 @@ mod tests {
         assert_eq!(o.wave_sizes, vec![32]);
         assert_eq!(o.seed, Some(42));
         assert!(o.selects(Backend::Nvidia));
+        assert!(!o.race_check);
+        let (o, rest) =
+            HarnessOptions::parse(args(&["bin", "--race-check", "saxpy"]), |_| None).unwrap();
+        assert!(o.race_check);
+        assert_eq!(rest, args(&["bin", "saxpy"]));
     }
 
     #[test]
@@ -195,6 +223,16 @@ mod tests {
         assert_eq!(o.cases, Some(5));
         assert_eq!(o.wave_sizes, vec![32, 64]);
         assert_eq!(o.events, Some(PathBuf::from("/tmp/e.jsonl")));
+        assert!(!o.race_check);
+        let race = |v: &str| {
+            let v = v.to_owned();
+            HarnessOptions::parse(args(&["bin"]), move |k| {
+                (k == "ROCM_TEST_RACE_CHECK").then(|| v.clone())
+            })
+        };
+        assert!(race("1").unwrap().0.race_check);
+        assert!(!race("0").unwrap().0.race_check);
+        assert!(race("maybe").unwrap_err().contains("ROCM_TEST_RACE_CHECK"));
         let (o, _) = HarnessOptions::parse(args(&["bin", "--backend", "amd"]), env).unwrap();
         assert_eq!(o.backends, Some(vec![Backend::Amd]));
     }

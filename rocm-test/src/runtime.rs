@@ -28,7 +28,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                 target: format!("w{wave_size}"),
             };
             let target: Result<Arc<dyn Target>, String> = if cpu_built {
-                Ok(cpu_target(lib, wave_size))
+                Ok(cpu_target(lib, wave_size, opts.race_check))
             } else {
                 Err(format!(
                     "library `{}` was built without the cpu backend (enable it in build.rs)",
@@ -126,12 +126,17 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     slots
 }
 
-/// The cpu backend with this wave size, in checked mode, with a time limit.
-pub(crate) fn cpu_target(lib: &'static KernelLibrary, wave_size: u32) -> Arc<dyn Target> {
+/// The cpu backend with this wave size, in checked mode, with a time limit, race-checked if asked.
+pub(crate) fn cpu_target(
+    lib: &'static KernelLibrary,
+    wave_size: u32,
+    race_check: bool,
+) -> Arc<dyn Target> {
     let device = Device::cpu(CpuOptions {
         wave_size,
         checked: true,
         time_limit: Some(CPU_TIME_LIMIT),
+        race_check,
         ..CpuOptions::default()
     });
     Arc::new(DeviceTarget::new(device, lib))

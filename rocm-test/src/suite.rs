@@ -71,7 +71,7 @@ impl Suite {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(wave_size)
-            .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size))
+            .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size, false))
             .clone();
         let trial = trial_name(
             &check.name,

@@ -101,10 +101,13 @@ pub enum RuntimeError {
         limit: Duration,
         block: [u32; 3],
     },
-    /// Shared memory written by one thread and accessed by another with no barrier between
-    /// (cpu backend, race-check mode).
-    #[error("{site}: shared-memory race: {message}")]
-    SharedMemoryRace { site: FaultSite, message: String },
+    /// The results of a launch depend on the order in which the threads of a block run between
+    /// barriers: shared memory written by one thread and read by another with no barrier between
+    /// (cpu backend, [`CpuOptions::race_check`](crate::runtime::CpuOptions::race_check)). The
+    /// check compares whole runs, so it names the buffer and offset where they differ rather
+    /// than a block and thread.
+    #[error("kernel `{kernel}`: shared-memory race: {message}")]
+    SharedMemoryRace { kernel: String, message: String },
     /// The backend cannot do this (yet).
     #[error("{backend} backend does not support {what}")]
     Unsupported { backend: Backend, what: String },
@@ -116,8 +119,7 @@ impl RuntimeError {
         match self {
             RuntimeError::KernelFault { site, .. }
             | RuntimeError::OutOfBounds { site, .. }
-            | RuntimeError::PartialBarrier { site, .. }
-            | RuntimeError::SharedMemoryRace { site, .. } => Some(site),
+            | RuntimeError::PartialBarrier { site, .. } => Some(site),
             _ => None,
         }
     }

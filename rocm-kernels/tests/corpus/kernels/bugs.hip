@@ -101,3 +101,52 @@ __global__ void divergent_barrier(float* data) {
     }
     data[t] *= 2.0f;
 }
+
+// A block reduction whose loop lost its barrier: each step reads partial sums that other threads
+// of the block are still adding to. It has a barrier before the loop, so it is not a partial
+// barrier; only the race check (CpuOptions::race_check) reports it.
+__global__ void reduce_missing_loop_barrier(const float* in, float* out) {
+    __shared__ float partial[256];
+    unsigned int t = threadIdx.x;
+    partial[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (t < s) partial[t] += partial[t + s];
+        // __syncthreads(); -- forgotten
+    }
+    if (t == 0) out[blockIdx.x] = partial[0];
+}
+
+// Records the order in which the threads of the block run (after a barrier when `barrier` is
+// set, so the runtime's fiber rounds order them rather than its plain loop).
+__global__ void run_order(unsigned int* counter, unsigned int* order, int barrier) {
+    if (barrier) __syncthreads();
+    order[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(counter, 1u);
+}
+
+// Thread 0 sets the shift every other thread uses, with no barrier between: run in order, thread
+// 0 comes first; with its waves in reverse order the later waves read the shift before it is set
+// and write one element past the end of `out` (blockDim.x - 1 elements).
+__global__ void shift_without_barrier(int* out) {
+    __shared__ int shift;
+    unsigned int t = threadIdx.x;
+    if (t == 0) shift = 1;
+    // __syncthreads(); -- forgotten
+    if (t > 0) out[t - shift] = static_cast<int>(t);
+}
+
+// The barrier between filling the tile and the reduction loop is missing; the loop itself has
+// one. In region form the lanes of a wave run in step, so within one wave (64 threads at wave 64)
+// the bug does not show, as on AMD hardware; the race check runs threads as fibers, on to their
+// next real barrier, and reports it at any wave size.
+__global__ void missing_barrier_before_loop(const float* x, float* partial) {
+    __shared__ float tile[64];
+    int t = threadIdx.x;
+    tile[t] = x[blockIdx.x * 64 + t];
+    // __syncthreads(); -- forgotten
+    for (int stride = 32; stride > 0; stride /= 2) {
+        if (t < stride) tile[t] += tile[t + stride];
+        __syncthreads();
+    }
+    if (t == 0) partial[blockIdx.x] = tile[0];
+}

@@ -18,10 +18,22 @@ typedef struct rk_uint3 {
     unsigned int x, y, z;
 } rk_uint3;
 
+/* The order in which the threads of a block run between barriers (rk_cur.thread_order). The
+ * race check (CpuOptions::race_check) runs a launch in both and compares the results. */
+enum rk_thread_order {
+    /* Linear thread ids ascending. */
+    RK_ORDER_FORWARD = 0,
+    /* Linear thread ids descending, in the fiber path and in region form alike. Threads keep
+     * their ids and lane numbers; a warp collective is computed once every active lane of the
+     * wave has arrived, so its results do not depend on the order. */
+    RK_ORDER_REVERSED = 1
+};
+
 /* What a generated kernel entry is asked to do. */
 enum rk_call_op {
-    /* Run kernel threads [begin, end) (linear thread ids) of the current block, in order. After
-     * each thread returns, stop if the block switched to fiber mode (rk_cur.fiber_mode). */
+    /* Run kernel threads [begin, end) (linear thread ids) of the current block, in the order
+     * rk_cur.thread_order says (RK_ORDER_*). After each thread returns, stop if the block switched
+     * to fiber mode (rk_cur.fiber_mode). */
     RK_CALL_RUN = 0,
     /* Fill *info with the parameter layout. */
     RK_CALL_DESCRIBE = 1
@@ -68,7 +80,7 @@ typedef struct rk_ctx {
     uint32_t checked;
     /* threadIdx of each linear thread id of a block, for 2-D and 3-D blocks (else null). */
     rk_uint3 *idx_table;
-    /* 0: threads of a block run in order; 1: in reverse (race checking compares the two). */
+    /* rk_thread_order, from rk_launch_desc::thread_order (race checking compares the two). */
     uint32_t thread_order;
 } rk_ctx;
 
@@ -138,7 +150,7 @@ typedef struct rk_launch_desc {
     uint32_t exec_fibers;   /* 1: run region-form kernels with per-thread fibers */
     uint32_t region_waves;  /* 1: the entry runs waves (region form): the block has
                                ceil(threads / wave_size) runtime threads */
-    uint32_t thread_order;  /* 0: in order, 1: reversed */
+    uint32_t thread_order;  /* rk_thread_order */
 } rk_launch_desc;
 
 typedef struct rk_launch_result {

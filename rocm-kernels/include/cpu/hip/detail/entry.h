@@ -12,6 +12,31 @@
 #define RK_PUBLISH_THREAD_IDX() __asm__ __volatile__("" ::: "memory")
 
 namespace rk {
+/* Threads [begin, end) of the block in RK_ORDER_REVERSED order (see abi.h): last to first, each
+ * with its own threadIdx. The runtime's fiber scheduler (runtime.cpp, `order_of`) follows the
+ * same order once the block waits at a barrier. */
+template <class Body>
+__attribute__((noinline, cold)) void run_reordered(uint32_t begin, uint32_t end, Body body) {
+    const rk_uint3 dim = rk_cur.block_dim;
+    for (uint32_t t = end; t > begin; --t) {
+        const uint32_t i = t - 1;
+        rk_cur.thread_idx = rk_uint3{i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y)};
+        RK_PUBLISH_THREAD_IDX();
+        body();
+        if (rk_cur.fiber_mode) return;
+    }
+}
+
+/* The arguments of the call, unpacked, run in RK_ORDER_REVERSED. Out of line: a tuple captured by
+ * reference for the loop above lives on the stack, and would, inlined into `run`, have the
+ * in-order loop reload every argument from memory after each thread's compiler barrier. */
+template <auto K, class... P, std::size_t... I>
+__attribute__((noinline, cold)) void run_reordered_entry(const rk_call *c, std::index_sequence<I...>) {
+    std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
+    (void)args;
+    run_reordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
+}
+
 /* `flatten` inlines the kernel (and what it calls) into the thread loop: kernels are ordinary
  * external functions the compiler would otherwise call once per GPU thread. */
 template <auto K, class... P, std::size_t... I>
@@ -24,6 +49,12 @@ __attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::
         ((info->size[I] = static_cast<uint32_t>(sizeof(std::decay_t<P>)),
           info->is_pointer[I] = std::is_pointer<std::decay_t<P>>::value ? 1 : 0),
          ...);
+        return;
+    }
+    if (__builtin_expect(rk_cur.thread_order != RK_ORDER_FORWARD, 0)) {
+        // Race-check mode only: one test per call, before the arguments are unpacked, so the
+        // in-order loops below keep them in registers as before.
+        run_reordered_entry<K, P...>(c, std::index_sequence<I...>{});
         return;
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};

@@ -100,7 +100,8 @@ struct region {
         } else if (ws % dim.x == 0) {
             mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = base / dim.x;
         } else {
-            mode = 2, rows = 1, cols = n, x0 = 0, row0 = 0;
+            /* Coordinates from the table, one lane per run. */
+            mode = 2, rows = n, cols = 1, x0 = 0, row0 = 0;
         }
         const std::size_t seg = (std::size_t(rk_cur.arena_end - rk_cur.arena_cur) - SHARED_BYTES) / MAX_WAVES;
         if (wave >= MAX_WAVES) storage_exhausted();
@@ -165,12 +166,11 @@ struct region {
     __attribute__((always_inline)) uint32_t step_of(uint32_t j) const {
         return P && reverse ? cols - 1 - j : j;
     }
-    /* threadIdx of lane t at run i, step j: no division per lane (the row's part is the same
-     * for a whole run, so the compiler hoists it out of the inner loop). */
-    __attribute__((always_inline)) rk_uint3 coords_at(uint32_t i, uint32_t j, uint32_t t) const {
-        if (mode == 2) return idx[base + t];
+    /* threadIdx of the first lane of run i: a run's lanes differ only in x (x + j). */
+    __attribute__((always_inline)) rk_uint3 run_coords(uint32_t i) const {
+        if (mode == 2) return idx[base + i];
         const uint32_t row = row0 + i;
-        return rk_uint3{x0 + j, row % dim.y, row / dim.y};
+        return rk_uint3{x0, row % dim.y, row / dim.y};
     }
     rk_uint3 coords_of(uint32_t l) const { return idx ? idx[base + l] : rk_uint3{base + l, 0, 0}; }
     /* Make lane l the current thread. P (checked launches and reversed order): store its
@@ -343,12 +343,15 @@ struct scope {
  * RK_LANES skips inactive lanes. */
 #define RK_LANES_ALONG(r)                                                                        \
     for (uint32_t rk_ii = 0; rk_ii < (r).rows; ++rk_ii)                                          \
-        for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                                      \
-            if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii),                        \
-                rk_j = (r).template step_of<rk_pub>(rk_jj), rk_t = rk_i * (r).cols + rk_j;        \
-                false) {                                                                         \
-            } else if (const rk_uint3 rk_tidx = (r).coords_at(rk_i, rk_j, rk_t); false) {        \
-            } else
+        if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii); false) {                   \
+        } else if (const rk_uint3 rk_run = (r).run_coords(rk_i); false) {                        \
+        } else                                                                                   \
+            for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                                  \
+                if (const uint32_t rk_j = (r).template step_of<rk_pub>(rk_jj),                   \
+                    rk_t = rk_i * (r).cols + rk_j;                                               \
+                    false) {                                                                     \
+                } else if (const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; false) {  \
+                } else
 #define RK_ALL_LANES(r) RK_LANES_ALONG(r)
 #define RK_LANES(r) RK_LANES_ALONG(r) if (!(r).act[rk_t]) continue; else
 

@@ -8,6 +8,10 @@ pub const RK_MAX_PARAMS: usize = 64;
 
 pub const RK_CALL_DESCRIBE: u32 = 1;
 
+/// `rk_thread_order`: threads of a block ascending, or waves last to first (race check).
+pub const RK_ORDER_FORWARD: u32 = 0;
+pub const RK_ORDER_REVERSED: u32 = 1;
+
 pub const RK_OK: u32 = 0;
 pub const RK_FAULT: u32 = 1;
 pub const RK_MEMORY_FAULT: u32 = 2;

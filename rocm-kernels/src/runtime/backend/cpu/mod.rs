@@ -30,10 +30,22 @@
 //!
 //! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
 //! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
-//! limit inside a C library call (e.g. `printf`) may leave that library's locks held; data races
-//! on shared memory are not detected yet ([`CpuOptions::race_check`] is refused).
+//! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
+//!
+//! Race check ([`CpuOptions::race_check`], module `race`): a launch runs twice from the same
+//! device memory on a fresh one-worker pool each time, with per-thread fibers (region form
+//! synchronises blocks at control flow that contains a barrier, which can hide a missing one),
+//! the threads of each block in order and
+//! then in `RK_ORDER_REVERSED` (last to first; warp collectives give the same results in either
+//! order), and the buffers its pointer arguments reach are compared;
+//! a difference is a [`RuntimeError::SharedMemoryRace`] naming the parameter and byte offset.
+//! Static `__shared__` arrays are plain C++ thread-locals (arena slots in region form), so
+//! accesses cannot be watched; the
+//! order of threads between barriers is what a missing barrier makes results depend on. Also
+//! reported: anything else order-dependent (float atomics, an `atomicCAS` winner).
 
 mod ffi;
+mod race;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -100,30 +112,37 @@ struct Shared {
 }
 
 impl Shared {
+    /// The device's worker pool, started on first use.
     fn pool(&self) -> Result<*mut ffi::RkPool> {
-        let pool = self.pool.get_or_init(|| {
-            let mut error = [0u8; 256];
-            // Safety: the error buffer outlives the call.
-            let pool = unsafe {
-                ffi::rk_pool_create(
-                    self.threads as u32,
-                    self.options.stack_size as u64,
-                    error.as_mut_ptr(),
-                    error.len() as u64,
-                )
-            };
-            if pool.is_null() {
-                Err(ffi::c_text(&error))
-            } else {
-                Ok(Pool(pool))
-            }
-        });
+        let pool = self.pool.get_or_init(|| self.new_pool(self.threads));
         match pool {
             Ok(pool) => Ok(pool.0),
-            Err(reason) => Err(RuntimeError::NoDevice {
-                backend: Backend::Cpu,
-                reason: format!("could not start the cpu worker pool: {reason}"),
-            }),
+            Err(reason) => Err(Self::pool_error(reason)),
+        }
+    }
+
+    fn new_pool(&self, threads: usize) -> std::result::Result<Pool, String> {
+        let mut error = [0u8; 256];
+        // Safety: the error buffer outlives the call.
+        let pool = unsafe {
+            ffi::rk_pool_create(
+                threads as u32,
+                self.options.stack_size as u64,
+                error.as_mut_ptr(),
+                error.len() as u64,
+            )
+        };
+        if pool.is_null() {
+            Err(ffi::c_text(&error))
+        } else {
+            Ok(Pool(pool))
+        }
+    }
+
+    fn pool_error(reason: &str) -> RuntimeError {
+        RuntimeError::NoDevice {
+            backend: Backend::Cpu,
+            reason: format!("could not start the cpu worker pool: {reason}"),
         }
     }
 
@@ -185,10 +204,15 @@ impl CpuDevice {
         let info = DeviceInfo {
             backend: Backend::Cpu,
             name: format!(
-                "cpu ({threads} thread{}, wave {}{})",
+                "cpu ({threads} thread{}, wave {}{}{})",
                 if threads == 1 { "" } else { "s" },
                 options.wave_size,
-                if options.checked { ", checked" } else { "" }
+                if options.checked { ", checked" } else { "" },
+                if options.race_check {
+                    ", race check"
+                } else {
+                    ""
+                }
             ),
             arch: std::env::consts::ARCH.to_string(),
             wave_size: options.wave_size,
@@ -341,11 +365,21 @@ impl ModuleBackend for CpuModule {
             call: format!("describe `{name}`"),
             message,
         })?;
+        // Source names of the parameters, for reports, where the build recorded them.
+        let param_names = self
+            .library
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .filter(|k| k.params.len() == layout.len())
+            .map(|k| k.params.iter().map(|p| p.name).collect())
+            .unwrap_or_default();
         Ok(Some(Arc::new(CpuFunction {
             name: name.to_string(),
             entry,
             layout,
             region_form,
+            param_names,
             shared: self.shared.clone(),
         })))
     }
@@ -396,6 +430,8 @@ struct CpuFunction {
     /// The entry's region form runs waves (see `include/cpu/hip/detail/region.h`), which the
     /// runtime then schedules as the block's threads.
     region_form: bool,
+    /// Parameter names from the build's declarations; empty when unknown.
+    param_names: Vec<&'static str>,
     shared: Arc<Shared>,
 }
 
@@ -470,12 +506,6 @@ impl FunctionBackend for CpuFunction {
         _stream: &dyn StreamBackend,
     ) -> Result<()> {
         let options = &self.shared.options;
-        if options.race_check {
-            return Err(RuntimeError::Unsupported {
-                backend: Backend::Cpu,
-                what: "shared-memory race checking (CpuOptions::race_check)".into(),
-            });
-        }
         if config.block.count() > MAX_BLOCK_THREADS {
             return Err(self.invalid(format!(
                 "block {:?} has {} threads; at most {MAX_BLOCK_THREADS} are allowed",
@@ -489,7 +519,6 @@ impl FunctionBackend for CpuFunction {
                 config.shared_mem_bytes
             )));
         }
-        let pool = self.shared.pool()?;
         let desc = ffi::RkLaunchDesc {
             entry: self.entry,
             args: args.as_ptr(),
@@ -505,8 +534,22 @@ impl FunctionBackend for CpuFunction {
                 .map_or(0, |d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
             exec_fibers: u32::from(options.exec == CpuExec::Fibers),
             region_waves: u32::from(self.region_form && options.exec != CpuExec::Fibers),
-            thread_order: 0,
+            thread_order: ffi::RK_ORDER_FORWARD,
         };
+        if options.race_check {
+            self.launch_race_checked(desc, args)
+        } else {
+            self.run(self.shared.pool()?, &desc)
+        }
+    }
+}
+
+impl CpuFunction {
+    /// Run one launch on `pool`.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`] for the arguments `desc` points to.
+    unsafe fn run(&self, pool: *mut ffi::RkPool, desc: &ffi::RkLaunchDesc) -> Result<()> {
         let mut result = ffi::RkLaunchResult {
             status: 0,
             block: [0; 3],
@@ -515,13 +558,81 @@ impl FunctionBackend for CpuFunction {
             address: 0,
             message: [0; 512],
         };
-        ffi::rk_launch(pool, &desc, &mut result);
+        ffi::rk_launch(pool, desc, &mut result);
         if result.status == ffi::RK_OK {
             Ok(())
         } else {
             Err(self.to_error(&result))
         }
     }
+
+    /// [`CpuOptions::race_check`]: run the launch with the threads of each block in order and
+    /// again, from the same device memory, in reverse order (see `race`); the results must agree.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`].
+    unsafe fn launch_race_checked(
+        &self,
+        mut desc: ffi::RkLaunchDesc,
+        args: &[*mut c_void],
+    ) -> Result<()> {
+        // Each run gets a pool of one new worker: blocks run one at a time in the same order both
+        // times, and static `__shared__` variables (thread-locals of the worker, or slots of its
+        // fresh region arena) start zeroed both times, so a read before any write sees the same
+        // value.
+        let fresh_pool = || {
+            self.shared
+                .new_pool(1)
+                .map_err(|reason| Shared::pool_error(&reason))
+        };
+        let is_pointer: Vec<bool> = self.layout.iter().map(|p| p.is_pointer).collect();
+        let mut regions = {
+            let allocations = self
+                .shared
+                .allocations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            race::Regions::reachable(args, &is_pointer, &allocations)
+        };
+        let mut snapshot = regions.capture();
+        // Per-thread fibers, whatever CpuOptions::exec says: region form keeps the lanes of a
+        // wave in step, so a barrier missing between lanes of one wave (before a loop that has
+        // one, say) goes unseen in both orders. Fibers run each thread on to its next real
+        // barrier.
+        desc.exec_fibers = 1;
+        desc.region_waves = 0;
+        let pool = fresh_pool()?;
+        self.run(pool.0, &desc)?;
+        drop(pool);
+        // Device memory back to where it started; `snapshot` now holds the in-order results.
+        regions.swap(&mut snapshot);
+        let in_order = snapshot;
+        desc.thread_order = ffi::RK_ORDER_REVERSED;
+        let pool = fresh_pool()?;
+        self.run(pool.0, &desc).map_err(only_in_reverse_order)?;
+        drop(pool);
+        match regions.first_difference(&in_order) {
+            None => Ok(()),
+            Some(difference) => Err(RuntimeError::SharedMemoryRace {
+                kernel: self.name.clone(),
+                message: difference.message(self.param_names.get(difference.param).copied()),
+            }),
+        }
+    }
+}
+
+/// A fault of the race check's second run, which the first (in order) did not have: say so,
+/// since the order of threads is then what triggers it.
+fn only_in_reverse_order(mut err: RuntimeError) -> RuntimeError {
+    const NOTE: &str = " (race check: only when the threads of each block ran in reverse order, \
+                        so it depends on the order of threads between barriers)";
+    match &mut err {
+        RuntimeError::KernelFault { message, .. }
+        | RuntimeError::PartialBarrier { message, .. } => message.push_str(NOTE),
+        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(NOTE),
+        _ => {}
+    }
+    err
 }
 
 #[derive(Debug)]
