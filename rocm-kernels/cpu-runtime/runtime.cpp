@@ -123,6 +123,7 @@ struct Fiber {
     Worker *worker = nullptr;
     uint32_t begin = 0, end = 0;  // threads the entry runs
     uint32_t tid = 0;             // the thread currently on this fiber (fiber mode)
+    uint32_t op = RK_CALL_RUN;    // what the entry is asked (RK_CALL_RUN_BLOCKS: a chunk)
     // Its thread returned and it waits at the end of fiber_main's loop to run another one
     // (no fresh start needed). False for a new fiber or one abandoned by a fault.
     bool parked = false;
@@ -508,7 +509,7 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, ui
 void fiber_main(Fiber *f) {
     Worker *w = f->worker;
     for (;;) {
-        rk_call call{RK_CALL_RUN, f->begin, f->end, w->launch->desc->args, nullptr};
+        rk_call call{f->op, f->begin, f->end, w->launch->desc->args, nullptr};
         w->launch->desc->entry(&call);
         if (!w->fiber_mode) {
             // The whole block ran as a plain loop (on fiber 0, which is prepared afresh).
@@ -630,6 +631,41 @@ void record_error(Worker *w, uint64_t pos, uint32_t status) {
     snprintf(r.message, sizeof r.message, "%s", w->message);
 }
 
+// A chunk of blocks [first, end) of a kernel that never waits (region form, whole blocks): one
+// fiber start for the chunk instead of one per block. False when a block failed (recorded).
+bool run_blocks(Worker *w, uint64_t first, uint64_t end) {
+    const rk_launch_desc *d = w->launch->desc;
+    w->fiber_mode = false;
+    rk_cur.fiber_mode = 0;
+    w->abort_status = RK_OK;
+    w->message[0] = 0;
+    w->fault_address = 0;
+    w->fault_access = 0;
+    rk_cur.region = 0;
+    rk_cur.arena_cur = w->arena;
+    rk_cur.block_idx = rk_uint3{uint32_t(first % d->grid[0]), uint32_t((first / d->grid[0]) % d->grid[1]),
+                                uint32_t(first / (uint64_t(d->grid[0]) * d->grid[1]))};
+    rk_cur.thread_idx = rk_uint3{0, 0, 0};
+    Fiber *f0 = w->fibers[0];
+    f0->op = RK_CALL_RUN_BLOCKS;
+    f0->begin = static_cast<uint32_t>(first);
+    f0->end = static_cast<uint32_t>(end);
+    f0->tid = 0;
+    f0->parked = false;
+    prepare(f0);
+    w->cur_fiber = f0;
+    w->on_fiber = 1;
+    rk_switch(&w->sched_sp, f0->sp);
+    w->on_fiber = 0;
+    w->cur_fiber = nullptr;
+    if (w->abort_status != RK_OK) {
+        const rk_uint3 b = rk_cur.block_idx;
+        record_error(w, b.x + uint64_t(d->grid[0]) * (b.y + uint64_t(d->grid[1]) * b.z), w->abort_status);
+        return false;
+    }
+    return true;
+}
+
 // Region form, every live wave at a barrier: were all threads of the block there, at the same
 // barrier? If not, the block fails with a message counting threads (not waves).
 bool region_barrier_ok(Worker *w) {
@@ -697,6 +733,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
     rk_cur.region = 0;
     rk_cur.arena_cur = w->arena;
     Fiber *f0 = w->fibers[0];
+    f0->op = RK_CALL_RUN;
     f0->begin = 0;
     f0->end = w->nthreads;
     f0->tid = 0;
@@ -883,6 +920,7 @@ bool prepare_launch(Worker *w, Launch *l) {
     }
     rk_cur.dyn_shared = w->dyn_shared;
     rk_cur.exec_fibers = d->exec_fibers;
+    rk_cur.exec_blocks = d->exec_blocks;
     rk_cur.checked = d->checked;
     rk_cur.idx_table = nullptr;
     if (d->block[1] != 1 || d->block[2] != 1) {
@@ -942,6 +980,10 @@ void work(Worker *w, Launch *l) {
         const uint64_t first = l->next.fetch_add(chunk, std::memory_order_relaxed);
         if (first >= l->blocks) break;
         const uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
+        if (l->desc->whole_blocks && l->order.empty()) {
+            if (!run_blocks(w, first, end)) l->stop = true;
+            continue;
+        }
         for (uint64_t pos = first; pos < end && !l->stop.load(std::memory_order_relaxed); ++pos) {
             const uint64_t block = l->order.empty() ? pos : l->order[pos];
             if (!run_block(w, pos, block)) l->stop = true;

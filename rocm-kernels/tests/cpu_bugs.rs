@@ -593,3 +593,32 @@ fn race_check_reports_faults_of_either_run() {
         still_works(d);
     }
 }
+
+/// `missing_barrier_before_loop` at wave 32 (two waves of 32 in a block of 64): run as waves
+/// (the default), the first wave reaches the loop before the second filled its half of the tile
+/// and the sums are wrong, as a GPU could make them; `CpuExec::Blocks` runs the block's waves in
+/// step and hides the bug (its documented trade-off).
+#[test]
+fn waves_show_a_barrier_missing_before_a_loop_and_blocks_hide_it() {
+    let x: Vec<f32> = (0..128).map(|i| (i % 5) as f32 + 1.0).collect();
+    let want: Vec<f32> = x.chunks(64).map(|c| c.iter().sum()).collect();
+    for (exec, wrong) in [(CpuExec::Regions, true), (CpuExec::Blocks, false)] {
+        let m = module_with(CpuOptions {
+            wave_size: 32,
+            exec,
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let xb = d.upload(&x).unwrap();
+        let mut out = d.alloc::<f32>(2).unwrap();
+        m.kernel("missing_barrier_before_loop")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 64))
+            .arg(&xb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let got = out.to_vec().unwrap();
+        assert_eq!(got != want, wrong, "{exec:?}: got {got:?}, want {want:?}");
+    }
+}

@@ -27,10 +27,10 @@ fn module(wave_size: u32) -> Module {
     device(wave_size).load(&FEATURES).expect("load the corpus")
 }
 
-/// The corpus on the cpu backend at both wave sizes and both execution forms.
+/// The corpus on the cpu backend at both wave sizes and every execution form.
 fn cpu_modules() -> Vec<(u32, Module)> {
     let mut out = Vec::new();
-    for exec in [CpuExec::Regions, CpuExec::Fibers] {
+    for exec in [CpuExec::Regions, CpuExec::Blocks, CpuExec::Fibers] {
         for wave in [32, 64] {
             let m = device_with(wave, exec)
                 .load(&FEATURES)

@@ -1,6 +1,7 @@
 //! The cpu backend's region form against its per-thread fibers: every kernel of
 //! tests/corpus/kernels/shapes.hip (shapes the rewrite in `build/cpu/region.rs` has to handle)
-//! runs both ways at both wave sizes, and the results must be identical bit for bit.
+//! runs in region form (waves, and whole blocks) and with fibers at both wave sizes, and the
+//! results must be identical bit for bit.
 
 use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, Dim3, LaunchConfig, Module};
 use rocm_kernels_corpus::{SHAPES, SHAPES_EXECUTION};
@@ -54,19 +55,21 @@ fn region_form_matches_fibers_on_every_shape() {
         ("shape_template<float, 128>", 3, Dim3::new(128, 1, 1), 0),
     ];
     for wave in [32, 64] {
-        let regions = module(wave, CpuExec::Regions);
         let fibers = module(wave, CpuExec::Fibers);
-        for &(kernel, grid, block, shared) in cases {
-            let a = run(&regions, kernel, grid, block, shared);
-            let b = run(&fibers, kernel, grid, block, shared);
-            let written = a.iter().filter(|&&v| v != (-7.0f32).to_bits()).count();
-            assert!(written > 0, "{kernel} wrote nothing");
-            if let Some(i) = (0..N).find(|&i| a[i] != b[i]) {
-                panic!(
-                    "{kernel} at wave {wave}: element {i} is {} in region form, {} with fibers",
-                    f32::from_bits(a[i]),
-                    f32::from_bits(b[i])
-                );
+        for exec in [CpuExec::Regions, CpuExec::Blocks] {
+            let regions = module(wave, exec);
+            for &(kernel, grid, block, shared) in cases {
+                let a = run(&regions, kernel, grid, block, shared);
+                let b = run(&fibers, kernel, grid, block, shared);
+                let written = a.iter().filter(|&&v| v != (-7.0f32).to_bits()).count();
+                assert!(written > 0, "{kernel} wrote nothing");
+                if let Some(i) = (0..N).find(|&i| a[i] != b[i]) {
+                    panic!(
+                        "{kernel} at wave {wave}: element {i} is {} with {exec:?}, {} with fibers",
+                        f32::from_bits(a[i]),
+                        f32::from_bits(b[i])
+                    );
+                }
             }
         }
     }

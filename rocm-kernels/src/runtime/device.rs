@@ -70,20 +70,29 @@ pub struct CpuOptions {
 /// How the cpu backend runs the threads of a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CpuExec {
-    /// Kernels the build could put in region form run as one loop over the block's threads per
-    /// stretch of code between barriers, with no context switches; the others use fibers.
+    /// Kernels the build could put in region form run each wave as loops over its lanes in
+    /// step, between barriers; the block's waves switch (as fibers) only at real barriers, so
+    /// they interleave as on a GPU and a barrier missing between waves shows. Kernels without a
+    /// region form use per-thread fibers.
     #[default]
     Regions,
+    /// Region forms run all waves of a block in step, one call per block, barriers reduced to
+    /// checks: the fastest, and exact for kernels without races, but it synchronises the block
+    /// where control flow that contains a barrier begins, so a barrier missing just before such
+    /// a loop or branch goes unseen. For benchmarks and trusted kernels.
+    Blocks,
     /// Every kernel runs one fiber per thread that switches at barriers and warp collectives
     /// (slower; for comparison, or for a kernel whose region form misbehaves).
     Fibers,
 }
 
 impl CpuExec {
-    /// `ROCM_CPU_EXEC=fibers` selects [`CpuExec::Fibers`]; anything else the default.
+    /// `ROCM_CPU_EXEC=fibers` or `blocks` selects [`CpuExec::Fibers`] or [`CpuExec::Blocks`];
+    /// anything else the default.
     pub fn from_env() -> CpuExec {
         match std::env::var("ROCM_CPU_EXEC").as_deref() {
             Ok("fibers") => CpuExec::Fibers,
+            Ok("blocks") => CpuExec::Blocks,
             _ => CpuExec::Regions,
         }
     }

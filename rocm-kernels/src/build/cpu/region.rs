@@ -1144,6 +1144,9 @@ impl Gen<'_, '_> {
             let mut run: Vec<(&Stmt, Decl)> = Vec::new();
             while i < stmts.len() && !self.sync(&stmts[i]) {
                 let s = &stmts[i];
+                if self.lockstep_loop(s)? {
+                    break;
+                }
                 let decl = if let Some((ty, name)) = reborn.get(&s.start) {
                     Decl::Lanes {
                         ty: Some(ty.clone()),
@@ -1167,6 +1170,26 @@ impl Gen<'_, '_> {
             }
             if !run.is_empty() {
                 reborn.extend(self.region(run, &stmts[i..], live_until)?);
+            } else if self.lockstep_loop(&stmts[i])? {
+                // A loop the same in every lane: the lanes step through it together.
+                let s = &stmts[i];
+                let St::For {
+                    parts: Some((init, cond, inc)),
+                    body,
+                } = &s.st
+                else {
+                    unreachable!("lockstep_loop checked it")
+                };
+                let src = self.src;
+                self.push(&format!(
+                    "\n{{ rk::scope rk_sc(rkr);\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
+                    src.text(init.0, init.1),
+                    src.text(cond.0, cond.1),
+                    src.text(inc.0, inc.1)
+                ));
+                self.branch(body)?;
+                self.push("\n}\n}");
+                i += 1;
             } else {
                 // A hoisted declaration: once, between lane loops.
                 let s = &stmts[i];
@@ -1176,6 +1199,28 @@ impl Gen<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// A loop without barriers that every lane runs alike (see [`Gen::uniform_for`]), with no
+    /// `return`, `break` or `continue` that could take a lane out of it: run once, the lanes
+    /// stepping through it together (as a GPU's wave does) instead of each lane running the whole
+    /// loop in turn. The inner loops over lanes are then runs along x, which the compiler
+    /// streams through memory (a tiled transpose's row loads) or vectorises.
+    fn lockstep_loop(&self, s: &Stmt) -> PResult<bool> {
+        let St::For {
+            parts: Some((init, cond, inc)),
+            body,
+        } = &s.st
+        else {
+            return Ok(false);
+        };
+        let src = self.src;
+        if (body.start..body.end)
+            .any(|k| src.ident(k) && matches!(src.t(k), "return" | "break" | "continue" | "goto"))
+        {
+            return Ok(false);
+        }
+        self.uniform_for(*init, *cond, *inc, body)
     }
 
     /// A declaration made once per block. Static `__shared__` arrays (`thread_local` after
@@ -2097,7 +2142,7 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
         code.push('\n');
     }
     code.push_str(&format!(
-        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks}, {whole});\n\
+        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks}, {whole} || rk_cur.exec_blocks);\n\
          // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
          // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
          auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
@@ -2242,6 +2287,28 @@ mod tests {
         let code = &o.forms[0].code;
         assert!(!code.contains("rkr.alloc"), "{code}");
         assert!(code.contains("int x = 63 - (rk_tidx).x;"), "{code}");
+    }
+
+    #[test]
+    fn uniform_loops_without_barriers_step_lanes_together() {
+        let o = form(
+            "__rk_kernel__ void t(const float* in, float* out, int w) {\n\
+             int x = (rk_cur.thread_idx).x;\n\
+             float acc = 0.0f;\n\
+             for (int j = 0; j < 32; j += 8) acc += in[j * w + x];\n\
+             for (int k = 0; k < x; ++k) acc += 1.0f;\n\
+             for (int m = 0; m < 4; ++m) { if (acc > 9.0f) break; acc *= 2.0f; }\n\
+             out[x] = acc;\n}",
+        );
+        let code = &o.forms[0].code;
+        // The first loop runs once with a lane loop inside; `acc` and `x` live across lane loops.
+        assert!(code.contains("for (int j = 0; j < 32; j += 8)"), "{code}");
+        assert!(code.contains("rkr.alloc<float>()"), "{code}");
+        // `k < x` differs per lane and the last loop can `break`: both stay inside lane code.
+        assert!(code.contains("\nfor (int k = 0; k < x; ++k)"), "{code}");
+        let lockstep = code.find("for (int j = 0").unwrap();
+        let lanes = code[..lockstep].matches("RK_ALL_LANES").count();
+        assert_eq!(lanes, 1, "one lane loop before the lockstep loop: {code}");
     }
 
     #[test]

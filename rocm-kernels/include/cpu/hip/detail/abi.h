@@ -36,7 +36,10 @@ enum rk_call_op {
      * to fiber mode (rk_cur.fiber_mode). */
     RK_CALL_RUN = 0,
     /* Fill *info with the parameter layout. */
-    RK_CALL_DESCRIBE = 1
+    RK_CALL_DESCRIBE = 1,
+    /* Run blocks [begin, end) (linear block ids) of the launch, each whole: only entries whose
+     * region form runs whole blocks (block_entry 2), which never wait. */
+    RK_CALL_RUN_BLOCKS = 2
 };
 
 typedef struct rk_param_info {
@@ -82,6 +85,8 @@ typedef struct rk_ctx {
     rk_uint3 *idx_table;
     /* rk_thread_order, from rk_launch_desc::thread_order (race checking compares the two). */
     uint32_t thread_order;
+    /* Region forms run whole blocks, all waves in step (CpuExec::Blocks). */
+    uint32_t exec_blocks;
 } rk_ctx;
 
 extern __thread rk_ctx rk_cur;
@@ -151,6 +156,8 @@ typedef struct rk_launch_desc {
     uint32_t region_waves;  /* 1: the entry runs waves (region form): the block has
                                ceil(threads / wave_size) runtime threads */
     uint32_t thread_order;  /* rk_thread_order */
+    uint32_t whole_blocks;  /* 1: the entry runs chunks of whole blocks (RK_CALL_RUN_BLOCKS) */
+    uint32_t exec_blocks;   /* 1: region forms run whole blocks, all waves in step */
 } rk_launch_desc;
 
 typedef struct rk_launch_result {

@@ -114,10 +114,19 @@ inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
     (void)args;
-    if (WHOLE) {
-        /* Never waits: the runtime calls the entry once for the whole block. */
+    if (WHOLE || rk_cur.exec_blocks) {
+        /* Never waits in the runtime (no barriers, or CpuExec::Blocks, where barriers are
+         * checks): one call runs the whole block, or a chunk of blocks. */
         rk_cur.region = 1;
-        B(std::get<I>(args)...);
+        if (c->op == RK_CALL_RUN_BLOCKS) {
+            const rk_uint3 g = rk_cur.grid_dim;
+            for (uint32_t p = c->begin; p < c->end; ++p) {
+                rk_cur.block_idx = rk_uint3{p % g.x, (p / g.x) % g.y, p / (g.x * g.y)};
+                B(std::get<I>(args)...);
+            }
+        } else {
+            B(std::get<I>(args)...);
+        }
         rk_cur.region = 0;
         return;
     }

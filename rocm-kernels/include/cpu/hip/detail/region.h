@@ -15,15 +15,12 @@
 #ifndef RK_CPU_REGION_H
 #define RK_CPU_REGION_H
 
-/* Region-form functions inline everything they call (a lane loop with the kernel body inside),
- * and with GCC on x86-64 are also compiled for AVX2, chosen at load time where the CPU has it: a
- * loop over lanes is a loop a vectoriser can use, and AVX2's masked stores let it vectorise the
- * bounds-checked stores kernels are full of. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define RK_REGION_FN __attribute__((flatten, target_clones("avx2", "default")))
-#else
+/* Region-form functions inline everything they call: a lane loop with the kernel body inside,
+ * which the compiler can then optimise across lanes. (Also compiling them for AVX2 with
+ * target_clones was measured: no kernel of the benchmark got vectorised by it, since GCC does
+ * not if-convert the bounds-checked loads and stores kernels are made of, and the tiled
+ * transpose got 20% slower; so one plain x86-64 version.) */
 #define RK_REGION_FN __attribute__((flatten))
-#endif
 
 namespace rk {
 
@@ -77,6 +74,7 @@ struct region {
     char *cur, *end;     /* the wave's arena segment */
     std::size_t shared_off;
     bool publish, reverse;
+    bool whole; /* all waves of the block in this call (their lanes in one loop) */
 
     /* `whole`: a kernel without barriers or collectives runs its whole block in one call (its
      * waves have nothing to interleave at). */
@@ -89,7 +87,8 @@ struct region {
         wave = whole ? 0 : vidx.x + dim.x * (vidx.y + dim.y * vidx.z);
         base = wave * ws;
         n = whole ? nblock : base + ws < nblock ? ws : nblock - base;
-        nw = 1;
+        nw = (n + ws - 1) / ws;
+        this->whole = whole;
         idx = rk_cur.idx_table;
         if (whole && dim.y * dim.z != 1) {
             mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = 0;
@@ -142,7 +141,7 @@ struct region {
         return p;
     }
     /* Lane slots for collective operands, with two words (ballot, active mask) after them. */
-    uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(take(8 * (n + 2), 16)); }
+    uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(take(8 * (n + 2 * nw), 16)); }
 
     /* A static __shared__ variable: the block's, the same in every wave (they all declare the
      * block's shared variables in the same order). Uninitialised, like on a GPU. */
@@ -239,7 +238,27 @@ struct region {
      * `value` (__syncthreads_count). */
     uint32_t sync(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
                   uint32_t first_active, uint32_t first_off, uint32_t value) {
-        if (waves == 1 && !returned && !skipped) return value;
+        if (whole || waves == 1) {
+            /* Every wave of the block is here: check locally. */
+            if ((!returned && !skipped) || !active) return value;
+            rk_cur.thread_idx = coords_of(first_active - base);
+            const rk_uint3 e = coords_of(first_off - base);
+            char msg[400];
+            if (!skipped)
+                std::snprintf(msg, sizeof msg,
+                              "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
+                              "returned without reaching it (the first: thread (%u,%u,%u)); every "
+                              "thread of a block must reach every barrier",
+                              active, returned, e.x, e.y, e.z);
+            else
+                std::snprintf(msg, sizeof msg,
+                              "%u thread(s) wait at __syncthreads() but %u thread(s) of the block do "
+                              "not reach it (%u returned, %u skip it in divergent control flow, 0 "
+                              "finished the kernel without it; the first: thread (%u,%u,%u)); every "
+                              "thread of a block must reach every barrier",
+                              active, returned + skipped, returned, skipped, e.x, e.y, e.z);
+            rk_block_fail(RK_PARTIAL_BARRIER, msg);
+        }
         rk_region_wait w{};
         w.site = site;
         w.active = active;
@@ -278,30 +297,39 @@ struct region {
         return c;
     }
 
-    /* ---- warp collectives (the wave is this region's lanes) ---- */
-    /* The ballot of x over active lanes and the active mask, stored after the lanes. */
+    /* ---- warp collectives: lanes grouped by wave (one wave, or all of the block's) ---- */
+    /* Per wave: the ballot of x over active lanes and the active mask, after the lanes. */
     void reduce(uint64_t *x) const {
-        uint64_t ballot = 0, active = 0;
-        for (uint32_t t = 0; t < n; ++t) {
-            if (act && !act[t]) continue;
-            active |= uint64_t(1) << t;
-            if (x[t]) ballot |= uint64_t(1) << t;
+        for (uint32_t w = 0; w < nw; ++w) {
+            uint64_t ballot = 0, active = 0;
+            const uint32_t b = w * ws, e = b + ws < n ? b + ws : n;
+            for (uint32_t t = b; t < e; ++t) {
+                if (act && !act[t]) continue;
+                active |= uint64_t(1) << (t - b);
+                if (x[t]) ballot |= uint64_t(1) << (t - b);
+            }
+            x[n + 2 * w] = ballot;
+            x[n + 2 * w + 1] = active;
         }
-        x[n] = ballot;
-        x[n + 1] = active;
     }
-    uint64_t ballot(const uint64_t *x, uint32_t) const { return x[n]; }
-    int all(const uint64_t *x, uint32_t) const { return x[n] == x[n + 1]; }
-    uint64_t activemask(uint32_t) const {
+    uint64_t ballot(const uint64_t *x, uint32_t t) const { return x[n + 2 * (t / ws)]; }
+    int all(const uint64_t *x, uint32_t t) const {
+        return x[n + 2 * (t / ws)] == x[n + 2 * (t / ws) + 1];
+    }
+    uint64_t activemask(uint32_t t) const {
+        const uint32_t b = t & ~(ws - 1), e = b + ws < n ? b + ws : n;
         uint64_t m = 0;
-        for (uint32_t l = 0; l < n; ++l)
-            if (!act || act[l]) m |= uint64_t(1) << l;
+        for (uint32_t l = b; l < e; ++l)
+            if (!act || act[l]) m |= uint64_t(1) << (l - b);
         return m;
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
      * source lane outside the wave, the segment or not taking part gives the lane its own. */
     template <class T>
-    T shfl(const uint64_t *x, uint32_t lane, int op, int arg, int width) const {
+    T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
+        const uint32_t b = t & ~(ws - 1);
+        const uint32_t lane = t - b;
+        const uint32_t e = b + ws < n ? b + ws : n;
         if (width <= 0 || width > static_cast<int>(ws) || (width & (width - 1))) width = static_cast<int>(ws);
         const uint32_t seg = lane & ~uint32_t(width - 1);
         const uint32_t in_seg = lane & uint32_t(width - 1);
@@ -320,8 +348,8 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= n || (act && !act[from])) from = lane;
-        return from_bits<T>(x[from]);
+        if (src < 0 || from >= ws || b + from >= e || (act && !act[b + from])) from = lane;
+        return from_bits<T>(x[b + from]);
     }
 };
 

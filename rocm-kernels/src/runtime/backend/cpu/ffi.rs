@@ -55,6 +55,8 @@ pub struct RkLaunchDesc {
     pub exec_fibers: u32,
     pub region_waves: u32,
     pub thread_order: u32,
+    pub whole_blocks: u32,
+    pub exec_blocks: u32,
 }
 
 #[repr(C)]

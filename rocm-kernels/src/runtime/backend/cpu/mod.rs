@@ -385,8 +385,9 @@ impl ModuleBackend for CpuModule {
     }
 }
 
-/// Ask a generated entry for its exact parameter layout, and whether it has a region form.
-fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, bool), String> {
+/// Ask a generated entry for its exact parameter layout, and what its region form runs (0: it
+/// has none, 1: waves, 2: whole blocks).
+fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32), String> {
     let mut info = ffi::RkParamInfo {
         abi_version: 0,
         count: 0,
@@ -418,8 +419,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, bool)
             is_pointer: info.is_pointer[i] != 0,
         })
         .collect();
-    // 1: the region form runs waves (the runtime schedules them); 2: whole blocks.
-    Ok((layout, info.block_entry == 1))
+    Ok((layout, info.block_entry))
 }
 
 #[derive(Debug)]
@@ -427,9 +427,10 @@ struct CpuFunction {
     name: String,
     entry: ffi::RkEntry,
     layout: Vec<ParamLayout>,
-    /// The entry's region form runs waves (see `include/cpu/hip/detail/region.h`), which the
-    /// runtime then schedules as the block's threads.
-    region_form: bool,
+    /// What the entry's region form runs (see `include/cpu/hip/detail/region.h`): 1 waves,
+    /// which the runtime then schedules as the block's threads; 2 whole blocks (the kernel has
+    /// no barriers or collectives), in chunks; 0 there is none.
+    region_form: u32,
     /// Parameter names from the build's declarations; empty when unknown.
     param_names: Vec<&'static str>,
     shared: Arc<Shared>,
@@ -533,8 +534,13 @@ impl FunctionBackend for CpuFunction {
                 .time_limit
                 .map_or(0, |d| d.as_nanos().clamp(1, u128::from(u64::MAX)) as u64),
             exec_fibers: u32::from(options.exec == CpuExec::Fibers),
-            region_waves: u32::from(self.region_form && options.exec != CpuExec::Fibers),
+            region_waves: u32::from(self.region_form == 1 && options.exec == CpuExec::Regions),
             thread_order: ffi::RK_ORDER_FORWARD,
+            whole_blocks: u32::from(
+                (self.region_form == 2 && options.exec == CpuExec::Regions)
+                    || (self.region_form != 0 && options.exec == CpuExec::Blocks),
+            ),
+            exec_blocks: u32::from(options.exec == CpuExec::Blocks),
         };
         if options.race_check {
             self.launch_race_checked(desc, args)
@@ -601,6 +607,8 @@ impl CpuFunction {
         // barrier.
         desc.exec_fibers = 1;
         desc.region_waves = 0;
+        desc.whole_blocks = 0;
+        desc.exec_blocks = 0;
         let pool = fresh_pool()?;
         self.run(pool.0, &desc)?;
         drop(pool);
