@@ -2068,6 +2068,223 @@ fn form_for(
     rewrite(src, def, bb, readers).map(Some)
 }
 
+/// Whether the region form may run a whole block per call (all waves in step) with results
+/// identical to running its waves apart: when it has no barriers or collectives, or when
+/// [`interleaving_free`] shows that no order of its threads between barriers can matter.
+fn whole_block(src: &Src, def: &KernelDef) -> bool {
+    let (ba, bb) = def.body;
+    !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)))
+        || interleaving_free(src, def)
+}
+
+/// A conservative proof that the order in which a block's threads run between barriers cannot
+/// change a kernel's results: between two barriers (which must be plain `__syncthreads();`
+/// statements at the kernel's top level), no memory the threads share is both written and read.
+/// Memory is named by what indexes it: each `__shared__` array, dynamic shared memory, and the
+/// pointer parameters (one class for all of them unless declared `__restrict__`). Any pointer
+/// variable of the kernel's own, or anything else the analysis cannot follow, fails the proof.
+/// Kernels that pass (a tiled transpose: read `in`, write the tile; barrier; read the tile, write
+/// `out`) run whole blocks per call even in `CpuExec::Regions`, since running their waves apart
+/// could expose nothing.
+fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
+    let (ba, bb) = def.body;
+    // Memory classes by name.
+    let mut class: BTreeMap<String, String> = BTreeMap::new();
+    for (p, q) in src.split_commas(def.params.0, def.params.1) {
+        let words: Vec<&str> = (p..q).map(|i| src.t(i)).collect();
+        if !words.contains(&"*") && !words.contains(&"[") {
+            continue;
+        }
+        let Some(name) = param_names(src, (p, q)).into_iter().next() else {
+            return false;
+        };
+        let restrict = words
+            .iter()
+            .any(|w| matches!(*w, "__restrict__" | "__restrict"));
+        let c = if restrict {
+            format!("param:{}", name.0)
+        } else {
+            "global".to_string()
+        };
+        class.insert(name.0, c);
+    }
+    // Declarations in the body: shared arrays get their own class; pointers or references of
+    // the kernel's own defeat the analysis (they could point anywhere).
+    let mut stmt_start = ba;
+    for i in ba..bb {
+        if src.is(i, "thread_local") {
+            // `thread_local T name[...]...;` (a __shared__ array): the name before `[` or `;`.
+            let mut k = i + 1;
+            while k < bb && !matches!(src.t(k), "[" | ";" | "=") {
+                k += 1;
+            }
+            if k > i + 1 && src.ident(k - 1) {
+                class.insert(src.t(k - 1).to_string(), format!("shared:{}", src.t(k - 1)));
+            }
+        }
+        if src.is(i, "rk_dynamic_shared") || src.is(i, "dynamic_shared") {
+            // The rewritten `extern __shared__ T name[];`: `T *const name = ...`.
+            let mut k = i;
+            while k > stmt_start && !src.is(k, "=") {
+                k -= 1;
+            }
+            if k > ba && src.ident(k - 1) {
+                class.insert(src.t(k - 1).to_string(), "dynamic".to_string());
+            }
+        }
+        if matches!(src.t(i), ";" | "{" | "}") {
+            stmt_start = i + 1;
+        }
+    }
+    // Any other pointer or reference declared in the body (`T* p`, `T& r`, `auto p = &x`).
+    for i in ba..bb {
+        let t = src.t(i);
+        if (t == "*" || t == "&" || t == "&&")
+            && i > ba
+            && (src.ident(i - 1) || src.is(i - 1, ">"))
+            && !class.contains_key(src.t(i - 1))
+            && src.ident(i + 1)
+            && matches!(src.t(i + 2), "=" | ";" | "," | "(" | "{")
+            && (i < 2
+                || matches!(src.t(i - 2), ";" | "{" | "}" | "(" | "const")
+                || src.ident(i - 2))
+        {
+            // `float* p = ...` or `float &r = ...` (a multiplication `a * b = c` is not C++).
+            if !class.contains_key(src.t(i + 1)) && src.t(i + 2) != "(" {
+                return false;
+            }
+        }
+        if t == "&" && i > ba {
+            // Address taken of something that is not shared memory: could alias anything.
+            let prev = src.toks[i - 1];
+            let unary = !(prev.kind == Kind::Ident
+                || prev.kind == Kind::Num
+                || matches!(src.t(i - 1), ")" | "]"));
+            if unary && src.ident(i + 1) && !class.contains_key(src.t(i + 1)) {
+                // &local is harmless only if the local is not a pointer: we cannot tell.
+                return false;
+            }
+        }
+    }
+    // Memory reached through anything else (a pointer of the kernel's own, a struct pointer)
+    // defeats it; arrays the kernel declares itself are per thread.
+    let local_array = |name: &str| {
+        (ba + 1..bb).any(|j| {
+            src.is(j, name)
+                && src.is(j + 1, "[")
+                && src.ident(j - 1)
+                && !matches!(src.t(j - 1), "return" | "sizeof" | "case" | "else" | "do")
+        })
+    };
+    for i in ba..bb {
+        if !src.ident(i) || class.contains_key(src.t(i)) {
+            continue;
+        }
+        if i > ba && matches!(src.t(i - 1), "." | "->") {
+            continue;
+        }
+        let deref = i > ba + 1 && src.is(i - 1, "*") && {
+            let p = src.toks[i - 2];
+            !(p.kind == Kind::Ident || p.kind == Kind::Num || matches!(src.t(i - 2), ")" | "]"))
+        };
+        let through = src.is(i + 1, "->") || deref || src.is(i + 1, "[");
+        if through && !local_array(src.t(i)) {
+            return false;
+        }
+    }
+    // Intervals: split at top-level `__syncthreads();` statements; any other barrier defeats it.
+    let mut cuts = vec![ba];
+    let mut depth = 0i32;
+    for i in ba..bb {
+        match src.t(i) {
+            "{" | "(" | "[" => depth += 1,
+            "}" | ")" | "]" => depth -= 1,
+            _ => {}
+        }
+        let t = src.t(i);
+        if src.ident(i) && t.starts_with("__syncthreads") {
+            let plain = t == "__syncthreads"
+                && src.is(i + 1, "(")
+                && src.is(i + 2, ")")
+                && src.is(i + 3, ";")
+                && depth == 0
+                && (i == ba || matches!(src.t(i - 1), ";" | "{" | "}"));
+            if !plain {
+                return false;
+            }
+            cuts.push(i);
+        }
+    }
+    cuts.push(bb);
+    for w in cuts.windows(2) {
+        let mut read: BTreeSet<&str> = BTreeSet::new();
+        let mut written: BTreeSet<&str> = BTreeSet::new();
+        for i in w[0]..w[1] {
+            if !src.ident(i) {
+                continue;
+            }
+            let Some(c) = class.get(src.t(i)) else {
+                continue;
+            };
+            if i > ba && matches!(src.t(i - 1), "." | "->") {
+                continue;
+            }
+            if i > ba
+                && src.ident(i - 1)
+                && !matches!(src.t(i - 1), "return" | "case" | "else" | "do" | "sizeof")
+            {
+                continue; // its declaration
+            }
+            // After the name: subscripts, then what is done with the element.
+            let mut k = i + 1;
+            while src.is(k, "[") {
+                match src.close(k) {
+                    Some(c) => k = c + 1,
+                    None => return false,
+                }
+            }
+            let deref = i > ba + 1 && src.is(i - 1, "*") && {
+                let p = src.toks[i - 2];
+                !(p.kind == Kind::Ident || p.kind == Kind::Num || matches!(src.t(i - 2), ")" | "]"))
+            };
+            let subscripted = k > i + 1;
+            let after = src.t(k);
+            let before = if i > ba { src.t(i - 1) } else { "" };
+            let store = ((subscripted || deref)
+                && (ASSIGN_OPS.contains(&after) || matches!(after, "++" | "--")))
+                || (subscripted && matches!(before, "++" | "--"));
+            let address = before == "&";
+            if address {
+                // An element's address (atomics): read and written.
+                read.insert(c);
+                written.insert(c);
+            } else if store {
+                if after != "=" {
+                    read.insert(c); // `+=`, `++`: read-modify-write
+                }
+                written.insert(c);
+            } else if subscripted || deref {
+                read.insert(c);
+            } else if src.is(k, "(")
+                || src.is(k, "+")
+                || src.is(k, "-")
+                || src.is(k, ",")
+                || src.is(k, ")")
+            {
+                // The pointer itself passed on or offset: could be written through.
+                read.insert(c);
+                written.insert(c);
+            } else {
+                read.insert(c);
+            }
+        }
+        if written.iter().any(|c| read.contains(c)) {
+            return false;
+        }
+    }
+    true
+}
+
 fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) -> PResult<String> {
     let (ba, _) = def.body;
     let parser = Parser { src };
@@ -2110,7 +2327,7 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
     let tls = (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.t(i)));
     // Without barriers or collectives a block's waves have nothing to interleave at: one call
     // runs the whole block.
-    let whole = !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)));
+    let whole = whole_block(src, def);
     // Whether the code tracks active lanes at all (see rk::region).
     let masks = [
         "RK_LANES(",
@@ -2197,9 +2414,7 @@ pub fn generate(preprocessed: &str) -> Outcome {
                     Some(at) => format!("{}::rk_block_{}", &def.qualified[..at], def.name),
                     None => format!("rk_block_{}", def.name),
                 };
-                let (ba, bb) = def.body;
-                let whole_block =
-                    !(ba..bb).any(|i| src.ident(i) && COLLECTIVES.contains(&src.t(i)));
+                let whole_block = whole_block(&src, def);
                 out.forms.push(RegionForm {
                     kernel: def.qualified.clone(),
                     block_fn,
@@ -2309,6 +2524,57 @@ mod tests {
         let lockstep = code.find("for (int j = 0").unwrap();
         let lanes = code[..lockstep].matches("RK_ALL_LANES").count();
         assert_eq!(lanes, 1, "one lane loop before the lockstep loop: {code}");
+    }
+
+    #[test]
+    fn kernels_whose_thread_order_cannot_matter_run_whole_blocks() {
+        let whole = |k: &str| {
+            let o = form(k);
+            assert_eq!(o.forms.len(), 1, "{o:?}");
+            o.forms[0].whole_block
+        };
+        // Tiled transpose: read in, write tile | barrier | read tile, write out.
+        assert!(whole(
+            "__rk_kernel__ void t(const float* __restrict__ in, float* __restrict__ out) {\n\
+             thread_local float tile[32][33];\n\
+             int x = (rk_cur.thread_idx).x;\n\
+             for (int j = 0; j < 32; j += 8) tile[j][x] = in[j * 32 + x];\n\
+             __syncthreads();\n\
+             for (int j = 0; j < 32; j += 8) out[j * 32 + x] = tile[x][j];\n}"
+        ));
+        // A missing barrier: the tile is written and read between the same barriers.
+        assert!(!whole(
+            "__rk_kernel__ void m(const float* __restrict__ in, float* __restrict__ out) {\n\
+             thread_local float s[64];\n\
+             int t = (rk_cur.thread_idx).x;\n\
+             s[t] = in[t];\n\
+             out[t] = s[(t + 1) % 64];\n\
+             __syncthreads();\n}"
+        ));
+        // Parameters without __restrict__ may alias: reading one and writing another conflicts.
+        assert!(!whole(
+            "__rk_kernel__ void a(const float* in, float* out) {\n\
+             int t = (rk_cur.thread_idx).x;\n\
+             out[t] = in[t];\n\
+             __syncthreads();\n}"
+        ));
+        // A pointer of the kernel's own defeats the proof, as does a barrier inside a loop.
+        assert!(!whole(
+            "__rk_kernel__ void p(float* __restrict__ out) {\n\
+             thread_local float s[64];\n\
+             float* q = s + 1;\n\
+             int t = (rk_cur.thread_idx).x;\n\
+             q[t] = 1.0f;\n\
+             __syncthreads();\n\
+             out[t] = s[t];\n}"
+        ));
+        assert!(!whole(
+            "__rk_kernel__ void l(float* __restrict__ out) {\n\
+             thread_local float s[64];\n\
+             int t = (rk_cur.thread_idx).x;\n\
+             for (int k = 0; k < 2; ++k) { s[t] = k; __syncthreads(); }\n\
+             out[t] = s[t];\n}"
+        ));
     }
 
     #[test]
