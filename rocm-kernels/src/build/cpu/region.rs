@@ -52,6 +52,7 @@ pub struct Outcome {
 impl Outcome {
     /// The region form of a kernel named as [`super::scan`] names it (`ns::scale<float>`): the
     /// C++ expression naming its block function (`ns::rk_block_scale<float>`).
+    #[cfg(test)]
     pub fn block_ref(&self, cpp_ref: &str) -> Option<String> {
         self.form(cpp_ref)
             .map(|(f, args)| format!("{}{args}", f.block_fn))
@@ -155,6 +156,19 @@ struct Src<'a> {
     toks: Vec<Tok>,
 }
 
+/// Just past the string or character literal whose opening quote is at `open`.
+fn end_of_quoted(b: &[u8], open: usize) -> usize {
+    let q = b[open];
+    let mut i = open + 1;
+    while i < b.len() && b[i] != q {
+        if b[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    (i + 1).min(b.len())
+}
+
 impl<'a> Src<'a> {
     fn new(text: &'a str) -> Src<'a> {
         let b = text.as_bytes();
@@ -205,14 +219,7 @@ impl<'a> Src<'a> {
             }
             let start = i;
             if c == b'"' || c == b'\'' {
-                i += 1;
-                while i < b.len() && b[i] != c {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i = (i + 1).min(b.len());
+                i = end_of_quoted(b, i);
                 toks.push(Tok {
                     kind: Kind::Str,
                     s: start,
@@ -252,15 +259,7 @@ impl<'a> Src<'a> {
                 }
                 // String literal prefixes (u8"..", L'..').
                 if i < b.len() && (b[i] == b'"' || b[i] == b'\'') {
-                    let q = b[i];
-                    i += 1;
-                    while i < b.len() && b[i] != q {
-                        if b[i] == b'\\' {
-                            i += 1;
-                        }
-                        i += 1;
-                    }
-                    i = (i + 1).min(b.len());
+                    i = end_of_quoted(b, i);
                     toks.push(Tok {
                         kind: Kind::Str,
                         s: start,
@@ -304,6 +303,15 @@ impl<'a> Src<'a> {
 
     fn ident(&self, i: usize) -> bool {
         self.toks.get(i).is_some_and(|t| t.kind == Kind::Ident)
+    }
+
+    /// Whether token `i` ends an operand (a name, a number, `)` or `]`): an operator after it
+    /// is binary (`a & b`, `x * y`), not unary (`&a`, `*p`).
+    fn ends_operand(&self, i: usize) -> bool {
+        self.toks
+            .get(i)
+            .is_some_and(|t| matches!(t.kind, Kind::Ident | Kind::Num))
+            || matches!(self.t(i), ")" | "]")
     }
 
     /// Source text of tokens [a, b).
@@ -2036,11 +2044,7 @@ fn param_mutated(src: &Src, name: &str, (a, b): (usize, usize)) -> bool {
             return true;
         }
         if prev == "&" && i > a + 1 {
-            let before = src.toks[i - 2];
-            let binary = before.kind == Kind::Ident
-                || before.kind == Kind::Num
-                || matches!(src.t(i - 2), ")" | "]");
-            return !binary;
+            return !src.ends_operand(i - 2);
         }
         false
     })
@@ -2051,7 +2055,7 @@ fn form_for(
     def: &KernelDef,
     waiting: &BTreeSet<String>,
     readers: &BTreeSet<String>,
-) -> PResult<Option<String>> {
+) -> PResult<Option<(String, bool)>> {
     let (ba, bb) = def.body;
     if let Some(i) = (ba..bb).find(|&i| src.ident(i) && waiting.contains(src.t(i))) {
         return Err(format!(
@@ -2156,10 +2160,7 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
         }
         if t == "&" && i > ba {
             // Address taken of something that is not shared memory: could alias anything.
-            let prev = src.toks[i - 1];
-            let unary = !(prev.kind == Kind::Ident
-                || prev.kind == Kind::Num
-                || matches!(src.t(i - 1), ")" | "]"));
+            let unary = !src.ends_operand(i - 1);
             if unary && src.ident(i + 1) && !class.contains_key(src.t(i + 1)) {
                 // &local is harmless only if the local is not a pointer: we cannot tell.
                 return false;
@@ -2183,10 +2184,7 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
         if i > ba && matches!(src.t(i - 1), "." | "->") {
             continue;
         }
-        let deref = i > ba + 1 && src.is(i - 1, "*") && {
-            let p = src.toks[i - 2];
-            !(p.kind == Kind::Ident || p.kind == Kind::Num || matches!(src.t(i - 2), ")" | "]"))
-        };
+        let deref = i > ba + 1 && src.is(i - 1, "*") && !src.ends_operand(i - 2);
         let through = src.is(i + 1, "->") || deref || src.is(i + 1, "[");
         if through && !local_array(src.t(i)) {
             return false;
@@ -2243,10 +2241,7 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
                     None => return false,
                 }
             }
-            let deref = i > ba + 1 && src.is(i - 1, "*") && {
-                let p = src.toks[i - 2];
-                !(p.kind == Kind::Ident || p.kind == Kind::Num || matches!(src.t(i - 2), ")" | "]"))
-            };
+            let deref = i > ba + 1 && src.is(i - 1, "*") && !src.ends_operand(i - 2);
             let subscripted = k > i + 1;
             let after = src.t(k);
             let before = if i > ba { src.t(i - 1) } else { "" };
@@ -2285,7 +2280,13 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
     true
 }
 
-fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) -> PResult<String> {
+/// The region form's code, and whether it runs whole blocks ([`whole_block`]).
+fn rewrite(
+    src: &Src,
+    def: &KernelDef,
+    bb: usize,
+    readers: &BTreeSet<String>,
+) -> PResult<(String, bool)> {
     let (ba, _) = def.body;
     let parser = Parser { src };
     let body = parser.block(ba, bb)?;
@@ -2373,7 +2374,7 @@ fn rewrite(src: &Src, def: &KernelDef, bb: usize, readers: &BTreeSet<String>) ->
         }
     }
     code.push('\n');
-    Ok(code)
+    Ok((code, whole))
 }
 
 /// Region forms for the kernels defined in a preprocessed translation unit.
@@ -2409,12 +2410,11 @@ pub fn generate(preprocessed: &str) -> Outcome {
         // Kernels in anonymous namespaces are reachable by their unqualified names only within
         // this unit, which is where the block function goes.
         match form_for(&src, def, &waiting, &readers) {
-            Ok(Some(code)) => {
+            Ok(Some((code, whole_block))) => {
                 let block_fn = match def.qualified.rfind("::") {
                     Some(at) => format!("{}::rk_block_{}", &def.qualified[..at], def.name),
                     None => format!("rk_block_{}", def.name),
                 };
-                let whole_block = whole_block(&src, def);
                 out.forms.push(RegionForm {
                     kernel: def.qualified.clone(),
                     block_fn,
