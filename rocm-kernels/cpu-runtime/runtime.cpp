@@ -631,31 +631,44 @@ void record_error(Worker *w, uint64_t pos, uint32_t status) {
     snprintf(r.message, sizeof r.message, "%s", w->message);
 }
 
-// A chunk of blocks [first, end) of a kernel that never waits (region form, whole blocks): one
-// fiber start for the chunk instead of one per block. False when a block failed (recorded).
-bool run_blocks(Worker *w, uint64_t first, uint64_t end) {
+// Reset the worker's per-block state for block `block` (the first of a chunk for
+// RK_CALL_RUN_BLOCKS) and start fiber 0 on the entry with `op` over [begin, end). Returns when
+// fiber 0 first switches back: the block (or chunk) is done, waits, or failed.
+void start_block(Worker *w, uint64_t block, uint32_t op, uint32_t begin, uint32_t end) {
     const rk_launch_desc *d = w->launch->desc;
+    rk_cur.block_idx = rk_uint3{uint32_t(block % d->grid[0]), uint32_t((block / d->grid[0]) % d->grid[1]),
+                                uint32_t(block / (uint64_t(d->grid[0]) * d->grid[1]))};
     w->fiber_mode = false;
     rk_cur.fiber_mode = 0;
+    w->warp_waiting = 0;
+    w->done_count = 0;
+    w->pred_count = 0;
+    w->rg_waiting = 0;
     w->abort_status = RK_OK;
     w->message[0] = 0;
     w->fault_address = 0;
     w->fault_access = 0;
+    // A block abandoned by a fault leaves these behind.
     rk_cur.region = 0;
     rk_cur.arena_cur = w->arena;
-    rk_cur.block_idx = rk_uint3{uint32_t(first % d->grid[0]), uint32_t((first / d->grid[0]) % d->grid[1]),
-                                uint32_t(first / (uint64_t(d->grid[0]) * d->grid[1]))};
-    rk_cur.thread_idx = rk_uint3{0, 0, 0};
     Fiber *f0 = w->fibers[0];
-    f0->op = RK_CALL_RUN_BLOCKS;
-    f0->begin = static_cast<uint32_t>(first);
-    f0->end = static_cast<uint32_t>(end);
+    f0->op = op;
+    f0->begin = begin;
+    f0->end = end;
     f0->tid = 0;
     f0->parked = false;
     prepare(f0);
+    rk_cur.thread_idx = rk_uint3{0, 0, 0};
     w->cur_fiber = f0;
     w->on_fiber = 1;
     rk_switch(&w->sched_sp, f0->sp);
+}
+
+// A chunk of blocks [first, end) of a kernel that never waits (region form, whole blocks): one
+// fiber start for the chunk instead of one per block. False when a block failed (recorded).
+bool run_blocks(Worker *w, uint64_t first, uint64_t end) {
+    const rk_launch_desc *d = w->launch->desc;
+    start_block(w, first, RK_CALL_RUN_BLOCKS, static_cast<uint32_t>(first), static_cast<uint32_t>(end));
     w->on_fiber = 0;
     w->cur_fiber = nullptr;
     if (w->abort_status != RK_OK) {
@@ -664,6 +677,31 @@ bool run_blocks(Worker *w, uint64_t first, uint64_t end) {
         return false;
     }
     return true;
+}
+
+// A barrier that not every thread of the block reaches: `active` threads wait at it; of the
+// others, `returned` returned, `skipped` skip it in divergent control flow and `finished` finished
+// the kernel without it. The block fails naming the first waiting thread (linear id
+// first_active) and the first one not there (first_off).
+void partial_barrier(Worker *w, uint32_t active, uint32_t returned, uint32_t skipped, uint32_t finished,
+                     uint32_t first_active, uint32_t first_off) {
+    rk_cur.thread_idx = unlinear(first_active, rk_cur.block_dim);
+    const rk_uint3 e = unlinear(first_off, rk_cur.block_dim);
+    if (!skipped && !finished) {
+        snprintf(w->message, sizeof w->message,
+                 "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
+                 "returned without reaching it (the first: thread (%u,%u,%u)); every "
+                 "thread of a block must reach every barrier",
+                 active, returned, e.x, e.y, e.z);
+    } else {
+        snprintf(w->message, sizeof w->message,
+                 "%u thread(s) wait at __syncthreads() but %u thread(s) of the block do not "
+                 "reach it (%u returned, %u skip it in divergent control flow, %u finished "
+                 "the kernel without it; the first: thread (%u,%u,%u)); every thread of a "
+                 "block must reach every barrier",
+                 active, returned + skipped + finished, returned, skipped, finished, e.x, e.y, e.z);
+    }
+    w->abort_status = RK_PARTIAL_BARRIER;
 }
 
 // Region form, every live wave at a barrier: were all threads of the block there, at the same
@@ -690,24 +728,8 @@ bool region_barrier_ok(Worker *w) {
         return false;
     }
     if (others && w->rg_active) {
-        uint32_t first = w->rg_first_off < first_finished ? w->rg_first_off : first_finished;
-        rk_cur.thread_idx = unlinear(w->rg_first_active, rk_cur.block_dim);
-        const rk_uint3 e = unlinear(first, rk_cur.block_dim);
-        if (!w->rg_skipped && !finished) {
-            snprintf(w->message, sizeof w->message,
-                     "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
-                     "returned without reaching it (the first: thread (%u,%u,%u)); every "
-                     "thread of a block must reach every barrier",
-                     w->rg_active, others, e.x, e.y, e.z);
-        } else {
-            snprintf(w->message, sizeof w->message,
-                     "%u thread(s) wait at __syncthreads() but %u thread(s) of the block do not "
-                     "reach it (%u returned, %u skip it in divergent control flow, %u finished "
-                     "the kernel without it; the first: thread (%u,%u,%u)); every thread of a "
-                     "block must reach every barrier",
-                     w->rg_active, others, w->rg_returned, w->rg_skipped, finished, e.x, e.y, e.z);
-        }
-        w->abort_status = RK_PARTIAL_BARRIER;
+        partial_barrier(w, w->rg_active, w->rg_returned, w->rg_skipped, finished, w->rg_first_active,
+                        w->rg_first_off < first_finished ? w->rg_first_off : first_finished);
         return false;
     }
     w->rg_waiting = 0;
@@ -716,33 +738,7 @@ bool region_barrier_ok(Worker *w) {
 
 // Run one block; false when it failed (the error is recorded).
 bool run_block(Worker *w, uint64_t pos, uint64_t block) {
-    const rk_launch_desc *d = w->launch->desc;
-    rk_cur.block_idx = rk_uint3{uint32_t(block % d->grid[0]), uint32_t((block / d->grid[0]) % d->grid[1]),
-                                uint32_t(block / (uint64_t(d->grid[0]) * d->grid[1]))};
-    w->fiber_mode = false;
-    rk_cur.fiber_mode = 0;
-    w->warp_waiting = 0;
-    w->done_count = 0;
-    w->pred_count = 0;
-    w->rg_waiting = 0;
-    w->abort_status = RK_OK;
-    w->message[0] = 0;
-    w->fault_address = 0;
-    w->fault_access = 0;
-    // A block abandoned by a fault leaves these behind.
-    rk_cur.region = 0;
-    rk_cur.arena_cur = w->arena;
-    Fiber *f0 = w->fibers[0];
-    f0->op = RK_CALL_RUN;
-    f0->begin = 0;
-    f0->end = w->nthreads;
-    f0->tid = 0;
-    f0->parked = false;
-    prepare(f0);
-    rk_cur.thread_idx = rk_uint3{0, 0, 0};
-    w->cur_fiber = f0;
-    w->on_fiber = 1;
-    rk_switch(&w->sched_sp, f0->sp);
+    start_block(w, block, RK_CALL_RUN, 0, w->nthreads);
     while (w->abort_status == RK_OK && w->fiber_mode) {
         // End of a round: every live thread waits in a barrier or a collective.
         if (w->launch->timed_out.load(std::memory_order_relaxed)) {
@@ -759,14 +755,7 @@ bool run_block(Worker *w, uint64_t pos, uint64_t block) {
                 uint32_t first_done = 0, first_waiting = 0;
                 while (w->states[first_done] != DONE) ++first_done;
                 while (w->states[first_waiting] == DONE) ++first_waiting;
-                rk_cur.thread_idx = unlinear(first_waiting, rk_cur.block_dim);
-                rk_uint3 e = unlinear(first_done, rk_cur.block_dim);
-                snprintf(w->message, sizeof w->message,
-                         "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
-                         "returned without reaching it (the first: thread (%u,%u,%u)); every "
-                         "thread of a block must reach every barrier",
-                         w->nthreads - done, done, e.x, e.y, e.z);
-                w->abort_status = RK_PARTIAL_BARRIER;
+                partial_barrier(w, w->nthreads - done, done, 0, 0, first_waiting, first_done);
                 break;
             }
             w->barrier_result = w->pred_count;
@@ -1126,6 +1115,16 @@ extern "C" uint32_t rk_region_barrier(const rk_region_wait *r) {
     return w->barrier_result;
 }
 
+extern "C" void rk_region_fail(const rk_region_wait *r) {
+    Worker *w = tls_worker;
+    if (!w || !w->on_fiber) {
+        fprintf(stderr, "partial barrier outside a kernel launch\n");
+        abort();
+    }
+    partial_barrier(w, r->active, r->returned, r->skipped, 0, r->first_active, r->first_off);
+    abandon_block(w);
+}
+
 extern "C" void rk_block_fail(uint32_t status, const char *message) {
     Worker *w = tls_worker;
     if (!w || !w->on_fiber) {
@@ -1314,6 +1313,7 @@ extern "C" void rk_kernel_fault(const char *message) {
 }
 extern "C" void rk_block_fail(uint32_t, const char *message) { rk_kernel_fault(message); }
 extern "C" uint32_t rk_region_barrier(const rk_region_wait *r) { return r->value; }
+extern "C" void rk_region_fail(const rk_region_wait *) { rk_kernel_fault("partial barrier"); }
 extern "C" void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                                const char *function) noexcept {
     std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);

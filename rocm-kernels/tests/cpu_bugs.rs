@@ -133,8 +133,19 @@ fn partial_barrier_is_reported_not_hung() {
         ("partial_barrier", [0, 0, 0], "(32,0,0)"),
         ("partial_barrier_first", [1, 0, 0], "(0,0,0)"),
     ] {
-        for wave in [32, 64] {
-            let m = module(wave);
+        // Region form checks a barrier in the runtime across waves (Regions) or in the kernel's
+        // own call for the whole block (Blocks); both word it alike.
+        for (wave, exec) in [32, 64]
+            .into_iter()
+            .flat_map(|w| [(w, CpuExec::Regions), (w, CpuExec::Blocks)])
+        {
+            let m = module_with(CpuOptions {
+                wave_size: wave,
+                threads: 2,
+                exec,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            });
             let d = m.device();
             let mut data = d.alloc::<f32>(128).unwrap();
             let err = m

@@ -122,6 +122,9 @@ typedef struct rk_region_wait {
 } rk_region_wait;
 /* Wait until every wave of the block is at a barrier; returns the sum of `value`. */
 uint32_t rk_region_barrier(const rk_region_wait *wait);
+/* Every wave of the block is in this call and not every thread reached the barrier: stop the
+ * block with RK_PARTIAL_BARRIER, worded as the runtime words it across waves. */
+void rk_region_fail(const rk_region_wait *wait) __attribute__((noreturn));
 void rk_assert_fail(const char *assertion, const char *file, unsigned int line,
                     const char *function)
 #ifdef __cplusplus

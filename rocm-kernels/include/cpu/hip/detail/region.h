@@ -171,7 +171,6 @@ struct region {
         const uint32_t row = row0 + i;
         return rk_uint3{x0, row % dim.y, row / dim.y};
     }
-    rk_uint3 coords_of(uint32_t l) const { return idx ? idx[base + l] : rk_uint3{base + l, 0, 0}; }
     /* Make lane l the current thread. P (checked launches and reversed order): store its
      * coordinates in rk_cur ahead of the lane's memory accesses, so a fault names the right
      * thread. Otherwise only when functions the kernel calls read them (TLS), and the compiler
@@ -238,27 +237,6 @@ struct region {
      * `value` (__syncthreads_count). */
     uint32_t sync(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
                   uint32_t first_active, uint32_t first_off, uint32_t value) {
-        if (whole || waves == 1) {
-            /* Every wave of the block is here: check locally. */
-            if ((!returned && !skipped) || !active) return value;
-            rk_cur.thread_idx = coords_of(first_active - base);
-            const rk_uint3 e = coords_of(first_off - base);
-            char msg[400];
-            if (!skipped)
-                std::snprintf(msg, sizeof msg,
-                              "%u thread(s) wait at __syncthreads() but %u thread(s) of the block "
-                              "returned without reaching it (the first: thread (%u,%u,%u)); every "
-                              "thread of a block must reach every barrier",
-                              active, returned, e.x, e.y, e.z);
-            else
-                std::snprintf(msg, sizeof msg,
-                              "%u thread(s) wait at __syncthreads() but %u thread(s) of the block do "
-                              "not reach it (%u returned, %u skip it in divergent control flow, 0 "
-                              "finished the kernel without it; the first: thread (%u,%u,%u)); every "
-                              "thread of a block must reach every barrier",
-                              active, returned + skipped, returned, skipped, e.x, e.y, e.z);
-            rk_block_fail(RK_PARTIAL_BARRIER, msg);
-        }
         rk_region_wait w{};
         w.site = site;
         w.active = active;
@@ -267,6 +245,11 @@ struct region {
         w.first_active = first_active;
         w.first_off = first_off;
         w.value = value;
+        if (whole || waves == 1) {
+            /* Every wave of the block is here: check locally. */
+            if ((!returned && !skipped) || !active) return value;
+            rk_region_fail(&w);
+        }
         /* The runtime knows this wave as the thread at vidx. */
         rk_cur.thread_idx = vidx;
         return rk_region_barrier(&w);
