@@ -459,10 +459,11 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                 continue; // the same kernel in two sources: the first wins, like a linker would complain
             }
             let symbol = format!("{stem}_{}", kernels.len());
-            unit.push_str(&format!(
+            let fibers_entry = format!(
                 "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry<&{}>(c); }}\n",
                 kernel.cpp_ref
-            ));
+            );
+            unit.push_str(&fibers_entry);
             let base = kernel.cpp_ref.split('<').next().unwrap_or_default();
             let region_form = match regions.form(&kernel.cpp_ref) {
                 Some((form, args)) => {
@@ -473,10 +474,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                     Ok(true)
                 }
                 None => {
-                    with_regions.push_str(&format!(
-                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry<&{}>(c); }}\n",
-                        kernel.cpp_ref
-                    ));
+                    with_regions.push_str(&fibers_entry);
                     match regions.fibers.iter().find(|(k, _)| k == base) {
                         Some((_, why)) => Err(why.clone()),
                         None => Ok(false),
