@@ -154,6 +154,9 @@ struct Launch {
     bool has_error = false;
     uint64_t error_pos = 0;
     rk_launch_result error{};
+    // The race check's watch (rk_launch_desc::watch_addr), under error_lock.
+    uint32_t watch_changes = 0;
+    rk_uint3 watch_block{}, watch_thread{};
 };
 
 struct Pool;
@@ -209,6 +212,9 @@ struct Worker {
     // their places: moving them measurably slowed region-form blocks.)
     bool reordered = false;
     std::vector<uint32_t> run_order, run_pos;
+    // The race check's watch: the watched bytes as this worker last saw them.
+    bool watching = false;
+    unsigned char watch_last[8] = {};
 };
 
 constexpr size_t ARENA_BYTES = size_t(64) << 20;
@@ -431,7 +437,7 @@ __attribute__((noinline)) uint32_t first_runnable_reordered(Worker *w) {
     return p < w->nthreads ? w->run_order[p] : w->nthreads;
 }
 
-// The order of RK_ORDER_REVERSED (abi.h; entry.h's run_reordered runs the plain loop in it).
+// The order of RK_ORDER_REVERSED (abi.h; entry.h's run_ordered runs the plain loop in it).
 // Kept as a table: the scheduler only needs each wave's lanes at consecutive positions.
 void order_of(Worker *w) {
     const uint32_t n = w->nthreads;
@@ -498,8 +504,24 @@ __attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
     return linear(rk_cur.thread_idx, rk_cur.block_dim);
 }
 
+// The race check's watch run: if the watched bytes changed since the last look, the current
+// thread changed them (threads run one at a time on one worker between the points this is called
+// at: a thread returning, or waiting at a barrier or collective).
+__attribute__((noinline, cold)) void watch_point(Worker *w) {
+    const rk_launch_desc *d = w->launch->desc;
+    const void *watched = reinterpret_cast<const void *>(static_cast<uintptr_t>(d->watch_addr));
+    if (memcmp(w->watch_last, watched, d->watch_len) == 0) return;
+    memcpy(w->watch_last, watched, d->watch_len);
+    Launch *l = w->launch;
+    std::lock_guard<std::mutex> g(l->error_lock);
+    ++l->watch_changes;
+    l->watch_block = rk_cur.block_idx;
+    l->watch_thread = rk_cur.thread_idx;
+}
+
 // The current thread waits (barrier or collective) until the scheduler releases it.
 __attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, uint8_t state) {
+    if (__builtin_expect(w->watching, 0)) watch_point(w);
     if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
     w->states[tid] = state;
     leave(w, tid, &w->slots[tid].sp);
@@ -895,6 +917,10 @@ bool prepare_launch(Worker *w, Launch *l) {
     rk_cur.thread_order = d->thread_order == RK_ORDER_REVERSED ? RK_ORDER_REVERSED : RK_ORDER_FORWARD;
     w->reordered = rk_cur.thread_order == RK_ORDER_REVERSED;
     if (w->reordered) order_of(w);
+    w->watching = d->watch_addr != 0 && d->watch_len != 0 && d->watch_len <= sizeof w->watch_last;
+    rk_cur.watch = w->watching;
+    if (w->watching)
+        memcpy(w->watch_last, reinterpret_cast<const void *>(static_cast<uintptr_t>(d->watch_addr)), d->watch_len);
     rk_cur.dyn_shared_bytes = d->shared_bytes;
     w->dyn_shared = nullptr;
     w->dyn_shared_guarded = d->checked != 0;
@@ -1049,6 +1075,11 @@ extern "C" void rk_syncthreads(void) {
     if (__builtin_expect(!w || !w->on_fiber, 0)) return;  // not in a kernel launched by this runtime
     if (__builtin_expect(rk_cur.region, 0)) unseen_collective(w, "__syncthreads()");
     wait_here(w, current_tid(w), AT_BARRIER);
+}
+
+extern "C" void rk_watch_point(void) {
+    Worker *w = tls_worker;
+    if (w && w->on_fiber && w->watching) watch_point(w);
 }
 
 extern "C" int rk_syncthreads_op(int op, int pred) {
@@ -1228,6 +1259,10 @@ extern "C" uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_laun
         p->launch = nullptr;
     }
     if (l.has_error) *result = l.error;
+    result->watch_changes = l.watch_changes;
+    const rk_uint3 wb = l.watch_block, wt = l.watch_thread;
+    memcpy(result->watch_block, &wb, sizeof result->watch_block);
+    memcpy(result->watch_thread, &wt, sizeof result->watch_thread);
     return result->status;
 }
 
@@ -1305,6 +1340,7 @@ static const char *const unsupported =
 
 extern "C" uint32_t rk_runtime_supported(void) { return 0; }
 extern "C" void rk_syncthreads(void) {}
+extern "C" void rk_watch_point(void) {}
 extern "C" int rk_syncthreads_op(int, int pred) { return pred; }
 extern "C" uint64_t rk_warp_op(int, uint64_t value, int32_t, int32_t) { return value; }
 extern "C" void rk_kernel_fault(const char *message) {

@@ -383,7 +383,9 @@ fn race_checked(wave_size: u32) -> Vec<Module> {
 fn race_message(err: RuntimeError, kernel: &str) -> String {
     let text = err.to_string();
     match err {
-        RuntimeError::SharedMemoryRace { kernel: k, message } => {
+        RuntimeError::SharedMemoryRace {
+            kernel: k, message, ..
+        } => {
             assert_eq!(k, kernel);
             assert!(
                 text.starts_with(&format!("kernel `{kernel}`: shared-memory race: ")),
@@ -411,8 +413,21 @@ fn race_check_catches_the_missing_barrier() {
                 .arg(&mut out)
                 .run(&d.stream().unwrap())
                 .unwrap_err();
+            let site = err.fault_site().cloned();
             let message = race_message(err, "missing_barrier");
             assert!(message.contains("parameter `out` (#1)"), "{message}");
+            // The word is out[0], which thread 0 of block 0 copies from s[1]: in order s[1] is
+            // still 0 (out keeps its 0), in reverse order thread 1 wrote it first.
+            assert!(
+                message.contains(
+                    "In order, no thread changed it (it kept its value from before the \
+                     launch); in reverse order, thread (0,0,0) of block (0,0,0) changed it last \
+                     (1 change(s) in all)."
+                ),
+                "{message}"
+            );
+            let site = site.expect("the writer's block and thread");
+            assert_eq!((site.block, site.thread), ([0, 0, 0], [0, 0, 0]));
             // Thread 0 reads thread 1's slot: not yet written in order, written in reverse order.
             assert!(
                 message.contains("differs first in the 4-byte word at byte offset 0"),
@@ -448,6 +463,11 @@ fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
                 message.contains(
                     "parameter `out` (#1) differs first in the 4-byte word at byte offset 0"
                 ),
+                "{message}"
+            );
+            // out[0] is written by thread 0 of block 0 alone.
+            assert!(
+                message.contains("thread (0,0,0) of block (0,0,0) changed it last"),
                 "{message}"
             );
             assert!(message.contains("__syncthreads()"), "{message}");

@@ -104,10 +104,15 @@ pub enum RuntimeError {
     /// The results of a launch depend on the order in which the threads of a block run between
     /// barriers: shared memory written by one thread and read by another with no barrier between
     /// (cpu backend, [`CpuOptions::race_check`](crate::runtime::CpuOptions::race_check)). The
-    /// check compares whole runs, so it names the buffer and offset where they differ rather
-    /// than a block and thread.
+    /// message names the buffer and offset where the two orders' results first differ, and the
+    /// threads that last changed that word in each order; `site` is the one of the run in order
+    /// (of the run in reverse order where no thread changed the word in order).
     #[error("kernel `{kernel}`: shared-memory race: {message}")]
-    SharedMemoryRace { kernel: String, message: String },
+    SharedMemoryRace {
+        kernel: String,
+        message: String,
+        site: Option<FaultSite>,
+    },
     /// The backend cannot do this (yet).
     #[error("{backend} backend does not support {what}")]
     Unsupported { backend: Backend, what: String },
@@ -120,6 +125,7 @@ impl RuntimeError {
             RuntimeError::KernelFault { site, .. }
             | RuntimeError::OutOfBounds { site, .. }
             | RuntimeError::PartialBarrier { site, .. } => Some(site),
+            RuntimeError::SharedMemoryRace { site, .. } => site.as_ref(),
             _ => None,
         }
     }

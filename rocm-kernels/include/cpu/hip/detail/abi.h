@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define RK_ABI_VERSION 2u
+#define RK_ABI_VERSION 3u
 #define RK_MAX_PARAMS 64
 
 #ifdef __cplusplus
@@ -87,6 +87,9 @@ typedef struct rk_ctx {
     uint32_t thread_order;
     /* Region forms run whole blocks, all waves in step (CpuExec::Blocks). */
     uint32_t exec_blocks;
+    /* The race check's watch run (rk_launch_desc::watch_addr): entries call rk_watch_point()
+     * after each thread returns, so the runtime can name the thread that changed the word. */
+    uint32_t watch;
 } rk_ctx;
 
 extern __thread rk_ctx rk_cur;
@@ -105,6 +108,8 @@ enum rk_warp_op {
 enum rk_barrier_op { RK_BARRIER = 0, RK_BARRIER_COUNT, RK_BARRIER_AND, RK_BARRIER_OR };
 
 void rk_syncthreads(void);
+/* A thread of the block returned (rk_cur.watch): did it change the watched word? */
+void rk_watch_point(void);
 int rk_syncthreads_op(int op, int pred);
 uint64_t rk_warp_op(int op, uint64_t value, int32_t arg, int32_t width);
 /* Stop the block with a kernel fault (device-side `abort`, `__trap`, a failed assert). */
@@ -161,6 +166,8 @@ typedef struct rk_launch_desc {
     uint32_t thread_order;  /* rk_thread_order */
     uint32_t whole_blocks;  /* 1: the entry runs chunks of whole blocks (RK_CALL_RUN_BLOCKS) */
     uint32_t exec_blocks;   /* 1: region forms run whole blocks, all waves in step */
+    uint32_t watch_len;     /* bytes at watch_addr (1 to 8); 0: no watch */
+    uint64_t watch_addr;    /* race check: record which thread last changed these bytes */
 } rk_launch_desc;
 
 typedef struct rk_launch_result {
@@ -170,6 +177,11 @@ typedef struct rk_launch_result {
     uint32_t access; /* 0 unknown, 1 read, 2 write */
     uint64_t address;
     char message[512];
+    /* The watch (rk_launch_desc::watch_addr): how many times a thread's run between two
+     * barriers changed the bytes, and the block and thread of the last change. */
+    uint32_t watch_changes;
+    uint32_t watch_block[3];
+    uint32_t watch_thread[3];
 } rk_launch_result;
 
 typedef struct rk_pool rk_pool;

@@ -12,29 +12,32 @@
 #define RK_PUBLISH_THREAD_IDX() __asm__ __volatile__("" ::: "memory")
 
 namespace rk {
-/* Threads [begin, end) of the block in RK_ORDER_REVERSED order (see abi.h): last to first, each
- * with its own threadIdx. The runtime's fiber scheduler (runtime.cpp, `order_of`) follows the
+/* Threads [begin, end) of the block in the order rk_cur.thread_order says (see abi.h), each with
+ * its own threadIdx, telling the runtime after each one returns when it watches a word for the
+ * race check (rk_cur.watch). The runtime's fiber scheduler (runtime.cpp, `order_of`) follows the
  * same order once the block waits at a barrier. */
 template <class Body>
-__attribute__((noinline, cold)) void run_reordered(uint32_t begin, uint32_t end, Body body) {
+__attribute__((noinline, cold)) void run_ordered(uint32_t begin, uint32_t end, Body body) {
     const rk_uint3 dim = rk_cur.block_dim;
-    for (uint32_t t = end; t > begin; --t) {
-        const uint32_t i = t - 1;
+    const bool reversed = rk_cur.thread_order == RK_ORDER_REVERSED;
+    for (uint32_t k = begin; k < end; ++k) {
+        const uint32_t i = reversed ? end - 1 - (k - begin) : k;
         rk_cur.thread_idx = rk_uint3{i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y)};
         RK_PUBLISH_THREAD_IDX();
         body();
+        if (rk_cur.watch) rk_watch_point();
         if (rk_cur.fiber_mode) return;
     }
 }
 
-/* The arguments of the call, unpacked, run in RK_ORDER_REVERSED. Out of line: a tuple captured by
+/* The arguments of the call, unpacked, run by run_ordered. Out of line: a tuple captured by
  * reference for the loop above lives on the stack, and would, inlined into `run`, have the
  * in-order loop reload every argument from memory after each thread's compiler barrier. */
 template <auto K, class... P, std::size_t... I>
-__attribute__((noinline, cold)) void run_reordered_entry(const rk_call *c, std::index_sequence<I...>) {
+__attribute__((noinline, cold)) void run_ordered_entry(const rk_call *c, std::index_sequence<I...>) {
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};
     (void)args;
-    run_reordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
+    run_ordered(c->begin, c->end, [&] { K(std::get<I>(args)...); });
 }
 
 /* `flatten` inlines the kernel (and what it calls) into the thread loop: kernels are ordinary
@@ -51,10 +54,10 @@ __attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::
          ...);
         return;
     }
-    if (__builtin_expect(rk_cur.thread_order != RK_ORDER_FORWARD, 0)) {
+    if (__builtin_expect(rk_cur.thread_order != RK_ORDER_FORWARD || rk_cur.watch, 0)) {
         // Race-check mode only: one test per call, before the arguments are unpacked, so the
         // in-order loops below keep them in registers as before.
-        run_reordered_entry<K, P...>(c, std::index_sequence<I...>{});
+        run_ordered_entry<K, P...>(c, std::index_sequence<I...>{});
         return;
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};

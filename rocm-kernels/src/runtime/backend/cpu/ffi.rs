@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-pub const RK_ABI_VERSION: u32 = 2;
+pub const RK_ABI_VERSION: u32 = 3;
 pub const RK_MAX_PARAMS: usize = 64;
 
 pub const RK_CALL_DESCRIBE: u32 = 1;
@@ -41,6 +41,7 @@ pub struct RkCall {
 pub type RkEntry = unsafe extern "C" fn(*const RkCall);
 
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct RkLaunchDesc {
     pub entry: RkEntry,
     pub args: *const *mut c_void,
@@ -57,6 +58,8 @@ pub struct RkLaunchDesc {
     pub thread_order: u32,
     pub whole_blocks: u32,
     pub exec_blocks: u32,
+    pub watch_len: u32,
+    pub watch_addr: u64,
 }
 
 #[repr(C)]
@@ -67,6 +70,25 @@ pub struct RkLaunchResult {
     pub access: u32,
     pub address: u64,
     pub message: [u8; 512],
+    pub watch_changes: u32,
+    pub watch_block: [u32; 3],
+    pub watch_thread: [u32; 3],
+}
+
+impl RkLaunchResult {
+    pub fn new() -> Self {
+        RkLaunchResult {
+            status: 0,
+            block: [0; 3],
+            thread: [0; 3],
+            access: 0,
+            address: 0,
+            message: [0; 512],
+            watch_changes: 0,
+            watch_block: [0; 3],
+            watch_thread: [0; 3],
+        }
+    }
 }
 
 #[repr(C)]

@@ -545,11 +545,13 @@ impl FunctionBackend for CpuFunction {
                     || (self.region_form != 0 && options.exec == CpuExec::Blocks),
             ),
             exec_blocks: u32::from(options.exec == CpuExec::Blocks),
+            watch_len: 0,
+            watch_addr: 0,
         };
         if options.race_check {
             self.launch_race_checked(desc, args)
         } else {
-            self.run(self.shared.pool()?, &desc)
+            self.run(self.shared.pool()?, &desc).map(drop)
         }
     }
 }
@@ -559,18 +561,15 @@ impl CpuFunction {
     ///
     /// # Safety
     /// As [`FunctionBackend::launch`] for the arguments `desc` points to.
-    unsafe fn run(&self, pool: *mut ffi::RkPool, desc: &ffi::RkLaunchDesc) -> Result<()> {
-        let mut result = ffi::RkLaunchResult {
-            status: 0,
-            block: [0; 3],
-            thread: [0; 3],
-            access: 0,
-            address: 0,
-            message: [0; 512],
-        };
+    unsafe fn run(
+        &self,
+        pool: *mut ffi::RkPool,
+        desc: &ffi::RkLaunchDesc,
+    ) -> Result<ffi::RkLaunchResult> {
+        let mut result = ffi::RkLaunchResult::new();
         ffi::rk_launch(pool, desc, &mut result);
         if result.status == ffi::RK_OK {
-            Ok(())
+            Ok(result)
         } else {
             Err(self.to_error(&result))
         }
@@ -613,23 +612,48 @@ impl CpuFunction {
         desc.region_waves = 0;
         desc.whole_blocks = 0;
         desc.exec_blocks = 0;
-        let pool = fresh_pool()?;
-        self.run(pool.0, &desc)?;
-        drop(pool);
+        self.run(fresh_pool()?.0, &desc)?;
         // Device memory back to where it started; `snapshot` now holds the in-order results.
         regions.swap(&mut snapshot);
         let in_order = snapshot;
+        // Kept to name the writers if the runs disagree.
+        let original = regions.capture();
         desc.thread_order = ffi::RK_ORDER_REVERSED;
-        let pool = fresh_pool()?;
-        self.run(pool.0, &desc).map_err(only_in_reverse_order)?;
-        drop(pool);
-        match regions.first_difference(&in_order) {
-            None => Ok(()),
-            Some(difference) => Err(RuntimeError::SharedMemoryRace {
+        self.run(fresh_pool()?.0, &desc)
+            .map_err(only_in_reverse_order)?;
+        let Some(difference) = regions.first_difference(&in_order) else {
+            return Ok(());
+        };
+        // Who wrote the word: both runs again from the same memory, the runtime watching it and
+        // noting the thread whose run between two barriers changed it last. Only when the check
+        // failed, so a passing check still costs two runs.
+        let mut watch = |order: u32| -> Option<race::Writer> {
+            regions.restore(&original);
+            let mut watched = desc;
+            watched.thread_order = order;
+            watched.watch_addr = difference.address;
+            watched.watch_len = difference.first.len() as u32;
+            let result = self.run(fresh_pool().ok()?.0, &watched).ok()?;
+            (result.watch_changes > 0).then_some(race::Writer {
+                block: result.watch_block,
+                thread: result.watch_thread,
+                changes: result.watch_changes,
+            })
+        };
+        let in_order_writer = watch(ffi::RK_ORDER_FORWARD);
+        let reversed_writer = watch(ffi::RK_ORDER_REVERSED);
+        Err(RuntimeError::SharedMemoryRace {
+            kernel: self.name.clone(),
+            message: difference.message(
+                self.param_names.get(difference.param).copied(),
+                Some((in_order_writer, reversed_writer)),
+            ),
+            site: in_order_writer.or(reversed_writer).map(|w| FaultSite {
                 kernel: self.name.clone(),
-                message: difference.message(self.param_names.get(difference.param).copied()),
+                block: w.block,
+                thread: w.thread,
             }),
-        }
+        })
     }
 }
 

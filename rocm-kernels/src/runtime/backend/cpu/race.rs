@@ -84,6 +84,13 @@ impl Regions {
         Snapshot(self.0.iter().map(|r| r.bytes().to_vec()).collect())
     }
 
+    /// Put a snapshot's contents back, keeping the snapshot.
+    pub(super) fn restore(&mut self, snapshot: &Snapshot) {
+        for (region, saved) in self.0.iter_mut().zip(&snapshot.0) {
+            region.bytes_mut().copy_from_slice(saved);
+        }
+    }
+
     /// Put a snapshot back and keep what the regions held instead: one pass over the memory
     /// and no second copy of it.
     pub(super) fn swap(&mut self, snapshot: &mut Snapshot) {
@@ -128,6 +135,7 @@ impl Regions {
                 count
             };
             Some(Difference {
+                address: region.start + span.start as u64,
                 param,
                 offset: (region.start + span.start as u64) as i64 - pointer as i64,
                 first: before[span.clone()].to_vec(),
@@ -141,6 +149,8 @@ impl Regions {
 /// Where the two runs of a race check first disagree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Difference {
+    /// Address of the word (`first.len()` bytes).
+    pub address: u64,
     /// Index of the parameter whose buffer it is.
     pub param: usize,
     /// Byte offset, from where the parameter points (negative: before), of the 4-byte word
@@ -169,10 +179,39 @@ fn show(bytes: &[u8]) -> String {
     }
 }
 
+/// Which thread of which block last changed the differing word in one run of the check (from a
+/// rerun watching it), if any did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Writer {
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    /// How many times a thread's run between two barriers changed the word.
+    pub changes: u32,
+}
+
+fn writer_text(writer: Option<Writer>, order: &str) -> String {
+    match writer {
+        Some(Writer {
+            block: [bx, by, bz],
+            thread: [tx, ty, tz],
+            changes,
+        }) => format!(
+            "{order}, thread ({tx},{ty},{tz}) of block ({bx},{by},{bz}) changed it last \
+             ({changes} change(s) in all)"
+        ),
+        None => format!("{order}, no thread changed it (it kept its value from before the launch)"),
+    }
+}
+
 impl Difference {
-    /// The report: where, what, and what to do. `param_name` is the parameter's source name when
-    /// the build recorded it.
-    pub(super) fn message(&self, param_name: Option<&str>) -> String {
+    /// The report: where, what, who wrote it last in each order, and what to do. `param_name` is
+    /// the parameter's source name when the build recorded it; `writers` the last writers in
+    /// order and in reverse order, when they could be found.
+    pub(super) fn message(
+        &self,
+        param_name: Option<&str>,
+        writers: Option<(Option<Writer>, Option<Writer>)>,
+    ) -> String {
         let param = match param_name {
             Some(name) => format!("parameter `{name}` (#{})", self.param),
             None => format!("parameter #{}", self.param),
@@ -191,13 +230,22 @@ impl Difference {
             "the results depend on the order in which the block's threads run between barriers: \
              the buffer of {param} differs first in {unit} at {place}: {} when the threads of \
              each block ran in order, {} when they ran in reverse order ({} differing 4-byte \
-             word(s) from there on). Threads read shared memory that another thread of the block \
+             word(s) from there on).{} Threads read shared memory that another thread of the block \
              writes without a __syncthreads() between them, or before any thread wrote it (or \
              they race on global memory, e.g. float atomics adding in a different order); add the \
              missing __syncthreads()",
             show(&self.first),
             show(&self.second),
             self.words_differing,
+            match writers {
+                Some((in_order, reversed)) => format!(
+                    " {}; {}. The thread that changed it computed its value from something \
+                     another thread of the block wrote, or had yet to write.",
+                    writer_text(in_order, "In order"),
+                    writer_text(reversed, "in reverse order"),
+                ),
+                None => String::new(),
+            },
         )
     }
 }
@@ -245,6 +293,7 @@ mod tests {
     #[test]
     fn swap_and_first_difference() {
         let mut buffers = vec![vec![0u8; 64]];
+        let buffers_start = buffers[0].as_ptr() as u64;
         let mut regions = regions_over(&mut buffers, &[(0, 0, 0), (1, 0, 32)]);
         let mut before = regions.capture();
         assert_eq!(regions.first_difference(&before), None);
@@ -257,7 +306,8 @@ mod tests {
         assert_eq!(diff.first, vec![0, 0, 0, 0]);
         assert_eq!(diff.second, vec![0, 7, 0, 0]);
         assert_eq!(diff.words_differing, 2);
-        let text = diff.message(Some("out"));
+        assert_eq!(diff.address, buffers_start + 40);
+        let text = diff.message(Some("out"), None);
         assert!(text.contains("parameter `out` (#1)"), "{text}");
         assert!(
             text.contains("in the 4-byte word at byte offset 8: "),
@@ -272,6 +322,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("__syncthreads()"), "{text}");
+        let writer = Writer {
+            block: [1, 0, 0],
+            thread: [7, 2, 0],
+            changes: 3,
+        };
+        let text = diff.message(Some("out"), Some((Some(writer), None)));
+        assert!(
+            text.contains(
+                "In order, thread (7,2,0) of block (1,0,0) changed it last (3 change(s) in \
+                 all); in reverse order, no thread changed it (it kept its value from before \
+                 the launch)."
+            ),
+            "{text}"
+        );
+        let after = regions.capture();
+        regions.restore(&before);
+        assert!(regions.first_difference(&before).is_none());
+        regions.restore(&after);
         regions.swap(&mut before);
         assert!(regions.0[0].bytes().iter().all(|&b| b == 0));
         assert_eq!((before.0[0][41], before.0[0][50]), (7, 1));
