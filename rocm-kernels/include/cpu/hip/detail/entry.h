@@ -122,10 +122,19 @@ inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...
          * checks): one call runs the whole block, or a chunk of blocks. */
         rk_cur.region = 1;
         if (c->op == RK_CALL_RUN_BLOCKS) {
+            /* Block coordinates counted up rather than divided out per block. */
             const rk_uint3 g = rk_cur.grid_dim;
+            rk_uint3 b{c->begin % g.x, (c->begin / g.x) % g.y, c->begin / (g.x * g.y)};
             for (uint32_t p = c->begin; p < c->end; ++p) {
-                rk_cur.block_idx = rk_uint3{p % g.x, (p / g.x) % g.y, p / (g.x * g.y)};
+                rk_cur.block_idx = b;
                 B(std::get<I>(args)...);
+                if (++b.x == g.x) {
+                    b.x = 0;
+                    if (++b.y == g.y) {
+                        b.y = 0;
+                        ++b.z;
+                    }
+                }
             }
         } else {
             B(std::get<I>(args)...);

@@ -79,22 +79,27 @@ struct region {
     /* `whole`: a kernel without barriers or collectives runs its whole block in one call (its
      * waves have nothing to interleave at). */
     region(bool masks, bool whole) {
+        /* Once per block (per wave): a kernel of short blocks pays this as often as its lane
+         * loops, so no divisions on the common paths. The wave size is a power of two (the
+         * runtime accepts 32 and 64). */
         dim = rk_cur.block_dim;
-        nblock = dim.x * dim.y * dim.z;
+        const uint32_t rows_yz = dim.y * dim.z;
+        nblock = dim.x * rows_yz;
         ws = rk_cur.wave_size;
-        waves = (nblock + ws - 1) / ws;
+        const uint32_t lg = static_cast<uint32_t>(__builtin_ctz(ws));
+        waves = (nblock + ws - 1) >> lg;
         vidx = rk_cur.thread_idx;
         wave = whole ? 0 : vidx.x + dim.x * (vidx.y + dim.y * vidx.z);
-        base = wave * ws;
+        base = wave << lg;
         n = whole ? nblock : base + ws < nblock ? ws : nblock - base;
-        nw = (n + ws - 1) / ws;
+        nw = (n + ws - 1) >> lg;
         this->whole = whole;
         idx = rk_cur.idx_table;
-        if (whole && dim.y * dim.z != 1) {
-            mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = 0;
-        } else if (dim.y == 1 && dim.z == 1) {
+        if (rows_yz == 1) {
             mode = 0, rows = 1, cols = n, x0 = base, row0 = 0;
-        } else if (dim.x % ws == 0) {
+        } else if (whole) {
+            mode = 1, rows = rows_yz, cols = dim.x, x0 = 0, row0 = 0;
+        } else if ((dim.x & (ws - 1)) == 0) {
             mode = 0, rows = 1, cols = n, x0 = base % dim.x, row0 = base / dim.x;
         } else if (ws % dim.x == 0) {
             mode = 1, rows = n / dim.x, cols = dim.x, x0 = 0, row0 = base / dim.x;
@@ -169,6 +174,8 @@ struct region {
     __attribute__((always_inline)) rk_uint3 run_coords(uint32_t i) const {
         if (mode == 2) return idx[base + i];
         const uint32_t row = row0 + i;
+        /* 2-D blocks: no division. */
+        if (row < dim.y) return rk_uint3{x0, row, 0};
         return rk_uint3{x0, row % dim.y, row / dim.y};
     }
     /* Make lane l the current thread. P (checked launches and reversed order): store its
