@@ -158,4 +158,36 @@ fn main() {
         "{:<44} {:12.2}",
         "fiber switch (ns of thread CPU time)", switch
     );
+
+    // BENCH_RACE_CHECK=1: also the cost of the race check (CpuOptions::race_check: per-thread
+    // fibers, every launch run twice from snapshots of its buffers), on (a) to (c).
+    if std::env::var_os("BENCH_RACE_CHECK").is_some() {
+        let checked = Device::cpu(CpuOptions {
+            checked: false,
+            race_check: true,
+            threads,
+            ..CpuOptions::default()
+        });
+        let module = checked.load(&BENCH).expect("load bench kernels");
+        let stream = checked.stream().expect("stream");
+        let x = checked.upload(&host).expect("upload");
+        let mut y = checked.upload(&host).expect("upload");
+        let mut out = checked.alloc::<f32>(n).expect("alloc");
+        let mut row = |name: &str, kernel: &str, with_scale: bool| {
+            let k = module.kernel(kernel).expect("kernel");
+            let t = best(|| {
+                let mut launch = k.launch(LaunchConfig::for_elements(n, 256));
+                if with_scale {
+                    launch = launch.arg(&2.0f32).arg(&x).arg(&mut y);
+                } else {
+                    launch = launch.arg(&x).arg(&mut out);
+                }
+                launch.arg(&(n as i32)).run(&stream).expect(kernel);
+            });
+            println!("{:<44} {}", format!("race-checked {name}"), ms(t));
+        };
+        row("(a) saxpy", "bench_saxpy", true);
+        row("(b) block reduction", "bench_block_reduce", false);
+        row("(c) warp-shuffle reduction", "bench_warp_reduce", false);
+    }
 }
