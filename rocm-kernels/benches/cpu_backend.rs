@@ -114,6 +114,16 @@ fn main() {
             .run(&stream)
             .expect("warp reduce");
     });
+    let warp_helper = module.kernel("bench_warp_reduce_helper").expect("kernel");
+    let t_warp_helper = best(|| {
+        warp_helper
+            .launch(LaunchConfig::for_elements(n, 256))
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&stream)
+            .expect("warp reduce through a helper");
+    });
     let transpose = module.kernel("bench_transpose").expect("kernel");
     let blocks = (side / 32) as u32;
     let t_transpose = best(|| {
@@ -148,6 +158,11 @@ fn main() {
         "{:<44} {}",
         format!("(c) warp-shuffle reduction, {n} floats"),
         ms(t_warp)
+    );
+    println!(
+        "{:<44} {}",
+        "    the same, shuffles in a helper function",
+        ms(t_warp_helper)
     );
     println!(
         "{:<44} {}",

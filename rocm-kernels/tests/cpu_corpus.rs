@@ -824,7 +824,7 @@ fn buffers_on_another_device_are_refused() {
 }
 
 #[test]
-fn collectives_inside_helpers_keep_fibers_and_work() {
+fn collectives_inside_helpers_are_inlined_or_keep_fibers_and_work() {
     let how = |k: &str| {
         rocm_kernels_corpus::FEATURES_EXECUTION
             .iter()
@@ -832,10 +832,11 @@ fn collectives_inside_helpers_keep_fibers_and_work() {
             .map(|(_, h)| *h)
             .unwrap_or_default()
     };
+    assert_eq!(how("warp_sum_helper"), "regions");
     assert!(
-        how("warp_sum_helper").starts_with("fibers: it calls `warp_reduce_helper`"),
+        how("warp_sum_helper_guarded").starts_with("fibers: it calls `warp_reduce_helper`"),
         "{}",
-        how("warp_sum_helper")
+        how("warp_sum_helper_guarded")
     );
     assert_eq!(how("warp_sum"), "regions");
     assert_eq!(how("loop_control"), "regions");
@@ -844,18 +845,20 @@ fn collectives_inside_helpers_keep_fibers_and_work() {
         let (blocks, threads) = (3usize, 128usize);
         let input: Vec<f32> = (0..blocks * threads).map(|i| (i % 5) as f32).collect();
         let inb = d.upload(&input).unwrap();
-        let mut out = d.upload(&vec![0.0f32; blocks]).unwrap();
-        m.kernel("warp_sum_helper")
-            .unwrap()
-            .launch(LaunchConfig::new(blocks as u32, threads as u32))
-            .arg(&inb)
-            .arg(&mut out)
-            .run(&d.stream().unwrap())
-            .unwrap();
-        let out = out.to_vec().unwrap();
-        for b in 0..blocks {
-            let want: f32 = input[b * threads..(b + 1) * threads].iter().sum();
-            assert_eq!(out[b], want, "block {b} at wave {wave}");
+        for kernel in ["warp_sum_helper", "warp_sum_helper_guarded"] {
+            let mut out = d.upload(&vec![0.0f32; blocks]).unwrap();
+            m.kernel(kernel)
+                .unwrap()
+                .launch(LaunchConfig::new(blocks as u32, threads as u32))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap();
+            let out = out.to_vec().unwrap();
+            for b in 0..blocks {
+                let want: f32 = input[b * threads..(b + 1) * threads].iter().sum();
+                assert_eq!(out[b], want, "{kernel}: block {b} at wave {wave}");
+            }
         }
     });
 }

@@ -2377,9 +2377,328 @@ fn rewrite(
     Ok((code, whole))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Helpers that wait, inlined into kernels.
+
+/// A device function with a barrier or collective inside (a `warpReduceSum`), in the shape the
+/// rewrite can put in place of a call: not a template, parameters by value, no `static` locals,
+/// and one `return expr;` as its last statement (none, for `void`). (Templates are left alone:
+/// their argument and result types could only be named with `auto`, and the region form types an
+/// `auto` variable that lives across a collective from names it may not see.)
+struct Helper {
+    /// Per parameter: its type as written, and its name.
+    params: Vec<(String, String)>,
+    /// The return type; None for `void`.
+    ret: Option<String>,
+    /// Statements before the final `return`, and the returned expression.
+    body: String,
+    result: Option<String>,
+    /// Identifiers the body uses but does not declare (globals, functions, types): a kernel
+    /// declaring one of them would capture it, so such calls stay calls.
+    free: BTreeSet<String>,
+}
+
+/// Words that can precede a name in an expression, so `word name =` is no declaration.
+const NOT_TYPES: &[&str] = &[
+    "return",
+    "else",
+    "do",
+    "case",
+    "goto",
+    "throw",
+    "sizeof",
+    "co_return",
+];
+
+/// Names a token range declares (`type name =`, `type name;`, `type name,` `type name[`), by
+/// the shape around them: enough to tell whether inlining could capture a name.
+fn declared_names(src: &Src, a: usize, b: usize) -> BTreeSet<String> {
+    // `T * name` is a declaration only where `T` starts a statement (else `v * name` is one).
+    let pointer_decl = |i: usize| {
+        i >= 2
+            && src.ident(i - 1)
+            && (i - 2 < a || matches!(src.t(i - 2), ";" | "{" | "}" | "(" | "," | "const"))
+    };
+    (a + 1..b)
+        .filter(|&i| {
+            src.ident(i)
+                && matches!(src.t(i + 1), "=" | ";" | "," | "[" | ":" | ")" | "{")
+                && ((src.ident(i - 1)
+                    && !NOT_TYPES.contains(&src.t(i - 1))
+                    && !EXPR_WORDS.contains(&src.t(i - 1)))
+                    || src.is(i - 1, ">")
+                    || (matches!(src.t(i - 1), "*" | "&") && pointer_decl(i - 1)))
+        })
+        .map(|i| src.t(i).to_string())
+        .collect()
+}
+
+/// The helper whose body is the braces at [open, close], if it has the shape [`Helper`] needs.
+fn helper_at(src: &Src, open: usize, close: usize) -> Option<Helper> {
+    let mut k = open;
+    while k > 0 && matches!(src.t(k - 1), "const" | "noexcept") {
+        k -= 1;
+    }
+    let pclose = k.checked_sub(1).filter(|&j| src.is(j, ")"))?;
+    let mut depth = 0i32;
+    let popen = (0..=pclose).rev().find(|&j| {
+        match src.t(j) {
+            ")" => depth += 1,
+            "(" => depth -= 1,
+            _ => {}
+        }
+        depth == 0
+    })?;
+    let name = popen.checked_sub(1).filter(|&j| src.ident(j))?;
+    // The return type: names, `::` and `*` back to a boundary; storage words dropped.
+    let mut r = name;
+    while r > 0 && (src.ident(r - 1) || matches!(src.t(r - 1), "::" | "*")) {
+        r -= 1;
+    }
+    if r > 0 && !matches!(src.t(r - 1), ";" | "{" | "}" | ")" | ">") {
+        return None;
+    }
+    const STORAGE: &[&str] = &[
+        "static",
+        "inline",
+        "__inline__",
+        "constexpr",
+        "extern",
+        "__device__",
+        "__host__",
+        "__forceinline__",
+        "__noinline__",
+    ];
+    let ret_words: Vec<&str> = (r..name)
+        .map(|j| src.t(j))
+        .filter(|w| !STORAGE.contains(w))
+        .collect();
+    if ret_words.is_empty() || ret_words.contains(&"auto") || ret_words.contains(&"operator") {
+        return None;
+    }
+    if r > 0 && src.is(r - 1, ">") {
+        return None; // a template
+    }
+    let mut params = Vec::new();
+    let whole = src.split_commas(popen + 1, pclose);
+    let only_void = whole.len() == 1 && whole[0].1 == whole[0].0 + 1 && src.is(whole[0].0, "void");
+    if !only_void {
+        for (x, y) in whole {
+            if (x..y).any(|j| matches!(src.t(j), "&" | "&&" | "..." | "=" | "[" | "(")) {
+                return None;
+            }
+            let pname = (y > x + 1 && src.ident(y - 1)).then(|| src.t(y - 1).to_string())?;
+            params.push((src.text(x, y - 1).to_string(), pname));
+        }
+    }
+    let ret = (ret_words != ["void"]).then(|| ret_words.join(" "));
+    // The body: no `static` locals or `goto`; one `return` at the end.
+    let (a, b) = (open + 1, close);
+    if (a..b).any(|j| matches!(src.t(j), "static" | "goto" | "__rk_kernel__")) {
+        return None;
+    }
+    let returns: Vec<usize> = (a..b).filter(|&j| src.is(j, "return")).collect();
+    let (body_end, result) = match (&ret, returns.as_slice()) {
+        (None, []) => (b, None),
+        (None, [r]) if src.is(r + 1, ";") && r + 2 == b => (*r, None),
+        (Some(_), [r]) if b > r + 2 && src.is(b - 1, ";") => {
+            // The `return` must start the last statement at the body's own level.
+            let mut depth = 0i32;
+            for j in a..*r {
+                match src.t(j) {
+                    "(" | "[" | "{" => depth += 1,
+                    ")" | "]" | "}" => depth -= 1,
+                    _ => {}
+                }
+            }
+            if depth != 0 || !(a == *r || matches!(src.t(r - 1), ";" | "}" | "{")) {
+                return None;
+            }
+            if (r + 1..b - 1).any(|j| src.is(j, ";")) || src.split_commas(r + 1, b - 1).len() != 1 {
+                return None;
+            }
+            (*r, Some(src.text(r + 1, b - 1).to_string()))
+        }
+        _ => return None,
+    };
+    let mut declared = declared_names(src, a, b);
+    declared.extend(params.iter().map(|(_, n)| n.clone()));
+    let free = (a..b)
+        .filter(|&j| src.ident(j) && !matches!(src.t(j.saturating_sub(1)), "." | "->" | "::"))
+        .map(|j| src.t(j).to_string())
+        .filter(|w| !declared.contains(w))
+        .collect();
+    Some(Helper {
+        params,
+        ret,
+        body: src.text(a, body_end).to_string(),
+        result,
+        free,
+    })
+}
+
+/// The text with calls of waiting helpers in kernel bodies replaced by the helpers' bodies, so
+/// that the region form sees the collectives inside (`float s = warp_sum(v);` becomes
+/// `float rk_h1_a0 = v; float rk_h1_r{}; { float v = rk_h1_a0; ...loop...; rk_h1_r = v; }
+/// float s = rk_h1_r;`). A call is replaced when it is a whole statement or the right-hand side
+/// of one (an assignment, a declaration) outside conditions and `?:`, `&&`, `||`; arguments
+/// are evaluated first, as for a call. None when nothing was replaced.
+fn inline_waiting_calls(text: &str) -> Option<String> {
+    let mut cur = text.to_string();
+    let mut changed = false;
+    let mut serial = 0usize;
+    // Helpers calling helpers: one level per round.
+    for _ in 0..4 {
+        let src = Src::new(&cur);
+        let bodies = function_bodies(&src);
+        let waiting = waiting_functions(&src, &bodies);
+        let mut helpers: BTreeMap<&str, Option<Helper>> = BTreeMap::new();
+        for (name, a, b) in &bodies {
+            if !waiting.contains(name) {
+                continue;
+            }
+            // Overloads (two bodies of one name) stay calls.
+            let h = helpers.contains_key(name.as_str());
+            let parsed = if h { None } else { helper_at(&src, a - 1, *b) };
+            helpers.insert(name.as_str(), parsed);
+        }
+        let (defs, _) = kernel_defs(&src);
+        // (byte position, bytes replaced, new text)
+        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        for def in &defs {
+            let (ba, bb) = def.body;
+            let kernel_declared = declared_names(&src, ba, bb);
+            let mut i = ba;
+            while i < bb {
+                let Some(Some(h)) = helpers.get(src.t(i)) else {
+                    i += 1;
+                    continue;
+                };
+                let call = i;
+                i += 1;
+                if !src.ident(call)
+                    || !src.is(call + 1, "(")
+                    || matches!(src.t(call - 1), "." | "->" | "::")
+                    || h.free.iter().any(|w| kernel_declared.contains(w))
+                {
+                    continue;
+                }
+                let Some(close) = src.close(call + 1) else {
+                    continue;
+                };
+                // The statement's start: the call must not sit inside brackets (a condition, an
+                // argument, a subscript) or after `?`, `:`, `&&`, `||` or `,` (which could skip it).
+                let mut st = call;
+                let mut ok = true;
+                let mut depth = 0i32;
+                while st > ba {
+                    match src.t(st - 1) {
+                        ";" | "{" | "}" if depth == 0 => break,
+                        ")" | "]" => depth += 1,
+                        "(" | "[" => {
+                            depth -= 1;
+                            if depth < 0 {
+                                ok = false;
+                                break;
+                            }
+                        }
+                        "?" | ":" | "&&" | "||" | "," if depth == 0 => {
+                            ok = false;
+                            break;
+                        }
+                        _ => {}
+                    }
+                    st -= 1;
+                }
+                // And its end: the `;` closing it.
+                let mut end = close + 1;
+                let mut d = 0i32;
+                while end < bb && !(d == 0 && src.is(end, ";")) {
+                    match src.t(end) {
+                        "(" | "[" | "{" => d += 1,
+                        ")" | "]" | "}" => d -= 1,
+                        _ => {}
+                    }
+                    if d < 0 {
+                        break;
+                    }
+                    end += 1;
+                }
+                if end >= bb || !src.is(end, ";") {
+                    continue;
+                }
+                if !ok
+                    || matches!(
+                        src.t(st),
+                        "if" | "while"
+                            | "for"
+                            | "switch"
+                            | "return"
+                            | "else"
+                            | "do"
+                            | "case"
+                            | "default"
+                            | "goto"
+                    )
+                {
+                    continue;
+                }
+                let args = src.split_commas(call + 2, close);
+                if args.len() != h.params.len() {
+                    continue;
+                }
+                if h.ret.is_none() && (st != call || end != close + 1) {
+                    continue; // a void call inside an expression
+                }
+                serial += 1;
+                let n = serial;
+                let mut pre = String::from("\n");
+                for (k, ((x, y), (ty, _))) in args.iter().zip(&h.params).enumerate() {
+                    pre.push_str(&format!("{ty} rk_h{n}_a{k} = {};\n", src.text(*x, *y)));
+                }
+                if let Some(ty) = &h.ret {
+                    pre.push_str(&format!("{ty} rk_h{n}_r{{}};\n"));
+                }
+                pre.push_str("{\n");
+                for (k, (ty, name)) in h.params.iter().enumerate() {
+                    pre.push_str(&format!("{ty} {name} = rk_h{n}_a{k};\n"));
+                }
+                pre.push_str(&h.body);
+                if let Some(result) = &h.result {
+                    pre.push_str(&format!("\nrk_h{n}_r = {result};"));
+                }
+                pre.push_str("\n}\n");
+                let stmt_at = src.toks[st].s;
+                let (cs, ce) = (src.toks[call].s, src.toks[close].e);
+                if h.ret.is_none() || (st == call && end == close + 1) {
+                    // The statement is the call: the block replaces it.
+                    let semi = src.toks[close + 1].e;
+                    edits.push((stmt_at, semi - stmt_at, pre));
+                } else {
+                    edits.push((cs, ce - cs, format!("rk_h{n}_r")));
+                    edits.push((stmt_at, 0, pre));
+                }
+                i = end + 1;
+            }
+        }
+        if edits.is_empty() {
+            break;
+        }
+        edits.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.cmp(&x.1)));
+        for (at, len, with) in edits {
+            cur.replace_range(at..at + len, &with);
+        }
+        changed = true;
+    }
+    changed.then_some(cur)
+}
+
 /// Region forms for the kernels defined in a preprocessed translation unit.
 pub fn generate(preprocessed: &str) -> Outcome {
-    let src = Src::new(preprocessed);
+    // Kernels calling helpers that wait get their region form from a copy of the text with the
+    // calls inlined (the kernels themselves, for the fiber path, keep calling them).
+    let inlined = inline_waiting_calls(preprocessed);
+    let src = Src::new(inlined.as_deref().unwrap_or(preprocessed));
     let bodies = function_bodies(&src);
     let (defs, specialized) = kernel_defs(&src);
     let mut waiting = waiting_functions(&src, &bodies);
@@ -2630,7 +2949,7 @@ mod tests {
     fn unsupported_shapes_keep_fibers_with_a_reason() {
         let o = form(
             "__device__ float helper(float v) { return __shfl_xor(v, 1); }\n\
-             __rk_kernel__ void a(float* p) { p[0] = helper(p[0]); }\n\
+             __rk_kernel__ void a(float* p) { if (helper(p[0]) > 0) p[0] = 1; }\n\
              __rk_kernel__ void b(float* p) { switch (p[0] > 0) { case 1: __syncthreads(); } }\n\
              __rk_kernel__ void c(float* p) { float& r = p[0]; __syncthreads(); r = 1; }",
         );
@@ -2639,6 +2958,62 @@ mod tests {
         assert!(why["a"].contains("helper"), "{why:?}");
         assert!(why["b"].contains("switch"), "{why:?}");
         assert!(why["c"].contains("reference"), "{why:?}");
+    }
+
+    #[test]
+    fn helpers_that_wait_are_inlined_where_calls_are_statements() {
+        let o = form(
+            "__device__ float sum(float v) {\n\
+               for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);\n\
+               return v;\n\
+             }\n\
+             template <typename T> __device__ T twice(T v) { return sum(v) * 2; }\n\
+             __device__ float thrice(float v) { return sum(v) * 3; }\n\
+             __device__ void fence(int* p) { p[0] = 1; __syncthreads(); }\n\
+             __rk_kernel__ void a(float* p) { float s = sum(p[threadIdx.x]); p[threadIdx.x] = s; }\n\
+             __rk_kernel__ void b(float* p) { float s = 0; s += twice(p[threadIdx.x]); p[0] = s; }\n\
+             __rk_kernel__ void c(int* p) { fence(p); p[1] = 2; }\n\
+             __rk_kernel__ void d(float* p) { float o = 1; p[0] = sum(p[0]) + o; }\n\
+             __rk_kernel__ void e(float* p) { p[0] = p[1] > 0 ? sum(p[0]) : 0; }\n\
+             __rk_kernel__ void f(float* p) { p[0] = thrice(p[0]); }",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        for k in ["a", "c"] {
+            let f = o.forms.iter().find(|f| f.kernel == k);
+            assert!(f.is_some(), "{k}: {why:?}");
+        }
+        let a = &o.forms.iter().find(|f| f.kernel == "a").unwrap().code;
+        // Arguments first, the result declared outside the helper's scope, the call replaced.
+        assert!(a.contains("rk_h1_a0"), "{a}");
+        assert!(a.contains("rk_h1_r = v;"), "{a}");
+        assert!(a.contains("s = rk_h1_r"), "{a}");
+        assert!(!a.contains("sum("), "{a}");
+        // Templates stay calls.
+        assert!(why["b"].contains("twice"), "{why:?}");
+        // `d` declares `o`, which `sum` declares too (fine), but `sum`'s loop variable is its own:
+        // inlined. `e` calls it under `?:`: only some lanes would run it, so it stays a call.
+        assert!(o.forms.iter().any(|f| f.kernel == "d"), "{why:?}");
+        // `thrice` calls `sum` in its return expression: inlined in a second round.
+        let f = &o
+            .forms
+            .iter()
+            .find(|f| f.kernel == "f")
+            .expect("f inlined")
+            .code;
+        assert!(!f.contains("thrice(") && !f.contains("sum("), "{f}");
+        assert!(why["e"].contains("sum"), "{why:?}");
+    }
+
+    #[test]
+    fn helpers_whose_names_a_kernel_would_capture_stay_calls() {
+        // `scale` reads a global `k`; the kernel declares its own `k`.
+        let o = form(
+            "__device__ int k = 3;\n\
+             __device__ float scaled(float v) { v = __shfl_xor(v, 1); return v * k; }\n\
+             __rk_kernel__ void a(float* p) { int k = 2; p[k] = scaled(p[0]); }",
+        );
+        assert!(o.forms.is_empty(), "{o:?}");
+        assert!(o.fibers[0].1.contains("scaled"), "{o:?}");
     }
 
     #[test]

@@ -29,6 +29,18 @@ __global__ void bench_warp_reduce(const float* __restrict__ in, float* __restric
     if ((threadIdx.x & (warpSize - 1)) == 0) out[i / warpSize] = v;
 }
 
+// (c) written the common way, with the shuffles in a helper function (the region form inlines
+// it; before, a collective inside a called function kept the kernel on per-thread fibers).
+__device__ float bench_warp_sum(float v) {
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_down(v, offset);
+    return v;
+}
+__global__ void bench_warp_reduce_helper(const float* __restrict__ in, float* __restrict__ out, int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = bench_warp_sum(i < (unsigned)n ? in[i] : 0.0f);
+    if ((threadIdx.x & (warpSize - 1)) == 0) out[i / warpSize] = v;
+}
+
 // (d) shared-memory tiled transpose, 32x8 threads moving 32x32 tiles.
 __global__ void bench_transpose(const float* __restrict__ in, float* __restrict__ out, int width, int height) {
     __shared__ float tile[32][33];

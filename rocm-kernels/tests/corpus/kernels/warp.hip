@@ -65,8 +65,8 @@ __global__ void early_exit_shuffle(const int* in, int* out) {
     out[g] = __shfl_xor(in[g], 1);
 }
 
-// The same reduction through a helper: the collective is inside another function, so the
-// build keeps this kernel on per-thread fibers (its execution report says why).
+// The same reduction through a helper: the collective is inside another function, which the
+// region form inlines where the call is a statement of its own.
 __device__ float warp_reduce_helper(float v) {
     for (int offset = warpSize / 2; offset > 0; offset /= 2) v += __shfl_xor(v, offset);
     return v;
@@ -74,6 +74,14 @@ __device__ float warp_reduce_helper(float v) {
 __global__ void warp_sum_helper(const float* in, float* out) {
     unsigned int t = threadIdx.x;
     float v = warp_reduce_helper(in[blockIdx.x * blockDim.x + t]);
+    if (__lane_id() == 0) atomicAdd(&out[blockIdx.x], v);
+}
+// Called under `?:` the helper stays a call (only some lanes might evaluate it), so this kernel
+// keeps per-thread fibers, and its execution report says why.
+__global__ void warp_sum_helper_guarded(const float* in, float* out) {
+    unsigned int t = threadIdx.x;
+    float x = in[blockIdx.x * blockDim.x + t];
+    float v = blockDim.x > 0 ? warp_reduce_helper(x) : 0.0f;
     if (__lane_id() == 0) atomicAdd(&out[blockIdx.x], v);
 }
 
