@@ -2567,7 +2567,8 @@ fn inline_waiting_calls(text: &str) -> Option<String> {
         let mut edits: Vec<(usize, usize, String)> = Vec::new();
         for def in &defs {
             let (ba, bb) = def.body;
-            let kernel_declared = declared_names(&src, ba, bb);
+            let mut kernel_declared = declared_names(&src, ba, bb);
+            kernel_declared.extend(param_names(&src, def.params).into_iter().map(|(n, _)| n));
             let mut i = ba;
             while i < bb {
                 let Some(Some(h)) = helpers.get(src.t(i)) else {
@@ -3006,14 +3007,19 @@ mod tests {
 
     #[test]
     fn helpers_whose_names_a_kernel_would_capture_stay_calls() {
-        // `scale` reads a global `k`; the kernel declares its own `k`.
+        // `scaled` reads a global `k`; kernel `a` declares its own `k`, `b` has a parameter `k`.
         let o = form(
             "__device__ int k = 3;\n\
              __device__ float scaled(float v) { v = __shfl_xor(v, 1); return v * k; }\n\
-             __rk_kernel__ void a(float* p) { int k = 2; p[k] = scaled(p[0]); }",
+             __rk_kernel__ void a(float* p) { int k = 2; p[k] = scaled(p[0]); }\n\
+             __rk_kernel__ void b(float* p, int k) { p[k] = scaled(p[0]); }",
         );
         assert!(o.forms.is_empty(), "{o:?}");
-        assert!(o.fibers[0].1.contains("scaled"), "{o:?}");
+        assert!(
+            o.fibers.iter().all(|(_, why)| why.contains("scaled")),
+            "{o:?}"
+        );
+        assert_eq!(o.fibers.len(), 2, "{o:?}");
     }
 
     #[test]
