@@ -8,6 +8,10 @@
 # ROUNDS (default 5) rounds of: the cpu backend in region form (CpuExec::Regions, the default),
 # in CpuExec::Blocks, then HIP-CPU; each run is itself best of 5 (see cpu_backend.rs and
 # driver.cpp). THREADS (default 1) limits both sides' worker threads (BENCH_THREADS).
+# With THREADS=1 every run is pinned to one CPU (PIN, default 0; PIN=none to leave placement to
+# the scheduler): on the 2-vCPU VM this was measured on, a worker thread placed on the other vCPU
+# than the launching thread ran memory-bound kernels up to 2x slower in some processes and not in
+# others, while the Rust loop (on the launching thread) was unaffected.
 # Prints, per kernel, median wall and CPU milliseconds and HIP-CPU's CPU time over ours.
 set -euo pipefail
 if [ $# -lt 1 ] || [ ! -f "$1/include/hip/hip_runtime.h" ]; then
@@ -31,19 +35,25 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "cpu_backend": print(m["executable"])' | tail -1)"
 "${CXX:-g++}" -std=c++17 -O3 -DNDEBUG -I "$hipcpu/include" "$here/driver.cpp" -o "$out/hip-cpu" -ltbb -pthread
 
+pin=()
+if [ "$BENCH_THREADS" = 1 ] && [ "${PIN:-0}" != none ] && command -v taskset >/dev/null; then
+  pin=(taskset -c "${PIN:-0}")
+  echo "pinned to CPU ${PIN:-0} (PIN=none to unpin)" >&2
+fi
+
 # One line per kernel and run: side kernel wall cpu
 for r in $(seq "$rounds"); do
   echo "round $r of $rounds" >&2
   for exec in regions blocks; do
-    ROCM_CPU_EXEC=$exec "$bench" --bench | awk -v s="$exec" '/^\((a|b|c|d)\)/ {print s, substr($1,2,1), $(NF-1), $NF} /plain Rust loop/ {print "rust", "a", $(NF-1), $NF}' >> "$out/runs"
+    ROCM_CPU_EXEC=$exec "${pin[@]}" "$bench" --bench | awk -v s="$exec" '/^\((a|b|c|d)\)/ {print s, substr($1,2,1), $(NF-1), $NF} /plain Rust loop/ {print "rust", "a", $(NF-1), $NF}' >> "$out/runs"
   done
-  "$out/hip-cpu" | awk '/^\((a|b|c|d)\)/ {print "hip-cpu", substr($1,2,1), $(NF-1), $NF}' >> "$out/runs"
+  "${pin[@]}" "$out/hip-cpu" | awk '/^\((a|b|c|d)\)/ {print "hip-cpu", substr($1,2,1), $(NF-1), $NF}' >> "$out/runs"
 done
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 names=("(a) saxpy, 16M floats" "(b) block reduction, 16M floats, 256/block" "(c) warp-shuffle reduction, 16M floats" "(d) tiled transpose 4096x4096")
 echo
-echo "BENCH_THREADS=$BENCH_THREADS, median of $rounds rounds (each best of 5), ms"
+echo "BENCH_THREADS=$BENCH_THREADS${pin[*]:+, ${pin[*]}}, median of $rounds rounds (each best of 5), ms"
 printf '%-44s %10s %10s %10s %10s %10s %10s %9s %9s\n' kernel "regions" "cpu" "blocks" "cpu" "HIP-CPU" "cpu" "x regions" "x blocks"
 i=0
 for k in a b c d; do

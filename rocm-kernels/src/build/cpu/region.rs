@@ -2355,6 +2355,13 @@ fn rewrite(
         code.push_str(&format!("namespace {ns} {{ "));
     }
     code.push('\n');
+    // Lane loops of kernels indexed by threadIdx.x alone are unrolled (see RK_LANE_UNROLL in
+    // region.h: measured faster for 1-D kernels, slower for the 2-D tiled transpose).
+    let one_d = !g.out.contains("(rk_tidx).y") && !g.out.contains("(rk_tidx).z");
+    code.push_str(&format!(
+        "#undef RK_LANE_UNROLL\n#define RK_LANE_UNROLL{}\n",
+        if one_d { " RK_UNROLL_4" } else { "" }
+    ));
     if let Some((x, y)) = def.template_head {
         code.push_str(src.text(x, y));
         code.push('\n');
@@ -3020,6 +3027,25 @@ mod tests {
             "{o:?}"
         );
         assert_eq!(o.fibers.len(), 2, "{o:?}");
+    }
+
+    #[test]
+    fn lane_loops_of_one_dimensional_kernels_are_unrolled() {
+        let o = form(
+            "__rk_kernel__ void a(float* p) { p[(rk_cur.thread_idx).x] += 1; }\n\
+             __rk_kernel__ void b(float* p) { p[(rk_cur.thread_idx).y * 32 + (rk_cur.thread_idx).x] += 1; }",
+        );
+        let code = |k: &str| &o.forms.iter().find(|f| f.kernel == k).unwrap().code;
+        assert!(
+            code("a").contains("#define RK_LANE_UNROLL RK_UNROLL_4\n"),
+            "{}",
+            code("a")
+        );
+        assert!(
+            code("b").contains("#define RK_LANE_UNROLL\n"),
+            "{}",
+            code("b")
+        );
     }
 
     #[test]

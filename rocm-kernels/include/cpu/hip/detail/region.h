@@ -359,12 +359,24 @@ struct scope {
  * threadIdx. Runs of lanes along x are inner loops with affine coordinates, which the compiler
  * can vectorise. RK_ALL_LANES is for code every lane runs (nothing masked, nobody returned);
  * RK_LANES skips inactive lanes. */
+/* Lane loops unrolled four times: the generated code sets RK_LANE_UNROLL to RK_UNROLL_4 before
+ * the block functions of kernels indexed by threadIdx.x alone (region.rs), where it saves a
+ * third of the loop overhead of scalar lane loops (saxpy 7.5 -> 6.0 ms, the block and warp
+ * reductions 15-20%); for 2-D blocks (the tiled transpose) it measured 60% slower. */
+#if defined(__clang__)
+#define RK_UNROLL_4 _Pragma("clang loop unroll_count(4)")
+#elif defined(__GNUC__)
+#define RK_UNROLL_4 _Pragma("GCC unroll 4")
+#else
+#define RK_UNROLL_4
+#endif
+#define RK_LANE_UNROLL
 #define RK_LANES_ALONG(r)                                                                        \
     for (uint32_t rk_ii = 0; rk_ii < (r).rows; ++rk_ii)                                          \
         if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii); false) {                   \
         } else if (const rk_uint3 rk_run = (r).run_coords(rk_i); false) {                        \
         } else                                                                                   \
-            for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                                  \
+            RK_LANE_UNROLL for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                   \
                 if (const uint32_t rk_j = (r).template step_of<rk_pub>(rk_jj),                   \
                     rk_t = rk_i * (r).cols + rk_j;                                               \
                     false) {                                                                     \
