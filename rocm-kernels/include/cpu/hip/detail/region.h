@@ -288,26 +288,31 @@ struct region {
     }
 
     /* ---- warp collectives: lanes grouped by wave (one wave, or all of the block's) ---- */
+    /* The first lane of lane t's wave (ws is a power of two), and the end of that wave's lanes. */
+    __attribute__((always_inline)) uint32_t wave_begin(uint32_t t) const { return t & ~(ws - 1); }
+    __attribute__((always_inline)) uint32_t wave_end(uint32_t b) const { return b + ws < n ? b + ws : n; }
+    /* Where reduce() keeps the ballot (and, after it, the active mask) of lane t's wave. */
+    __attribute__((always_inline)) uint32_t wave_words(uint32_t t) const {
+        return n + 2 * (wave_begin(t) >> __builtin_ctz(ws));
+    }
     /* Per wave: the ballot of x over active lanes and the active mask, after the lanes. */
     void reduce(uint64_t *x) const {
-        for (uint32_t w = 0; w < nw; ++w) {
+        for (uint32_t b = 0; b < n; b += ws) {
             uint64_t ballot = 0, active = 0;
-            const uint32_t b = w * ws, e = b + ws < n ? b + ws : n;
+            const uint32_t e = wave_end(b);
             for (uint32_t t = b; t < e; ++t) {
                 if (act && !act[t]) continue;
                 active |= uint64_t(1) << (t - b);
                 if (x[t]) ballot |= uint64_t(1) << (t - b);
             }
-            x[n + 2 * w] = ballot;
-            x[n + 2 * w + 1] = active;
+            x[wave_words(b)] = ballot;
+            x[wave_words(b) + 1] = active;
         }
     }
-    uint64_t ballot(const uint64_t *x, uint32_t t) const { return x[n + 2 * (t / ws)]; }
-    int all(const uint64_t *x, uint32_t t) const {
-        return x[n + 2 * (t / ws)] == x[n + 2 * (t / ws) + 1];
-    }
+    uint64_t ballot(const uint64_t *x, uint32_t t) const { return x[wave_words(t)]; }
+    int all(const uint64_t *x, uint32_t t) const { return x[wave_words(t)] == x[wave_words(t) + 1]; }
     uint64_t activemask(uint32_t t) const {
-        const uint32_t b = t & ~(ws - 1), e = b + ws < n ? b + ws : n;
+        const uint32_t b = wave_begin(t), e = wave_end(b);
         uint64_t m = 0;
         for (uint32_t l = b; l < e; ++l)
             if (!act || act[l]) m |= uint64_t(1) << (l - b);
@@ -317,9 +322,9 @@ struct region {
      * source lane outside the wave, the segment or not taking part gives the lane its own. */
     template <class T>
     T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
-        const uint32_t b = t & ~(ws - 1);
+        const uint32_t b = wave_begin(t);
         const uint32_t lane = t - b;
-        const uint32_t e = b + ws < n ? b + ws : n;
+        const uint32_t e = wave_end(b);
         if (width <= 0 || width > static_cast<int>(ws) || (width & (width - 1))) width = static_cast<int>(ws);
         const uint32_t seg = lane & ~uint32_t(width - 1);
         const uint32_t in_seg = lane & uint32_t(width - 1);
@@ -356,13 +361,13 @@ struct scope {
 }  // namespace rk
 
 /* Loops over the lanes of the wave: `rk_t` is the lane (0 .. wave size), `rk_tidx` its
- * threadIdx. Runs of lanes along x are inner loops with affine coordinates, which the compiler
- * can vectorise. RK_ALL_LANES is for code every lane runs (nothing masked, nobody returned);
+ * threadIdx. Runs of lanes along x are inner loops with affine coordinates (streamed through
+ * memory; GCC does not vectorise their bounds-checked stores). RK_ALL_LANES is for code every lane runs (nothing masked, nobody returned);
  * RK_LANES skips inactive lanes. */
 /* Lane loops unrolled four times: the generated code sets RK_LANE_UNROLL to RK_UNROLL_4 before
  * the block functions of kernels indexed by threadIdx.x alone (region.rs), where it saves a
- * third of the loop overhead of scalar lane loops (saxpy 7.5 -> 6.0 ms, the block and warp
- * reductions 15-20%); for 2-D blocks (the tiled transpose) it measured 60% slower. */
+ * third of the loop overhead of scalar lane loops (saxpy 7.5 -> 6.4 ms, the block and warp
+ * reductions 15%); for 2-D blocks (the tiled transpose) it measured 60% slower. */
 #if defined(__clang__)
 #define RK_UNROLL_4 _Pragma("clang loop unroll_count(4)")
 #elif defined(__GNUC__)
