@@ -507,11 +507,15 @@ __attribute__((always_inline)) inline uint32_t current_tid(Worker *w) {
 // The race check's watch run: if the watched bytes changed since the last look, the current
 // thread changed them (threads run one at a time on one worker between the points this is called
 // at: a thread returning, or waiting at a barrier or collective).
+// The bytes the race check's watch run looks at.
+inline const void *watched(const rk_launch_desc *d) {
+    return reinterpret_cast<const void *>(static_cast<uintptr_t>(d->watch_addr));
+}
+
 __attribute__((noinline, cold)) void watch_point(Worker *w) {
     const rk_launch_desc *d = w->launch->desc;
-    const void *watched = reinterpret_cast<const void *>(static_cast<uintptr_t>(d->watch_addr));
-    if (memcmp(w->watch_last, watched, d->watch_len) == 0) return;
-    memcpy(w->watch_last, watched, d->watch_len);
+    if (memcmp(w->watch_last, watched(d), d->watch_len) == 0) return;
+    memcpy(w->watch_last, watched(d), d->watch_len);
     Launch *l = w->launch;
     std::lock_guard<std::mutex> g(l->error_lock);
     ++l->watch_changes;
@@ -920,7 +924,7 @@ bool prepare_launch(Worker *w, Launch *l) {
     w->watching = d->watch_addr != 0 && d->watch_len != 0 && d->watch_len <= sizeof w->watch_last;
     rk_cur.watch = w->watching;
     if (w->watching)
-        memcpy(w->watch_last, reinterpret_cast<const void *>(static_cast<uintptr_t>(d->watch_addr)), d->watch_len);
+        memcpy(w->watch_last, watched(d), d->watch_len);
     rk_cur.dyn_shared_bytes = d->shared_bytes;
     w->dyn_shared = nullptr;
     w->dyn_shared_guarded = d->checked != 0;
