@@ -101,6 +101,19 @@ const ASSIGN_OPS: &[&str] = &[
     "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=",
 ];
 
+/// Words that can precede a name in an expression, so `word name =` or `word name[` is no
+/// declaration.
+const NOT_TYPES: &[&str] = &[
+    "return",
+    "else",
+    "do",
+    "case",
+    "goto",
+    "throw",
+    "sizeof",
+    "co_return",
+];
+
 /// Words that start an expression statement, never a declaration.
 const EXPR_WORDS: &[&str] = &[
     "delete",
@@ -1188,13 +1201,8 @@ impl Gen<'_, '_> {
                 else {
                     unreachable!("lockstep_loop checked it")
                 };
-                let src = self.src;
-                self.push(&format!(
-                    "\n{{ rk::scope rk_sc(rkr);\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
-                    src.text(init.0, init.1),
-                    src.text(cond.0, cond.1),
-                    src.text(inc.0, inc.1)
-                ));
+                let head = self.for_head(*init, *cond, *inc);
+                self.push(&format!("\n{{ rk::scope rk_sc(rkr);{head}"));
                 self.branch(body)?;
                 self.push("\n}\n}");
                 i += 1;
@@ -1207,6 +1215,17 @@ impl Gen<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// `for (init cond; inc) {` of a loop the wave runs once, opening the scope of one iteration.
+    fn for_head(&self, init: (usize, usize), cond: (usize, usize), inc: (usize, usize)) -> String {
+        let src = self.src;
+        format!(
+            "\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
+            src.text(init.0, init.1),
+            src.text(cond.0, cond.1),
+            src.text(inc.0, inc.1)
+        )
     }
 
     /// A loop without barriers that every lane runs alike (see [`Gen::uniform_for`]), with no
@@ -1481,11 +1500,9 @@ impl Gen<'_, '_> {
         if let (Some(i), Some(c), Some(n)) = (init, cond, inc) {
             if self.uniform_for(i, c, n, body)? {
                 let d = self.loops;
+                let head = self.for_head(i, c, n);
                 self.push(&format!(
-                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save();\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
-                    src.text(i.0, i.1),
-                    src.text(c.0, c.1),
-                    src.text(n.0, n.1)
+                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save();{head}"
                 ));
                 if exits {
                     self.push(&format!(
@@ -1770,8 +1787,16 @@ fn join_words(words: &[&str]) -> String {
 // ---------------------------------------------------------------------------------------------
 // The translation unit.
 
-/// Function definitions (name → body token range) anywhere in the unit.
-fn function_bodies(src: &Src) -> Vec<(String, usize, usize)> {
+/// A function definition: its name, the `(` opening its parameters, and its body's tokens
+/// (between the braces).
+struct FnBody {
+    name: String,
+    params_open: usize,
+    body: (usize, usize),
+}
+
+/// Function definitions anywhere in the unit.
+fn function_bodies(src: &Src) -> Vec<FnBody> {
     let mut out = Vec::new();
     for i in 0..src.toks.len() {
         if !src.is(i, "{") {
@@ -1813,7 +1838,11 @@ fn function_bodies(src: &Src) -> Vec<(String, usize, usize)> {
             continue;
         }
         if let Some(close) = src.close(i) {
-            out.push((name.to_string(), i + 1, close));
+            out.push(FnBody {
+                name: name.to_string(),
+                params_open: open,
+                body: (i + 1, close),
+            });
         }
     }
     out
@@ -1821,12 +1850,15 @@ fn function_bodies(src: &Src) -> Vec<(String, usize, usize)> {
 
 /// Names of functions that wait for other threads (contain a barrier or collective, directly or
 /// through calls), other than the collectives the rewrite handles itself.
-fn waiting_functions(src: &Src, bodies: &[(String, usize, usize)]) -> BTreeSet<String> {
+fn waiting_functions(src: &Src, bodies: &[FnBody]) -> BTreeSet<String> {
     let mut waiting: BTreeSet<String> = RUNTIME_WAITS.iter().map(|s| s.to_string()).collect();
     waiting.extend(COLLECTIVES.iter().map(|s| s.to_string()));
     loop {
         let mut grew = false;
-        for (name, a, b) in bodies {
+        for FnBody {
+            name, body: (a, b), ..
+        } in bodies
+        {
             if waiting.contains(name) {
                 continue;
             }
@@ -1846,15 +1878,14 @@ fn waiting_functions(src: &Src, bodies: &[(String, usize, usize)]) -> BTreeSet<S
 }
 
 /// Names of functions that read any of `words` (members of `rk_cur`), directly or through calls.
-fn reading_functions(
-    src: &Src,
-    bodies: &[(String, usize, usize)],
-    words: &[&str],
-) -> BTreeSet<String> {
+fn reading_functions(src: &Src, bodies: &[FnBody], words: &[&str]) -> BTreeSet<String> {
     let mut readers: BTreeSet<String> = BTreeSet::new();
     loop {
         let mut grew = false;
-        for (name, a, b) in bodies {
+        for FnBody {
+            name, body: (a, b), ..
+        } in bodies
+        {
             if readers.contains(name) {
                 continue;
             }
@@ -2174,7 +2205,7 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
             src.is(j, name)
                 && src.is(j + 1, "[")
                 && src.ident(j - 1)
-                && !matches!(src.t(j - 1), "return" | "sizeof" | "case" | "else" | "do")
+                && !NOT_TYPES.contains(&src.t(j - 1))
         })
     };
     for i in ba..bb {
@@ -2227,10 +2258,7 @@ fn interleaving_free(src: &Src, def: &KernelDef) -> bool {
             if i > ba && matches!(src.t(i - 1), "." | "->") {
                 continue;
             }
-            if i > ba
-                && src.ident(i - 1)
-                && !matches!(src.t(i - 1), "return" | "case" | "else" | "do" | "sizeof")
-            {
+            if i > ba && src.ident(i - 1) && !NOT_TYPES.contains(&src.t(i - 1)) {
                 continue; // its declaration
             }
             // After the name: subscripts, then what is done with the element.
@@ -2405,18 +2433,6 @@ struct Helper {
     free: BTreeSet<String>,
 }
 
-/// Words that can precede a name in an expression, so `word name =` is no declaration.
-const NOT_TYPES: &[&str] = &[
-    "return",
-    "else",
-    "do",
-    "case",
-    "goto",
-    "throw",
-    "sizeof",
-    "co_return",
-];
-
 /// Names a token range declares (`type name =`, `type name;`, `type name,` `type name[`), by
 /// the shape around them: enough to tell whether inlining could capture a name.
 fn declared_names(src: &Src, a: usize, b: usize) -> BTreeSet<String> {
@@ -2440,23 +2456,14 @@ fn declared_names(src: &Src, a: usize, b: usize) -> BTreeSet<String> {
         .collect()
 }
 
-/// The helper whose body is the braces at [open, close], if it has the shape [`Helper`] needs.
-fn helper_at(src: &Src, open: usize, close: usize) -> Option<Helper> {
-    let mut k = open;
-    while k > 0 && matches!(src.t(k - 1), "const" | "noexcept") {
-        k -= 1;
+/// The helper defined by `f`, if it has the shape [`Helper`] needs.
+fn helper_at(src: &Src, f: &FnBody) -> Option<Helper> {
+    let popen = f.params_open;
+    let pclose = src.close(popen)?;
+    if (pclose + 1..f.body.0 - 1).any(|j| !matches!(src.t(j), "const" | "noexcept")) {
+        return None; // `override`, `final`: a member function
     }
-    let pclose = k.checked_sub(1).filter(|&j| src.is(j, ")"))?;
-    let mut depth = 0i32;
-    let popen = (0..=pclose).rev().find(|&j| {
-        match src.t(j) {
-            ")" => depth += 1,
-            "(" => depth -= 1,
-            _ => {}
-        }
-        depth == 0
-    })?;
-    let name = popen.checked_sub(1).filter(|&j| src.ident(j))?;
+    let name = popen - 1;
     // The return type: names, `::` and `*` back to a boundary; storage words dropped.
     let mut r = name;
     while r > 0 && (src.ident(r - 1) || matches!(src.t(r - 1), "::" | "*")) {
@@ -2500,7 +2507,7 @@ fn helper_at(src: &Src, open: usize, close: usize) -> Option<Helper> {
     }
     let ret = (ret_words != ["void"]).then(|| ret_words.join(" "));
     // The body: no `static` locals or `goto`; one `return` at the end.
-    let (a, b) = (open + 1, close);
+    let (a, b) = f.body;
     if (a..b).any(|j| matches!(src.t(j), "static" | "goto" | "__rk_kernel__")) {
         return None;
     }
@@ -2560,14 +2567,14 @@ fn inline_waiting_calls(text: &str) -> Option<String> {
         let bodies = function_bodies(&src);
         let waiting = waiting_functions(&src, &bodies);
         let mut helpers: BTreeMap<&str, Option<Helper>> = BTreeMap::new();
-        for (name, a, b) in &bodies {
-            if !waiting.contains(name) {
+        for f in &bodies {
+            if !waiting.contains(&f.name) {
                 continue;
             }
             // Overloads (two bodies of one name) stay calls.
-            let h = helpers.contains_key(name.as_str());
-            let parsed = if h { None } else { helper_at(&src, a - 1, *b) };
-            helpers.insert(name.as_str(), parsed);
+            let overloaded = helpers.contains_key(f.name.as_str());
+            let parsed = if overloaded { None } else { helper_at(&src, f) };
+            helpers.insert(f.name.as_str(), parsed);
         }
         let (defs, _) = kernel_defs(&src);
         // (byte position, bytes replaced, new text)
