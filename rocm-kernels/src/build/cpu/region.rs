@@ -2626,20 +2626,11 @@ fn inline_waiting_calls(text: &str) -> Option<String> {
                     st -= 1;
                 }
                 // And its end: the `;` closing it.
-                let mut end = close + 1;
-                let mut d = 0i32;
-                while end < bb && !(d == 0 && src.is(end, ";")) {
-                    match src.t(end) {
-                        "(" | "[" | "{" => d += 1,
-                        ")" | "]" | "}" => d -= 1,
-                        _ => {}
-                    }
-                    if d < 0 {
-                        break;
-                    }
-                    end += 1;
-                }
-                if end >= bb || !src.is(end, ";") {
+                let Ok(past) = (Parser { src: &src }).simple_end(close + 1) else {
+                    continue;
+                };
+                let end = past - 1;
+                if end >= bb {
                     continue;
                 }
                 if !ok
