@@ -16,15 +16,22 @@ export ROCM_BANDWIDTH_N="${ROCM_BANDWIDTH_N:-67108864}"
 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>/dev/null \
   | sed 's/^/gpu: /' || echo "gpu: nvidia-smi not available"
 status=0
+# A binary with a file in filters/ runs once per filter line (libtest takes one filter a run).
 for bin in "$dir"/bin/*; do
   name="$(basename "$bin")"
-  echo "==> $name"
-  if ! "$bin" --test-threads 1 >"$out/$name.log" 2>&1; then
-    status=1
-    tail -n 40 "$out/$name.log"
-  else
-    grep -E "^test result" "$out/$name.log" || tail -n 3 "$out/$name.log"
-  fi
+  filters=("")
+  [ -f "$dir/filters/$name" ] && mapfile -t filters < "$dir/filters/$name"
+  for filter in "${filters[@]}"; do
+    log="$out/$name${filter:+-${filter%::}}.log"
+    echo "==> $name${filter:+ $filter}"
+    # shellcheck disable=SC2086
+    if ! "$bin" --test-threads 1 $filter >"$log" 2>&1; then
+      status=1
+      tail -n 40 "$log"
+    else
+      grep -E "^test result" "$log" || tail -n 3 "$log"
+    fi
+  done
 done
 python3 - "$out/events.jsonl" <<'PY'
 import json, sys, collections

@@ -14,6 +14,7 @@ pub mod build_manifest;
 pub mod code_object;
 pub mod detect;
 pub mod embedded;
+pub mod headers;
 pub mod home;
 pub mod nvcc;
 pub mod process;

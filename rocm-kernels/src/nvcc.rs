@@ -24,9 +24,11 @@ pub struct Nvcc {
 /// Where [`find_nvcc`] looked, for the error message when nothing was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "nvcc was not found (looked in: {}). Install the CUDA toolkit, or \
-     `pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-cccl nvidia-nvvm` matching your driver, \
-     or set NVCC=/path/to/nvcc; `cargo rocm doctor --backend nvidia` checks the setup",
+    "nvcc was not found (looked in: {}). Install the CUDA toolkit, or its pip wheels pinned to \
+     the CUDA release your driver supports (for a 13.0 driver: `pip install \"nvidia-cuda-nvcc==13.0.*\" \
+     \"nvidia-cuda-crt==13.0.*\" \"nvidia-cuda-cccl==13.0.*\" \"nvidia-nvvm==13.0.*\" \
+     \"nvidia-cuda-runtime==13.0.*\"`), or set NVCC=/path/to/nvcc; \
+     `cargo rocm doctor --backend nvidia` checks the setup and prints the line for this machine",
     searched.join(", ")
 )]
 pub struct NvccNotFound {
@@ -110,6 +112,98 @@ pub fn cuda_include_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf>
     dirs
 }
 
+/// The pip wheels of a CUDA toolkit that must come from the same CUDA release as nvcc: their
+/// headers and tools are used together in one compile.
+const TOOLKIT_WHEELS: &[&str] = &[
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-cccl",
+    "nvidia-nvvm",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-nvrtc",
+];
+
+/// A pip wheel installed beside a pip nvcc (in the same `site-packages`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wheel {
+    /// `nvidia-cuda-runtime` (a `-cu12` suffix is kept as installed).
+    pub name: String,
+    /// `13.5.37`.
+    pub version: String,
+}
+
+/// The CUDA toolkit wheels installed in the `site-packages` that holds `nvcc`
+/// (`<site>/nvidia/cu13/bin/nvcc`, `<site>/nvidia/cuda_nvcc/bin/nvcc`); empty for nvcc from a
+/// toolkit install.
+pub fn sibling_wheels(nvcc: &Path) -> Vec<Wheel> {
+    let Some(site) = nvcc.ancestors().nth(4).filter(|site| {
+        nvcc.parent().and_then(Path::file_name) == Some("bin".as_ref())
+            && nvcc.ancestors().nth(3).and_then(Path::file_name) == Some("nvidia".as_ref())
+            && site.is_dir()
+    }) else {
+        return Vec::new();
+    };
+    let mut wheels: Vec<Wheel> = std::fs::read_dir(site)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (package, version) = name.strip_suffix(".dist-info")?.split_once('-')?;
+            let package = package.replace('_', "-").to_ascii_lowercase();
+            let base = package.strip_suffix("-cu12").unwrap_or(&package);
+            TOOLKIT_WHEELS.contains(&base).then(|| Wheel {
+                name: package.clone(),
+                version: version.to_owned(),
+            })
+        })
+        .collect();
+    wheels.sort_by(|a, b| a.name.cmp(&b.name));
+    wheels
+}
+
+/// The toolkit wheels beside `nvcc` whose CUDA release (major.minor) is not nvcc's: pip resolves
+/// an unpinned dependency to the newest release, and a newer `nvidia-cuda-runtime`'s headers make
+/// kernels fail in ptxas (`Unresolved extern function '__nv_activemask_impl'`).
+pub fn mismatched_wheels(nvcc: &Nvcc) -> Vec<Wheel> {
+    let Some(release) = nvcc.version.as_deref().map(major_minor) else {
+        return Vec::new();
+    };
+    sibling_wheels(&nvcc.path)
+        .into_iter()
+        .filter(|w| major_minor(&w.version) != release)
+        .collect()
+}
+
+/// `13.0` of `13.0.88`.
+pub fn major_minor(version: &str) -> String {
+    version.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// The pip command that installs a complete, consistent CUDA toolkit for `release` (`13.0`):
+/// every wheel pinned to that release, the CUDA runtime's headers included (left unpinned, pip
+/// takes the newest runtime, whose headers break ptxas of an older nvcc).
+pub fn pip_install_line(release: &str) -> String {
+    let major = release.split('.').next().unwrap_or("13");
+    let names: Vec<String> = if major == "12" {
+        [
+            "nvidia-cuda-nvcc",
+            "nvidia-cuda-runtime",
+            "nvidia-cuda-nvrtc",
+        ]
+        .iter()
+        .map(|n| format!("{n}-cu12"))
+        .collect()
+    } else {
+        TOOLKIT_WHEELS.iter().map(|n| n.to_string()).collect()
+    };
+    let pins: Vec<String> = names
+        .iter()
+        .map(|n| format!("\"{n}=={release}.*\""))
+        .collect();
+    format!("pip install {}", pins.join(" "))
+}
+
 /// `13.0.88` from the last line of `nvcc --version` (`Cuda compilation tools, release 13.0, V13.0.88`).
 pub fn nvcc_version(nvcc: &Path) -> Option<String> {
     let out = Command::new(nvcc).arg("--version").output().ok()?;
@@ -123,9 +217,12 @@ pub fn parse_nvcc_version(text: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
-/// The folder holding the HIP-on-CUDA header (`hip/hip_runtime.h`) shipped in this crate.
+/// The folder holding the HIP-on-CUDA header (`hip/hip_runtime.h`) shipped in this crate: the
+/// source tree's, or the embedded copy written out where the source tree is absent
+/// ([`crate::headers::nvidia_dir`]).
 pub fn header_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("include/nvidia")
+    crate::headers::nvidia_dir()
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("include/nvidia"))
 }
 
 /// What to compile: one source for one architecture.
@@ -326,6 +423,56 @@ ptxas info    : Used 10 registers, used 1 barriers, 400 bytes smem
             ),
             (24, 16, 12)
         );
+    }
+
+    #[test]
+    fn wheels_beside_a_pip_nvcc_are_compared_with_its_release() {
+        let site = tempfile::tempdir().unwrap();
+        let bin = site.path().join("nvidia/cu13/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("nvcc"), "").unwrap();
+        for d in [
+            "nvidia_cuda_nvcc-13.0.88.dist-info",
+            "nvidia_cuda_crt-13.0.88.dist-info",
+            "nvidia_cuda_runtime-13.5.37.dist-info",
+            "nvidia_cublas-13.1.0.3.dist-info",
+            "numpy-2.0.0.dist-info",
+        ] {
+            std::fs::create_dir(site.path().join(d)).unwrap();
+        }
+        let nvcc = Nvcc {
+            path: bin.join("nvcc"),
+            version: Some("13.0.88".into()),
+            found_by: "test".into(),
+        };
+        let names: Vec<String> = sibling_wheels(&nvcc.path)
+            .into_iter()
+            .map(|w| format!("{}={}", w.name, w.version))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "nvidia-cuda-crt=13.0.88",
+                "nvidia-cuda-nvcc=13.0.88",
+                "nvidia-cuda-runtime=13.5.37"
+            ]
+        );
+        assert_eq!(
+            mismatched_wheels(&nvcc),
+            [Wheel {
+                name: "nvidia-cuda-runtime".into(),
+                version: "13.5.37".into()
+            }]
+        );
+        // A toolkit install has no wheels to compare.
+        assert!(sibling_wheels(Path::new("/usr/local/cuda/bin/nvcc")).is_empty());
+        assert_eq!(
+            pip_install_line("13.0"),
+            "pip install \"nvidia-cuda-nvcc==13.0.*\" \"nvidia-cuda-crt==13.0.*\" \
+             \"nvidia-cuda-cccl==13.0.*\" \"nvidia-nvvm==13.0.*\" \"nvidia-cuda-runtime==13.0.*\" \
+             \"nvidia-cuda-nvrtc==13.0.*\""
+        );
+        assert!(pip_install_line("12.8").contains("\"nvidia-cuda-runtime-cu12==12.8.*\""));
     }
 
     #[test]

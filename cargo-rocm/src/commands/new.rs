@@ -169,8 +169,122 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
             }
         ),
     );
+    join_workspace(&dest_abs, &name, out)?;
     out.status("Next", format!("cd {} && cargo rocm test", dest.display()));
     Ok(exit::OK)
+}
+
+/// The manifest of the workspace `dir` would belong to: the nearest `Cargo.toml` above it with a
+/// `[workspace]` table (cargo's own search).
+fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().skip(1).find_map(|a| {
+        let manifest = a.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).ok()?;
+        let doc: toml_edit::DocumentMut = text.parse().ok()?;
+        doc.get("workspace")
+            .is_some_and(|w| w.is_table_like())
+            .then_some(manifest)
+    })
+}
+
+/// How the new crate at `rel` (relative to the workspace root, `/`-separated) relates to the
+/// workspace's `members` and `exclude` lists.
+#[derive(Debug, PartialEq, Eq)]
+enum Membership {
+    /// Already a member through a `members` entry or glob.
+    Member,
+    /// Left out by `exclude`: it builds as its own workspace.
+    Excluded,
+    /// Neither: cargo refuses to build it until one is added.
+    Outside,
+}
+
+fn membership(workspace: &toml_edit::Table, rel: &str) -> Membership {
+    let list = |key: &str| -> Vec<String> {
+        workspace
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(|s| s.trim_end_matches('/').to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let under = |entry: &str| rel == entry || rel.starts_with(&format!("{entry}/"));
+    if list("exclude").iter().any(|e| under(e)) {
+        return Membership::Excluded;
+    }
+    let matches = |m: &String| {
+        m == rel || glob::Pattern::new(m).is_ok_and(|p| p.matches_with(rel, glob_options()))
+    };
+    if list("members").iter().any(matches) {
+        Membership::Member
+    } else {
+        Membership::Outside
+    }
+}
+
+/// Cargo matches member globs path component by component.
+fn glob_options() -> glob::MatchOptions {
+    glob::MatchOptions {
+        require_literal_separator: true,
+        ..Default::default()
+    }
+}
+
+/// Makes the crate at `crate_dir` a member of the workspace it sits in, as `cargo new` does, so
+/// it builds there. Where the workspace manifest cannot be changed, the error says exactly what
+/// to add; the crate's files are kept either way.
+fn join_workspace(crate_dir: &Path, name: &str, out: &Output) -> anyhow::Result<()> {
+    let Some(manifest) = enclosing_workspace(crate_dir) else {
+        return Ok(());
+    };
+    let root = manifest.parent().expect("a manifest has a folder");
+    let rel = crate_dir
+        .strip_prefix(root)
+        .expect("the workspace is an ancestor")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    let by_hand = |why: String| {
+        exit::coded(
+            exit::INPUT,
+            format!(
+                "created `{name}` at {}, but {why}: add \"{rel}\" to `members` (or to `exclude`) \
+                 under [workspace] in {} before building it",
+                crate_dir.display(),
+                manifest.display()
+            ),
+        )
+    };
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| by_hand(format!("the workspace manifest cannot be read ({e})")))?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| by_hand(format!("the workspace manifest does not parse ({e})")))?;
+    let workspace = doc["workspace"]
+        .as_table_mut()
+        .ok_or_else(|| by_hand("its [workspace] is not a plain table".to_owned()))?;
+    match membership(workspace, &rel) {
+        Membership::Member | Membership::Excluded => return Ok(()),
+        Membership::Outside => {}
+    }
+    let members = workspace
+        .entry("members")
+        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()));
+    let Some(array) = members.as_array_mut() else {
+        return Err(by_hand("its `members` is not a list".to_owned()));
+    };
+    array.push(rel.as_str());
+    std::fs::write(&manifest, doc.to_string())
+        .map_err(|e| by_hand(format!("the workspace manifest cannot be written ({e})")))?;
+    out.status(
+        "Adding",
+        format!("`{name}` as member of workspace at {}", root.display()),
+    );
+    Ok(())
 }
 
 /// Cargo's rules for a package name, as far as they matter here.
@@ -275,6 +389,20 @@ mod tests {
             "../.."
         );
         assert_eq!(dep_path(Path::new("/tmp/k"), c), "/src/cargo-rocm");
+    }
+
+    #[test]
+    fn workspace_membership_follows_members_globs_and_exclude() {
+        let ws: toml_edit::DocumentMut =
+            "[workspace]\nmembers = [\"crates/*\", \"tools/x\"]\nexclude = [\"vendor\"]\n"
+                .parse()
+                .unwrap();
+        let ws = ws["workspace"].as_table().unwrap();
+        assert_eq!(membership(ws, "crates/k"), Membership::Member);
+        assert_eq!(membership(ws, "tools/x"), Membership::Member);
+        assert_eq!(membership(ws, "crates/a/b"), Membership::Outside);
+        assert_eq!(membership(ws, "vendor/k"), Membership::Excluded);
+        assert_eq!(membership(ws, "k"), Membership::Outside);
     }
 
     #[test]

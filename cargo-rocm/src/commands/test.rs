@@ -143,6 +143,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
         // Build first, so a compile error is told apart from a failing trial (cargo says 101 for both).
         let status = Command::new(&cargo)
             .args(&base)
+            .envs(build_env(&args))
             .arg("--no-run")
             .stdout(child_stdout(&args))
             .status()
@@ -157,7 +158,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
             ));
         }
         let mut cmd = Command::new(&cargo);
-        cmd.args(&base).arg("--no-fail-fast");
+        cmd.args(&base).envs(build_env(&args)).arg("--no-fail-fast");
         if !args.args.is_empty() {
             cmd.arg("--").args(&args.args);
         }
@@ -295,6 +296,17 @@ fn cargo_test_args(
     a
 }
 
+/// What the kernel builds see: `--backend` also limits the backends the build scripts compile
+/// for (`ROCM_BACKENDS`), so a broken compiler of a backend not asked for cannot fail the build.
+/// Both cargo invocations get it, or the second would rebuild.
+fn build_env(args: &TestArgs) -> Vec<(&'static str, String)> {
+    if args.backend.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
+    vec![(rocm_kernels::build::ENV_BACKENDS, list.join(","))]
+}
+
 /// The `ROCM_TEST_*` variables that carry our options to the harnesses.
 fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     let join = |v: &[Backend]| v.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(",");
@@ -387,6 +399,8 @@ mod tests {
         assert!(env.contains(&("ROCM_TEST_WAVE_SIZE", "32".into())));
         assert!(env.contains(&("ROCM_TEST_SEED", "0x2a".into())));
         assert!(env.contains(&("ROCM_TEST_CASES", "4".into())));
+        assert_eq!(build_env(&a), [("ROCM_BACKENDS", "cpu".to_owned())]);
+        assert!(build_env(&parse(&[])).is_empty());
     }
 
     #[test]

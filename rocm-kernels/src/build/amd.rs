@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use super::cache::{self, Hasher, Record, VersionCache};
+use super::cache::{self, Hasher, ProbeCache, Record};
 use super::diagnostics;
 use super::error::{BuildError, CompileFailure};
 use super::settings::processor;
@@ -58,14 +58,7 @@ pub(crate) fn check_targets(
 }
 
 fn unsupported(toolchain: &ToolchainInfo, target: &str) -> BuildError {
-    let name = match &toolchain.version {
-        Some(v) => format!(
-            "{} (ROCm {v}) at {}",
-            toolchain.name,
-            toolchain.root.display()
-        ),
-        None => format!("{} at {}", toolchain.name, toolchain.root.display()),
-    };
+    let name = describe_toolchain(toolchain);
     let covered = if toolchain.device_lib_targets.is_empty() {
         "an unknown set of targets".to_string()
     } else {
@@ -75,6 +68,99 @@ fn unsupported(toolchain: &ToolchainInfo, target: &str) -> BuildError {
         target: target.to_string(),
         toolchain: name,
         covered,
+    }
+}
+
+/// Fails when `compiler` lacks a program it runs (`clang-offload-bundler`, `ld.lld`), naming
+/// what is missing and the package that provides it.
+pub(crate) fn check_complete(
+    toolchain: &ToolchainInfo,
+    compiler: &CompilerInfo,
+) -> Result<(), BuildError> {
+    if compiler.missing.is_empty() {
+        return Ok(());
+    }
+    Err(BuildError::IncompleteCompiler {
+        toolchain: describe_toolchain(toolchain),
+        details: format!(
+            "{}: {}",
+            compiler.path.display(),
+            compiler
+                .missing
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        fix: fixes(std::slice::from_ref(compiler)),
+    })
+}
+
+/// The first complete compiler of `toolchain` (they are in order of preference), or why none is.
+pub(crate) fn choose_compiler(toolchain: &ToolchainInfo) -> Result<CompilerInfo, BuildError> {
+    if let Some(c) = toolchain.compilers.iter().find(|c| c.missing.is_empty()) {
+        return Ok(c.clone());
+    }
+    if toolchain.compilers.is_empty() {
+        return Err(BuildError::ToolchainNotFound {
+            searched: format!(
+                "the toolchain at {} has no HIP compiler",
+                toolchain.root.display()
+            ),
+        });
+    }
+    let details: Vec<String> = toolchain
+        .compilers
+        .iter()
+        .map(|c| {
+            format!(
+                "  {}: {}",
+                c.path.display(),
+                c.missing
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    Err(BuildError::IncompleteCompiler {
+        toolchain: describe_toolchain(toolchain),
+        details: format!(
+            "every HIP compiler lacks a program it runs:\n{}",
+            details.join("\n")
+        ),
+        fix: fixes(&toolchain.compilers),
+    })
+}
+
+/// One line that installs what the compilers lack: the Debian/Ubuntu packages where known.
+fn fixes(compilers: &[CompilerInfo]) -> String {
+    let mut packages: Vec<&str> = Vec::new();
+    let mut other: Vec<String> = Vec::new();
+    for m in compilers.iter().flat_map(|c| &c.missing) {
+        match &m.package {
+            Some(p) if !packages.contains(&p.as_str()) => packages.push(p),
+            Some(_) => {}
+            None => other.push(m.fix()),
+        }
+    }
+    let mut parts = Vec::new();
+    if !packages.is_empty() {
+        parts.push(format!("sudo apt-get install {}", packages.join(" ")));
+    }
+    parts.extend(other);
+    parts.join("; or ")
+}
+
+fn describe_toolchain(toolchain: &ToolchainInfo) -> String {
+    match &toolchain.version {
+        Some(v) => format!(
+            "{} (ROCm {v}) at {}",
+            toolchain.name,
+            toolchain.root.display()
+        ),
+        None => format!("{} at {}", toolchain.name, toolchain.root.display()),
     }
 }
 
@@ -116,8 +202,8 @@ impl AmdCompiler {
         version_cache: &Path,
         env: Vec<(String, String)>,
     ) -> Result<AmdCompiler, BuildError> {
-        let version = VersionCache::get_or_run(version_cache, &compiler.path, || {
-            query_version(&compiler.path)
+        let version = ProbeCache::get_or_run(version_cache, &compiler.path, "version", || {
+            query_version(&compiler.path).map(|v| (v, Vec::new()))
         })?;
         Ok(AmdCompiler {
             compiler,
@@ -363,6 +449,7 @@ mod tests {
             compiler: CompilerInfo {
                 hipcc: false,
                 path: "/usr/bin/clang++-19".into(),
+                missing: vec![],
             },
             version: "clang 19".into(),
             toolchain: debian(),

@@ -292,53 +292,73 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BuildError> 
     std::fs::rename(&tmp, path).map_err(|e| BuildError::io("cannot write", path, e))
 }
 
-/// `--version` outputs of compilers, cached by (path, size, mtime) in a JSON file under OUT_DIR.
+/// What a compiler answered (`--version`, the programs it lacks), cached in a JSON file under
+/// OUT_DIR by the compiler's path and (size, mtime), and by the stats of any other paths the
+/// answer depends on (the folder where a missing program would be installed): a build script that
+/// reruns with nothing to compile starts no compiler.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct VersionCache {
-    entries: Vec<VersionEntry>,
+pub(crate) struct ProbeCache {
+    entries: Vec<ProbeEntry>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct VersionEntry {
+struct ProbeEntry {
     path: PathBuf,
+    question: String,
     #[serde(flatten)]
     stat: Stat,
-    version: String,
+    #[serde(default)]
+    watched: Vec<(PathBuf, Option<Stat>)>,
+    answer: String,
 }
 
-impl VersionCache {
-    /// The compiler's version, from the cache file when the compiler binary is unchanged, else by
-    /// calling `run` (which starts the compiler) and storing the answer.
+impl ProbeCache {
+    /// The answer to `question` for `compiler`, from the cache file when the compiler binary and
+    /// the paths the stored answer depends on are unchanged, else by calling `run` (which starts
+    /// the compiler and returns its answer and the paths it depends on) and storing the answer.
     pub(crate) fn get_or_run(
         file: &Path,
         compiler: &Path,
-        run: impl FnOnce() -> Result<String, BuildError>,
+        question: &str,
+        run: impl FnOnce() -> Result<(String, Vec<PathBuf>), BuildError>,
     ) -> Result<String, BuildError> {
         let stat = Stat::of(compiler).map_err(|e| BuildError::CompilerSpawn {
             program: compiler.display().to_string(),
             source: e,
         })?;
-        let mut cache: VersionCache = std::fs::read_to_string(file)
+        let mut cache: ProbeCache = std::fs::read_to_string(file)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        if let Some(e) = cache
-            .entries
-            .iter()
-            .find(|e| e.path == compiler && e.stat == stat)
-        {
-            return Ok(e.version.clone());
+        if let Some(e) = cache.entries.iter().find(|e| {
+            e.path == compiler
+                && e.question == question
+                && e.stat == stat
+                && e.watched.iter().all(|(p, st)| Stat::of(p).ok() == *st)
+        }) {
+            return Ok(e.answer.clone());
         }
-        let version = run()?;
-        cache.entries.retain(|e| e.path != compiler);
-        cache.entries.push(VersionEntry {
+        let (answer, watch) = run()?;
+        let watched: Vec<(PathBuf, Option<Stat>)> = watch
+            .into_iter()
+            .map(|p| {
+                let st = Stat::of(&p).ok();
+                (p, st)
+            })
+            .collect();
+        cache
+            .entries
+            .retain(|e| !(e.path == compiler && e.question == question));
+        cache.entries.push(ProbeEntry {
             path: compiler.to_path_buf(),
+            question: question.to_owned(),
             stat,
-            version: version.clone(),
+            watched,
+            answer: answer.clone(),
         });
-        let text = serde_json::to_string_pretty(&cache).expect("version cache serializes");
+        let text = serde_json::to_string_pretty(&cache).expect("probe cache serializes");
         write_atomic(file, text.as_bytes())?;
-        Ok(version)
+        Ok(answer)
     }
 }
 
@@ -417,17 +437,39 @@ mod tests {
     }
 
     #[test]
-    fn version_is_cached_by_compiler_stat() {
+    fn answers_are_cached_by_compiler_stat_and_the_paths_they_depend_on() {
         let dir = tempfile::tempdir().unwrap();
         let compiler = dir.path().join("clang++");
         std::fs::write(&compiler, "binary v1").unwrap();
-        let file = dir.path().join("versions.json");
-        let v = VersionCache::get_or_run(&file, &compiler, || Ok("clang 19".into())).unwrap();
+        let file = dir.path().join("probes.json");
+        let ask = |answer: &'static str| {
+            move || -> Result<(String, Vec<PathBuf>), BuildError> { Ok((answer.into(), vec![])) }
+        };
+        let v = ProbeCache::get_or_run(&file, &compiler, "version", ask("clang 19")).unwrap();
         assert_eq!(v, "clang 19");
-        let v = VersionCache::get_or_run(&file, &compiler, || panic!("must not run")).unwrap();
+        let v =
+            ProbeCache::get_or_run(&file, &compiler, "version", || panic!("must not run")).unwrap();
         assert_eq!(v, "clang 19");
+        // Another question about the same compiler is asked, and kept beside the first.
+        let tools = dir.path().join("bin");
+        std::fs::create_dir(&tools).unwrap();
+        let watched = tools.clone();
+        let v = ProbeCache::get_or_run(&file, &compiler, "missing", move || {
+            Ok(("bundler".into(), vec![watched]))
+        })
+        .unwrap();
+        assert_eq!(v, "bundler");
+        let v =
+            ProbeCache::get_or_run(&file, &compiler, "version", || panic!("must not run")).unwrap();
+        assert_eq!(v, "clang 19");
+        // A path the answer depends on changes: asked again.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::write(tools.join("clang-offload-bundler"), "").unwrap();
+        let v = ProbeCache::get_or_run(&file, &compiler, "missing", ask("")).unwrap();
+        assert_eq!(v, "");
+        // A new compiler binary: asked again.
         std::fs::write(&compiler, "binary v2 (longer)").unwrap();
-        let v = VersionCache::get_or_run(&file, &compiler, || Ok("clang 20".into())).unwrap();
+        let v = ProbeCache::get_or_run(&file, &compiler, "version", ask("clang 20")).unwrap();
         assert_eq!(v, "clang 20");
     }
 

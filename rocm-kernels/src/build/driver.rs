@@ -12,6 +12,7 @@ use super::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use super::error::BuildError;
 use super::jobs;
 use super::nvidia::NvidiaCompiler;
+use super::probe;
 use super::report::{Log, Output};
 use super::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER};
 use super::source::{self, SourceFile};
@@ -80,6 +81,9 @@ impl Build {
         )?;
         let opts = self.options(env, &paths.crate_root);
 
+        // Backends nobody asked for (found on this machine) may be skipped with a warning when
+        // their compiler is broken; asked-for ones fail the build.
+        let optional = backend_origin == settings::Origin::Default;
         let amd = if backends.contains(&Backend::Amd) {
             let (targets, origin) =
                 settings::resolve_targets(&self.targets, env, &metadata, detect_gfx_targets)?;
@@ -100,14 +104,22 @@ impl Build {
                     ),
                 })?;
                 log.line(&format!("amd targets {} from {origin}", targets.join(",")));
-                let amd = self.prepare_amd(toolchain, env, targets, &paths)?;
-                log.line(&format!(
-                    "amd compiler {} ({}) rocm {}",
-                    amd.compiler.path.display(),
-                    amd.version,
-                    amd.toolchain.root.display()
-                ));
-                Some(amd)
+                match self.prepare_amd(toolchain, env, targets, &paths) {
+                    Ok(amd) => {
+                        log.line(&format!(
+                            "amd compiler {} ({}) rocm {}",
+                            amd.compiler.path.display(),
+                            amd.version,
+                            amd.toolchain.root.display()
+                        ));
+                        Some(amd)
+                    }
+                    Err(e @ BuildError::IncompleteCompiler { .. }) if optional => {
+                        skip_backend(out, &mut log, name, Backend::Amd, &e);
+                        None
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         } else {
             None
@@ -199,10 +211,10 @@ impl Build {
 
         let mut objects: Vec<ObjectOut> = Vec::new();
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
-        let mut first_error = None;
+        let mut errors: Vec<(Backend, BuildError)> = Vec::new();
         let results = results.into_iter().flat_map(|done| match done {
             Done::Nvidia(Ok(objects)) => objects.into_iter().map(|o| Done::Amd(Ok(o))).collect(),
-            Done::Nvidia(Err(e)) => vec![Done::Amd(Err(e))],
+            Done::Nvidia(Err(e)) => vec![Done::Nvidia(Err(e))],
             other => vec![other],
         });
         for done in results {
@@ -233,18 +245,50 @@ impl Build {
                     }
                     objects.push(o);
                 }
-                Done::Nvidia(_) => unreachable!("flattened above"),
-                Done::Cpu(Err(e), _) | Done::Amd(Err(e)) => {
-                    log.line(&format!(
-                        "failed {}",
-                        e.to_string().lines().next().unwrap_or("")
-                    ));
-                    first_error.get_or_insert(e);
+                Done::Nvidia(Ok(_)) => unreachable!("flattened above"),
+                Done::Cpu(Err(e), _) => errors.push((Backend::Cpu, e)),
+                Done::Amd(Err(e)) => errors.push((Backend::Amd, e)),
+                Done::Nvidia(Err(e)) => errors.push((Backend::Nvidia, e)),
+            }
+        }
+        for (backend, e) in &errors {
+            log.line(&format!(
+                "failed {backend} {}",
+                e.to_string().lines().next().unwrap_or("")
+            ));
+        }
+        out.flush_watches();
+        // A backend nobody asked for whose compiler fails on a one-line kernel too is broken
+        // itself: skip it rather than fail a build the user wants for another backend.
+        let mut amd = amd;
+        let mut nvidia = nvidia;
+        if optional {
+            for backend in [Backend::Amd, Backend::Nvidia] {
+                if !errors.iter().any(|(b, _)| *b == backend) {
+                    continue;
+                }
+                let probe_dir = paths.lib.join(format!("{backend}-probe"));
+                let probe = match backend {
+                    Backend::Amd => amd.as_ref().map(|c| probe::amd(c, &probe_dir)),
+                    _ => nvidia.as_ref().map(|c| probe::nvidia(c, &probe_dir)),
+                };
+                let _ = std::fs::remove_dir_all(&probe_dir);
+                if let Some(Err(broken)) = probe {
+                    let e = BuildError::BrokenCompiler {
+                        backend,
+                        source: Box::new(broken),
+                    };
+                    skip_backend(out, &mut log, name, backend, &e);
+                    errors.retain(|(b, _)| *b != backend);
+                    objects.retain(|o| o.backend != backend);
+                    match backend {
+                        Backend::Amd => amd = None,
+                        _ => nvidia = None,
+                    }
                 }
             }
         }
-        out.flush_watches();
-        if let Some(e) = first_error {
+        if let Some((_, e)) = errors.into_iter().next() {
             return Err(e);
         }
 
@@ -384,12 +428,17 @@ impl Build {
             .or_else(|| env.get(ENV_HIP_COMPILER).map(PathBuf::from));
         if let Some(path) = forced {
             let path = which(&path).unwrap_or(path);
-            tc.compilers.insert(0, CompilerInfo::from_path(path));
+            tc.compilers.insert(
+                0,
+                CompilerInfo::from_path(path, &state_dir.join("compiler-probes.json")),
+            );
         }
         Some(tc)
     }
 
-    /// Checks the targets against the toolchain and gets the compiler's version (cached).
+    /// Checks the targets against the toolchain, picks its first complete compiler (or the one
+    /// forced with `Build::compiler`/`ROCM_HIP_COMPILER`, which must be complete) and gets the
+    /// compiler's version (cached).
     fn prepare_amd(
         &self,
         toolchain: ToolchainInfo,
@@ -398,17 +447,14 @@ impl Build {
         paths: &Paths,
     ) -> Result<AmdCompiler, BuildError> {
         amd::check_targets(&toolchain, &targets)?;
-        let compiler =
-            toolchain
-                .compilers
-                .first()
-                .cloned()
-                .ok_or_else(|| BuildError::ToolchainNotFound {
-                    searched: format!(
-                        "the toolchain at {} has no HIP compiler",
-                        toolchain.root.display()
-                    ),
-                })?;
+        let forced = self.compiler.is_some() || env.get(ENV_HIP_COMPILER).is_some();
+        let compiler = match toolchain.compilers.first() {
+            Some(first) if forced => {
+                amd::check_complete(&toolchain, first)?;
+                first.clone()
+            }
+            _ => amd::choose_compiler(&toolchain)?,
+        };
         let mut fingerprint_env = Vec::new();
         if compiler.kind() == CompilerKind::Hipcc {
             for var in amd::HIPCC_ENV {
@@ -498,6 +544,15 @@ fn amd_kernels_of(object: &ObjectOut) -> Result<Vec<KernelGen>, BuildError> {
         }
     }
     Ok(out)
+}
+
+/// Warns that `backend` is left out of library `name`, and why.
+fn skip_backend(out: &mut Output, log: &mut Log, name: &str, backend: Backend, why: &BuildError) {
+    out.warn(&format!(
+        "the {backend} backend of `{name}` is skipped (it was not asked for; set ROCM_BACKENDS \
+         to make it required): {why}"
+    ));
+    log.line(&format!("skipped {backend} broken-compiler"));
 }
 
 fn validate_name(name: &str) -> Result<(), BuildError> {

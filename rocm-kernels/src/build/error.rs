@@ -117,6 +117,32 @@ pub enum BuildError {
     )]
     ToolchainNotFound { searched: String },
 
+    /// The toolchain's HIP compilers each lack a program they run (a Debian `clang++-19`
+    /// without `clang-tools-19` has no `clang-offload-bundler`).
+    #[error(
+        "the ROCm toolchain {toolchain} has no complete HIP compiler: {details}\n\
+         Fix: {fix}; `cargo rocm doctor --backend amd` checks the whole setup. To build \
+         without the amd backend, set ROCM_BACKENDS=cpu."
+    )]
+    IncompleteCompiler {
+        toolchain: String,
+        details: String,
+        fix: String,
+    },
+
+    /// A compiler that fails on a one-line kernel too: the compiler, not the kernel, is broken.
+    #[error(
+        "the {backend} compiler cannot build even a one-line kernel, so it is broken rather \
+         than your kernels: {source}\n\
+         Fix: `cargo rocm doctor --backend {backend}` names what is wrong; to build without \
+         this backend, set ROCM_BACKENDS=cpu."
+    )]
+    BrokenCompiler {
+        backend: Backend,
+        #[source]
+        source: Box<BuildError>,
+    },
+
     /// A gfx target the toolchain cannot compile for.
     #[error(
         "target `{target}` is not supported by the ROCm toolchain `{toolchain}`: its device \

@@ -34,6 +34,7 @@ mod driver;
 mod error;
 mod jobs;
 mod nvidia;
+mod probe;
 mod report;
 mod settings;
 mod source;
@@ -44,6 +45,7 @@ use std::time::Instant;
 
 pub use error::{BuildError, CompileFailure, Diagnostic};
 pub use nvidia::resources_path as nvidia_resources_path;
+pub use probe::{check_amd_compiler, check_nvcc};
 pub use settings::{
     ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_NVIDIA_ARCH, ENV_OFFLOAD_ARCH,
 };

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::{write_atomic, Stat};
 use super::settings::EnvReader;
-use crate::toolchain::{CompilerKind, Toolchain};
+use crate::toolchain::{CompilerKind, MissingTool, Toolchain};
 
-const FORMAT: u32 = 1;
+/// 2: compilers record the programs they lack.
+const FORMAT: u32 = 2;
 
 /// The parts of a [`Toolchain`] a build needs (serializable, unlike `Toolchain`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +35,9 @@ pub(crate) struct ToolchainInfo {
 pub(crate) struct CompilerInfo {
     pub hipcc: bool,
     pub path: PathBuf,
+    /// What it cannot find ([`crate::toolchain::HipCompiler::missing`]).
+    #[serde(default)]
+    pub missing: Vec<MissingTool>,
 }
 
 impl CompilerInfo {
@@ -45,12 +49,28 @@ impl CompilerInfo {
         }
     }
 
-    /// A compiler named by path: `hipcc*` is hipcc, anything else a clang++.
-    pub(crate) fn from_path(path: PathBuf) -> CompilerInfo {
+    /// A compiler named by path: `hipcc*` is hipcc, anything else a clang++, asked what it
+    /// lacks (the answer kept in `cache` while the compiler and its folder are unchanged).
+    pub(crate) fn from_path(path: PathBuf, cache: &Path) -> CompilerInfo {
         let hipcc = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("hipcc"));
-        CompilerInfo { hipcc, path }
+        let missing = super::cache::ProbeCache::get_or_run(cache, &path, "missing-tools", || {
+            let missing = crate::toolchain::missing_tools(&path);
+            // A program appearing where it is missing must be seen.
+            let watch = missing.iter().map(|m| m.dir.clone()).collect();
+            let answer = serde_json::to_string(&missing).expect("missing tools serialize");
+            Ok((answer, watch))
+        })
+        .ok()
+        .and_then(|answer| serde_json::from_str(&answer).ok())
+        // A compiler that cannot be asked is reported by the compile that uses it.
+        .unwrap_or_default();
+        CompilerInfo {
+            hipcc,
+            path,
+            missing,
+        }
     }
 }
 
@@ -66,6 +86,7 @@ impl From<&Toolchain> for ToolchainInfo {
                 .map(|c| CompilerInfo {
                     hipcc: c.kind == CompilerKind::Hipcc,
                     path: c.path.clone(),
+                    missing: c.missing.clone(),
                 })
                 .collect(),
             device_lib_path: t.device_lib_path.clone(),
@@ -129,6 +150,10 @@ pub(crate) fn find(
     if let Some(t) = &toolchain {
         watched.push(t.root.clone());
         watched.extend(t.compilers.iter().map(|c| c.path.clone()));
+        // Where a compiler looks for what it lacks: installing it there must be seen.
+        for c in &t.compilers {
+            watched.extend(c.missing.iter().map(|m| m.dir.clone()));
+        }
         watched.extend(t.device_lib_path.clone());
     }
     let stored = Stored {
@@ -162,6 +187,7 @@ mod tests {
                 kind: CompilerKind::Hipcc,
                 path: root.join("bin/hipcc"),
                 version: None,
+                missing: vec![],
             }],
             device_lib_path: Some(root.join("bitcode")),
             device_lib_targets: vec!["gfx90a".into()],
@@ -205,7 +231,9 @@ mod tests {
 
     #[test]
     fn compiler_kind_from_name() {
-        assert!(CompilerInfo::from_path("/usr/bin/hipcc".into()).hipcc);
-        assert!(!CompilerInfo::from_path("/opt/rocm/lib/llvm/bin/clang++".into()).hipcc);
+        let out = tempfile::tempdir().unwrap();
+        let cache = out.path().join("probes.json");
+        assert!(CompilerInfo::from_path("/usr/bin/hipcc".into(), &cache).hipcc);
+        assert!(!CompilerInfo::from_path("/opt/rocm/lib/llvm/bin/clang++".into(), &cache).hipcc);
     }
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::targets::{sort_targets, target_of_device_lib_file};
-use super::{CompilerKind, HipCompiler, Toolchain, ToolchainSource};
+use super::{CompilerKind, HipCompiler, MissingTool, Toolchain, ToolchainSource};
 use crate::process::{is_executable, probe, version_line};
 
 /// Inspect one install prefix (`/opt/rocm-6.2.0`, `/usr`, a pip `_rocm_sdk_core` folder, a
@@ -180,6 +180,7 @@ fn find_compilers(root: &Path, notes: &mut Vec<String>) -> Vec<HipCompiler> {
             compilers.push(HipCompiler {
                 kind: CompilerKind::Clang,
                 version: version_line(&path),
+                missing: missing_tools(&path),
                 path,
             });
             break; // `llvm` is a link to `lib/llvm` in ROCm 6: one is enough.
@@ -190,6 +191,7 @@ fn find_compilers(root: &Path, notes: &mut Vec<String>) -> Vec<HipCompiler> {
             Ok(targets) if targets.contains("amdgcn") => compilers.push(HipCompiler {
                 kind: CompilerKind::Clang,
                 version: version_line(&path),
+                missing: missing_tools(&path),
                 path,
             }),
             Ok(_) => notes.push(format!(
@@ -206,10 +208,51 @@ fn find_compilers(root: &Path, notes: &mut Vec<String>) -> Vec<HipCompiler> {
             // Not run: hipcc is often a perl script that starts clang to answer (about a second),
             // and it reports the HIP version, which is the toolchain's `version` anyway.
             version: None,
+            // hipcc finds its own clang (HIP_CLANG_PATH, its package's LLVM); a broken one
+            // shows in the build's (and doctor's) test compile.
+            missing: Vec::new(),
             path: hipcc,
         });
     }
     compilers
+}
+
+/// The programs a clang runs for `-x hip --cuda-device-only` with several `--offload-arch`s
+/// (`ld.lld` links each target's code object, `clang-offload-bundler` bundles them) that it
+/// cannot find, asked of the clang itself (`-print-prog-name` searches exactly where the driver
+/// will: `-B` folders, the clang's own folder, then `PATH`). Empty for `hipcc`, which finds its
+/// own clang. A clang that does not answer is reported as missing both, which is what a build
+/// with it would find.
+pub fn missing_tools(compiler: &Path) -> Vec<MissingTool> {
+    let is_hipcc = compiler
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("hipcc"));
+    if is_hipcc {
+        return Vec::new();
+    }
+    let real = std::fs::canonicalize(compiler).unwrap_or_else(|_| compiler.to_path_buf());
+    let dir = real.parent().map(Path::to_path_buf).unwrap_or_default();
+    // Debian and Ubuntu (and apt.llvm.org) put LLVM N in /usr/lib/llvm-N, split into packages.
+    let llvm_major = dir
+        .parent()
+        .and_then(|p| p.file_name()?.to_str()?.strip_prefix("llvm-"))
+        .filter(|n| n.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned);
+    [("clang-offload-bundler", "clang-tools"), ("ld.lld", "lld")]
+        .into_iter()
+        .filter(|(tool, _)| {
+            let found = probe(compiler, &[&format!("-print-prog-name={tool}")])
+                .map(|out| out.trim().to_owned())
+                .unwrap_or_default();
+            // Found: an absolute path. Not found: clang echoes the bare name back.
+            !(Path::new(&found).is_absolute() && is_executable(Path::new(&found)))
+        })
+        .map(|(tool, package)| MissingTool {
+            tool: tool.to_owned(),
+            dir: dir.clone(),
+            package: llvm_major.as_ref().map(|n| format!("{package}-{n}")),
+        })
+        .collect()
 }
 
 /// Debian/Ubuntu ship LLVM N as `lib/llvm-N/bin/clang++` with a `bin/clang++-N` link. Report

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use discover::{discover, discover_with, DiscoverOptions, Discovery};
 pub use env::ToolchainEnv;
-pub use inspect::{device_lib_targets, inspect};
+pub use inspect::{device_lib_targets, inspect, missing_tools};
 pub use targets::{
     base_target, device_lib_file, is_gfx_name, sort_targets, target_of_device_lib_file,
     NOTABLE_TARGETS,
@@ -66,6 +66,55 @@ pub struct HipCompiler {
     /// First line of `--version`, if it ran. Clang compilers are asked; `hipcc` is not (slow,
     /// and it prints the toolchain's HIP version).
     pub version: Option<String>,
+    /// Programs this compiler runs to produce a code-object bundle that it cannot find (a
+    /// Debian `clang++-19` without `clang-tools-19` has no `clang-offload-bundler`). A compiler
+    /// with anything missing is never chosen while a complete one exists.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<MissingTool>,
+}
+
+impl HipCompiler {
+    /// Whether everything a full build with this compiler runs is there.
+    pub fn is_complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+/// A program a HIP compiler needs beside it that it cannot find.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MissingTool {
+    /// The program: `clang-offload-bundler` (bundles the per-target code objects) or `ld.lld`
+    /// (links each target's code object).
+    pub tool: String,
+    /// Where the compiler looks for it first: the folder of the compiler's real executable.
+    pub dir: PathBuf,
+    /// The Debian/Ubuntu package that provides it for this compiler (`clang-tools-19`,
+    /// `lld-19`), when the compiler is a distribution's `llvm-N`.
+    pub package: Option<String>,
+}
+
+impl MissingTool {
+    /// What to do about it, in one line.
+    pub fn fix(&self) -> String {
+        match &self.package {
+            Some(p) => format!("sudo apt-get install {p}"),
+            None => format!(
+                "install {} into {} (it ships with the toolchain's LLVM), or reinstall the toolchain",
+                self.tool,
+                self.dir.display()
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for MissingTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no {} in {}", self.tool, self.dir.display())?;
+        if let Some(p) = &self.package {
+            write!(f, " (package {p})")?;
+        }
+        Ok(())
+    }
 }
 
 /// One ROCm install.
@@ -93,19 +142,23 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
-    /// The preferred HIP compiler (the first of [`Toolchain::compilers`]).
+    /// The preferred HIP compiler: the first of [`Toolchain::compilers`] that has everything
+    /// it runs ([`HipCompiler::is_complete`]).
     pub fn compiler(&self) -> Option<&HipCompiler> {
-        self.compilers.first()
+        self.compilers.iter().find(|c| c.is_complete())
     }
 
-    /// The preferred compiler of one kind: `Clang` for direct `clang++ -x hip` builds.
+    /// The preferred complete compiler of one kind: `Clang` for direct `clang++ -x hip` builds.
     pub fn compiler_of_kind(&self, kind: CompilerKind) -> Option<&HipCompiler> {
-        self.compilers.iter().find(|c| c.kind == kind)
+        self.compilers
+            .iter()
+            .find(|c| c.kind == kind && c.is_complete())
     }
 
-    /// Whether this toolchain has what compiling HIP needs: a compiler and device libraries.
+    /// Whether this toolchain has what compiling HIP needs: a complete compiler and device
+    /// libraries.
     pub fn can_compile(&self) -> bool {
-        !self.compilers.is_empty() && self.device_lib_path.is_some()
+        self.compiler().is_some() && self.device_lib_path.is_some()
     }
 
     /// Whether the device libraries cover `target` (`gfx942`, or a target id with features

@@ -2,10 +2,7 @@
 //! and the targets they cover, a test compile, libamdhip64, and AMD GPUs.
 
 use rocm_kernels::detect::{Device, DeviceSource};
-use rocm_kernels::process::{is_executable, probe};
-use rocm_kernels::toolchain::{
-    CompilerKind, HipCompiler, Toolchain, ToolchainSource, NOTABLE_TARGETS,
-};
+use rocm_kernels::toolchain::{HipCompiler, Toolchain, ToolchainSource, NOTABLE_TARGETS};
 use rocm_kernels::Backend;
 
 use super::libs::load_first;
@@ -113,9 +110,11 @@ fn describe(c: &HipCompiler) -> String {
     }
 }
 
-/// The HIP compiler, and lld beside a clang (clang links device code with `ld.lld`).
+/// The HIP compiler: the first complete one, and every compiler that lacks a program it runs
+/// (`clang-offload-bundler`, `ld.lld`) with the package that provides it, since the build skips
+/// those.
 fn compiler_checks(tc: &Toolchain, checks: &mut Vec<Check>) -> bool {
-    let Some(compiler) = tc.compiler() else {
+    if tc.compilers.is_empty() {
         checks.push(
             Check::new(
                 "HIP compiler",
@@ -123,51 +122,65 @@ fn compiler_checks(tc: &Toolchain, checks: &mut Vec<Check>) -> bool {
                 format!("no HIP compiler in {}", tc.root.display()),
             )
             .fix(fix::install_or(
-                &["clang-19", "lld-19"],
+                &["hipcc"],
                 "install ROCm's `rocm-llvm` package or an upstream clang with the AMDGPU backend",
             )),
         );
         return false;
+    }
+    let chosen = tc.compiler();
+    for c in tc.compilers.iter().filter(|c| !c.is_complete()) {
+        let packages: Vec<&str> = c
+            .missing
+            .iter()
+            .filter_map(|m| m.package.as_deref())
+            .collect();
+        let fix = if packages.len() == c.missing.len() {
+            fix::install_or(&packages, &c.missing[0].fix())
+        } else {
+            c.missing
+                .iter()
+                .map(|m| m.fix())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let missing: Vec<String> = c.missing.iter().map(|m| m.to_string()).collect();
+        let status = if chosen.is_some() {
+            Status::Warn
+        } else {
+            Status::Error
+        };
+        let consequence = match chosen {
+            Some(other) => format!("the build uses {} instead", other.path.display()),
+            None => "no other compiler of this toolchain can build kernels".to_owned(),
+        };
+        checks.push(
+            Check::new(
+                "HIP compiler",
+                status,
+                format!(
+                    "{} cannot build offload bundles: {}; {consequence}",
+                    describe(c),
+                    missing.join(", ")
+                ),
+            )
+            .fix(fix),
+        );
+    }
+    let Some(compiler) = chosen else {
+        return false;
     };
     let mut detail = describe(compiler);
-    let others: Vec<String> = tc.compilers[1..]
+    let others: Vec<String> = tc
+        .compilers
         .iter()
+        .filter(|c| c.path != compiler.path && c.is_complete())
         .map(|c| c.path.display().to_string())
         .collect();
     if !others.is_empty() {
         detail.push_str(&format!("\nalso: {}", others.join(", ")));
     }
     checks.push(Check::ok("HIP compiler", detail));
-
-    if compiler.kind == CompilerKind::Clang {
-        let real = std::fs::canonicalize(&compiler.path).unwrap_or(compiler.path.clone());
-        let lld = real.with_file_name("ld.lld");
-        if is_executable(&lld) {
-            checks.push(Check::ok("linker", lld.display().to_string()));
-        } else {
-            let llvm_major = real
-                .ancestors()
-                .filter_map(|a| a.file_name()?.to_str()?.strip_prefix("llvm-"))
-                .next()
-                .map(str::to_owned);
-            let fix = match llvm_major {
-                Some(n) => fix::install_or(&[&format!("lld-{n}")], "install lld for this LLVM"),
-                None => "reinstall the toolchain's LLVM (it should ship ld.lld)".to_owned(),
-            };
-            checks.push(
-                Check::new(
-                    "linker",
-                    Status::Error,
-                    format!(
-                        "{} is missing: clang links AMDGPU code objects with it",
-                        lld.display()
-                    ),
-                )
-                .fix(fix),
-            );
-            return false;
-        }
-    }
     true
 }
 
@@ -248,58 +261,34 @@ fn device_lib_checks(tc: &Toolchain, gpus: &[&Device], checks: &mut Vec<Check>) 
     true
 }
 
-/// Compile a one-line kernel for one covered target, proving the compiler, device libraries
-/// and linker work together (a clang too old for the bitcode fails here, for instance).
+/// Compile a one-line kernel exactly as the build does (an offload bundle of two covered
+/// targets where there are two), proving the compiler, its bundler and linker, and the device
+/// libraries work together (a clang too old for the bitcode fails here, for instance).
 fn smoke_compile(tc: &Toolchain, gpus: &[&Device], checks: &mut Vec<Check>) -> bool {
-    let (Some(compiler), Some(dir)) = (tc.compiler(), &tc.device_lib_path) else {
+    let Some(compiler) = tc.compiler() else {
         return false;
     };
-    let target = gpus
+    let mut targets: Vec<String> = Vec::new();
+    for t in gpus
         .iter()
         .filter_map(|g| g.arch.as_deref())
-        .chain(["gfx90a", "gfx942", "gfx1100"])
+        .chain(["gfx90a", "gfx1030", "gfx942", "gfx1100"])
         .chain(tc.device_lib_targets.iter().map(String::as_str))
-        .find(|t| tc.supports_target(t));
-    let Some(target) = target else {
-        return false;
-    };
-    let result = (|| -> Result<(), String> {
-        let tmp =
-            tempfile::tempdir().map_err(|e| format!("cannot make a temporary folder: {e}"))?;
-        let source = tmp.path().join("doctor.hip");
-        std::fs::write(
-            &source,
-            "extern \"C\" __attribute__((global)) void doctor_probe(float* x) { x[0] = 1.0f; }\n",
-        )
-        .map_err(|e| e.to_string())?;
-        let out = tmp.path().join("doctor.o");
-        let args = [
-            "-x".to_owned(),
-            "hip".to_owned(),
-            "--cuda-device-only".to_owned(),
-            "-c".to_owned(),
-            format!("--offload-arch={target}"),
-            format!("--rocm-path={}", tc.root.display()),
-            format!("--rocm-device-lib-path={}", dir.display()),
-            "-nogpuinc".to_owned(),
-            "-O2".to_owned(),
-            source.display().to_string(),
-            "-o".to_owned(),
-            out.display().to_string(),
-        ];
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        probe(&compiler.path, &args).map_err(|e| e.to_string())?;
-        match std::fs::metadata(&out) {
-            Ok(m) if m.len() > 0 => Ok(()),
-            _ => Err("the compiler succeeded but wrote no code object".to_owned()),
+    {
+        if tc.supports_target(t) && !targets.iter().any(|x| x == t) && targets.len() < 2 {
+            targets.push(t.to_owned());
         }
-    })();
-    match result {
+    }
+    if targets.is_empty() {
+        return false;
+    }
+    let list = targets.join(", ");
+    match rocm_kernels::build::check_amd_compiler(tc, compiler, &targets) {
         Ok(()) => {
             checks.push(Check::ok(
                 "test compile",
                 format!(
-                    "compiled a kernel for {target} with {}",
+                    "compiled a kernel for {list} with {}",
                     compiler.path.display()
                 ),
             ));
@@ -310,7 +299,7 @@ fn smoke_compile(tc: &Toolchain, gpus: &[&Device], checks: &mut Vec<Check>) -> b
                 Check::new(
                     "test compile",
                     Status::Error,
-                    format!("compiling a one-line kernel for {target} failed: {e}"),
+                    format!("compiling a one-line kernel for {list} failed: {e}"),
                 )
                 .fix(
                     "check that the compiler and device libraries come from matching releases; \

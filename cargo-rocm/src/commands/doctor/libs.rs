@@ -1,7 +1,7 @@
 //! Loading shared libraries the way the runtime will (dlopen by name, then by known paths), to
 //! tell the user whether a backend's library is loadable here and from where.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use libloading::Library;
 
@@ -58,11 +58,4 @@ fn short_dl_error(candidate: &str, error: &str) -> String {
     } else {
         format!("{candidate}: {error}")
     }
-}
-
-/// `dir/name` for each dir, as strings for [`load_first`].
-pub fn in_dirs(dirs: &[PathBuf], names: &[&str]) -> Vec<String> {
-    dirs.iter()
-        .flat_map(|d| names.iter().map(move |n| d.join(n).display().to_string()))
-        .collect()
 }

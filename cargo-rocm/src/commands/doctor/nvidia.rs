@@ -3,37 +3,41 @@
 //! `CUDA_HOME`, `/usr/local/cuda`, or PyPI wheels (`nvidia-cuda-nvcc`, `nvidia-cuda-nvrtc`,
 //! which install under `site-packages/nvidia/`).
 
-use std::path::{Path, PathBuf};
-
+use rocm_kernels::build::check_nvcc;
 use rocm_kernels::detect::Device;
-use rocm_kernels::nvcc::find_nvcc;
-use rocm_kernels::process::python_sys_path;
+use rocm_kernels::nvcc::{find_nvcc, major_minor, mismatched_wheels, pip_install_line};
 use rocm_kernels::Backend;
 
-use super::libs::{in_dirs, load_first};
+use super::libs::load_first;
 use super::{BackendReport, Check, Context, Status};
 use crate::fix;
 
-const TOOLKIT_FIX: &str =
-    "pip install nvidia-cuda-nvcc nvidia-cuda-nvrtc nvidia-cuda-crt nvidia-cuda-cccl nvidia-nvvm";
+/// The CUDA release pip wheels are pinned to when neither the driver nor nvcc says which: the
+/// newest the project has been run with (driver 580).
+const DEFAULT_RELEASE: &str = "13.0";
 
 pub fn check(ctx: &Context) -> BackendReport {
     let mut checks = Vec::new();
     let gpus: Vec<&Device> = ctx.detection.devices_of(Backend::Nvidia).collect();
-    let toolkit_dirs = toolkit_dirs();
-    let site_dirs = python_sys_path(Path::new("python3")).unwrap_or_default();
+    let driver_release = driver_cuda_release();
+    // The test compiles target this machine's GPU, else one every CUDA 11-13 nvcc knows.
+    let arch = gpus
+        .iter()
+        .find_map(|g| g.compute_capability.as_deref())
+        .map(|cc| format!("sm_{}", cc.replace('.', "")))
+        .unwrap_or_else(|| "sm_80".to_owned());
 
-    let nvcc = nvcc_check(&mut checks);
-    let nvrtc = nvrtc_check(&toolkit_dirs, &site_dirs, &mut checks);
+    let nvcc = nvcc_check(&mut checks, &arch, driver_release.as_deref());
+    let nvrtc = nvrtc_check(&arch, &mut checks);
     let can_build = nvcc || nvrtc;
     if !can_build {
         checks.push(
             Check::new(
                 "CUDA compiler",
                 Status::Error,
-                "neither nvcc nor NVRTC is available: NVIDIA kernels cannot be compiled",
+                "neither nvcc nor NVRTC can compile NVIDIA kernels here",
             )
-            .fix(toolkit_fix()),
+            .fix(toolkit_fix(driver_release.as_deref())),
         );
     }
     let driver = libcuda_check(!gpus.is_empty(), &mut checks);
@@ -59,45 +63,50 @@ pub fn check(ctx: &Context) -> BackendReport {
     BackendReport::new(Backend::Nvidia, checks, can_build, can_run, summary)
 }
 
-fn toolkit_fix() -> String {
+/// How to install a CUDA toolkit that matches this machine's driver: pip wheels pinned to the
+/// driver's CUDA release (every wheel, the runtime's headers included), or the distribution's.
+fn toolkit_fix(driver_release: Option<&str>) -> String {
+    let pip = match driver_release {
+        Some(r) => format!(
+            "{}   (CUDA {r}: the release this driver supports)",
+            pip_install_line(r)
+        ),
+        None => format!(
+            "{}   (for a 580 driver; use the CUDA release `nvidia-smi` shows for yours)",
+            pip_install_line(DEFAULT_RELEASE)
+        ),
+    };
     match fix::apt_install(&["nvidia-cuda-toolkit"]) {
-        Some(apt) => format!("{TOOLKIT_FIX}\nor: {apt}   (Debian: from contrib/non-free)"),
-        None => TOOLKIT_FIX.to_owned(),
+        Some(apt) => format!("{pip}\nor: {apt}   (Debian: from contrib/non-free)"),
+        None => pip,
     }
 }
 
-/// CUDA toolkit roots named by the environment or in the usual place.
-fn toolkit_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME", "CUDA_ROOT"]
-        .iter()
-        .filter_map(|v| {
-            std::env::var_os(v)
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        })
-        .collect();
-    dirs.push(PathBuf::from("/usr/local/cuda"));
-    dirs.push(PathBuf::from("/opt/cuda"));
-    dirs.dedup();
-    dirs
+/// The CUDA release the installed driver supports (`13.0`), from `cuDriverGetVersion`.
+fn driver_cuda_release() -> Option<String> {
+    let loaded = load_first(
+        &["libcuda.so.1", "libcuda.so"].map(String::from),
+        "cuDriverGetVersion",
+    )
+    .ok()?;
+    type DriverGetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    // SAFETY: cuDriverGetVersion(int*) needs no cuInit and writes one int.
+    unsafe {
+        let f = loaded
+            .library
+            .get::<DriverGetVersion>(b"cuDriverGetVersion")
+            .ok()?;
+        let mut v = 0;
+        (f(&mut v) == 0 && v > 0).then(|| format!("{}.{}", v / 1000, (v % 1000) / 10))
+    }
 }
 
 /// nvcc, found exactly as the build helper finds it (`rocm_kernels::nvcc::find_nvcc`), so
-/// doctor's answer is the build's.
-fn nvcc_check(checks: &mut Vec<Check>) -> bool {
-    match find_nvcc(&|var| std::env::var_os(var)) {
-        Ok(nvcc) => {
-            checks.push(Check::ok(
-                "nvcc",
-                format!(
-                    "{} (CUDA {}, found by {})",
-                    nvcc.path.display(),
-                    nvcc.version.as_deref().unwrap_or("version unknown"),
-                    nvcc.found_by
-                ),
-            ));
-            true
-        }
+/// doctor's answer is the build's; then the wheels beside it (one CUDA release), and a test
+/// compile exactly as the build compiles.
+fn nvcc_check(checks: &mut Vec<Check>, arch: &str, driver_release: Option<&str>) -> bool {
+    let nvcc = match find_nvcc(&|var| std::env::var_os(var)) {
+        Ok(nvcc) => nvcc,
         Err(_) => {
             // find_nvcc's error lists every folder it tried; the variables say it shorter.
             checks.push(Check::new(
@@ -106,53 +115,106 @@ fn nvcc_check(checks: &mut Vec<Check>) -> bool {
                 "not found (looked at NVCC, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda and \
                  pip's nvidia-cuda-nvcc); kernels can still be compiled at run time with NVRTC",
             ));
+            return false;
+        }
+    };
+    checks.push(Check::ok(
+        "nvcc",
+        format!(
+            "{} (CUDA {}, found by {})",
+            nvcc.path.display(),
+            nvcc.version.as_deref().unwrap_or("version unknown"),
+            nvcc.found_by
+        ),
+    ));
+    let release = nvcc.version.as_deref().map(major_minor);
+    let mismatched = mismatched_wheels(&nvcc);
+    if !mismatched.is_empty() {
+        let release = release.as_deref().unwrap_or(DEFAULT_RELEASE);
+        let list: Vec<String> = mismatched
+            .iter()
+            .map(|w| format!("{} {}", w.name, w.version))
+            .collect();
+        let pins: Vec<String> = mismatched
+            .iter()
+            .map(|w| format!("\"{}=={release}.*\"", w.name))
+            .collect();
+        checks.push(
+            Check::new(
+                "CUDA wheels",
+                Status::Error,
+                format!(
+                    "{} beside nvcc {} come from another CUDA release than nvcc ({release}): \
+                     their headers and nvcc's ptxas do not work together",
+                    list.join(", "),
+                    nvcc.version.as_deref().unwrap_or("")
+                ),
+            )
+            .fix(format!("pip install {}", pins.join(" "))),
+        );
+    }
+    if let (Some(nvcc_release), Some(driver)) = (release.as_deref(), driver_release) {
+        if version_key(nvcc_release) > version_key(driver) {
+            checks.push(
+                Check::new(
+                    "nvcc and driver",
+                    Status::Warn,
+                    format!(
+                        "nvcc is CUDA {nvcc_release}, newer than the driver's CUDA {driver}: \
+                         cubins it builds may not load"
+                    ),
+                )
+                .fix(pip_install_line(driver)),
+            );
+        }
+    }
+    match check_nvcc(&nvcc, arch) {
+        Ok(()) => {
+            checks.push(Check::ok(
+                "test compile",
+                format!("compiled a kernel with warp intrinsics for {arch} with nvcc"),
+            ));
+            mismatched.is_empty()
+        }
+        Err(e) => {
+            let fix = match release.as_deref() {
+                Some(r) => format!(
+                    "{}   (every wheel from CUDA {r}, nvcc's release)",
+                    pip_install_line(r)
+                ),
+                None => toolkit_fix(driver_release),
+            };
+            checks.push(
+                Check::new(
+                    "test compile",
+                    Status::Error,
+                    format!("nvcc cannot compile a one-line kernel for {arch}: {e}"),
+                )
+                .fix(fix),
+            );
             false
         }
     }
 }
 
-fn nvrtc_check(toolkits: &[PathBuf], site_dirs: &[PathBuf], checks: &mut Vec<Check>) -> bool {
-    const NAMES: [&str; 4] = [
-        "libnvrtc.so",
-        "libnvrtc.so.13",
-        "libnvrtc.so.12",
-        "libnvrtc.so.11.2",
-    ];
-    // The loader's own search path first: that is where the runtime will find it.
-    if let Ok(loaded) = load_first(&NAMES.map(String::from), "nvrtcVersion") {
-        let version = nvrtc_version(&loaded.library);
-        checks.push(Check::ok(
-            "NVRTC",
-            format!("loaded {} ({version})", loaded.name),
-        ));
-        return true;
-    }
-    let mut dirs: Vec<PathBuf> = toolkits.iter().map(|d| d.join("lib64")).collect();
-    // CUDA 12 wheels: nvidia/cuda_nvrtc/lib; CUDA 13 wheels: nvidia/cu13/lib.
-    for sub in ["nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib"] {
-        dirs.extend(site_dirs.iter().map(|d| d.join(sub)));
-    }
-    match load_first(&in_dirs(&dirs, &NAMES), "nvrtcVersion") {
-        Ok(loaded) => {
-            let dir = Path::new(&loaded.name)
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default();
-            checks.push(
-                Check::new(
-                    "NVRTC",
-                    Status::Warn,
-                    format!(
-                        "{} ({}) is not on the loader's search path, so the runtime will not find it",
-                        loaded.name,
-                        nvrtc_version(&loaded.library)
-                    ),
-                )
-                .fix(format!("export LD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}", dir.display())),
-            );
-            false
+/// `13.0` → `(13, 0)`, for comparing releases.
+fn version_key(release: &str) -> (u32, u32) {
+    let mut parts = release.split('.').map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// NVRTC as the runtime finds it (the loader's path, the toolkit folders, pip's wheels), and a
+/// test compile as a library built without nvcc is compiled at load time.
+fn nvrtc_check(arch: &str, checks: &mut Vec<Check>) -> bool {
+    match rocm_kernels::runtime::backend::nvidia::check_nvrtc(arch) {
+        Ok(library) => {
+            checks.push(Check::ok(
+                "NVRTC",
+                format!("{library} compiled a kernel with warp intrinsics for {arch}"),
+            ));
+            true
         }
-        Err(_) => {
+        Err(rocm_kernels::runtime::RuntimeError::LibraryLoad { .. }) => {
             checks.push(Check::new(
                 "NVRTC",
                 Status::Info,
@@ -160,22 +222,19 @@ fn nvrtc_check(toolkits: &[PathBuf], site_dirs: &[PathBuf], checks: &mut Vec<Che
             ));
             false
         }
-    }
-}
-
-fn nvrtc_version(lib: &libloading::Library) -> String {
-    type NvrtcVersion = unsafe extern "C" fn(*mut i32, *mut i32) -> i32;
-    // SAFETY: nvrtcVersion(int* major, int* minor) writes two ints and returns a status; it
-    // needs no initialisation.
-    unsafe {
-        let Ok(f) = lib.get::<NvrtcVersion>(b"nvrtcVersion") else {
-            return "version unknown".to_owned();
-        };
-        let (mut major, mut minor) = (0, 0);
-        if f(&mut major, &mut minor) == 0 {
-            format!("CUDA {major}.{minor}")
-        } else {
-            "version unknown".to_owned()
+        Err(e) => {
+            checks.push(
+                Check::new(
+                    "NVRTC",
+                    Status::Error,
+                    format!("NVRTC cannot compile a one-line kernel for {arch}: {e}"),
+                )
+                .fix(
+                    "install the CUDA headers of NVRTC's release (pip: nvidia-cuda-runtime and \
+                     nvidia-cuda-cccl pinned to it), or set CUDA_PATH to the toolkit",
+                ),
+            );
+            false
         }
     }
 }

@@ -18,6 +18,21 @@
 mod image;
 mod nvrtc;
 
+/// Compiles a one-line kernel that uses warp intrinsics through the HIP-on-CUDA header with NVRTC
+/// for `arch` (`sm_90`), as a library built without nvcc is compiled at load time: what
+/// `cargo rocm doctor` asks before any kernel needs it. No GPU or driver is needed. Returns the
+/// library that compiled it.
+pub fn check_nvrtc(arch: &str) -> crate::runtime::Result<String> {
+    const PROBE: &str = "#include <hip/hip_runtime.h>\n\
+        extern \"C\" __global__ void rocm_kernels_probe(float* x) {\n\
+            float v = x[threadIdx.x];\n\
+            __syncthreads();\n\
+            if (__activemask() != 0u) x[threadIdx.x] = __shfl_xor(v, 1);\n\
+        }\n";
+    nvrtc::compile("probe.hip", PROBE.as_bytes(), arch)?;
+    nvrtc::library_name()
+}
+
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};

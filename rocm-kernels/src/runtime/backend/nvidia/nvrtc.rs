@@ -1,62 +1,229 @@
 //! Run-time compilation with NVRTC, for libraries built where nvcc was not available: the build
 //! embeds the kernel source (`cuda-source`), and it is compiled here for the device's `sm_XX`.
+//!
+//! NVRTC is opened here rather than through cudarc: cudarc's loader only tries the sonames of the
+//! CUDA release its bindings were generated for (`libnvrtc.so.12` with the 12.8 bindings the
+//! driver API needs), so the `libnvrtc.so.13` of a CUDA 13 toolkit or pip wheel was never found.
+//! The handful of NVRTC functions used here have had the same C signatures since CUDA 7.
 
-use std::path::Path;
-
-use cudarc::nvrtc::{self, CompileOptions};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::embedded::Backend;
 use crate::runtime::{Result, RuntimeError};
 
-/// The HIP-on-CUDA header, written next to the source so `#include <hip/hip_runtime.h>` works.
-const HEADER: &str = include_str!("../../../../include/nvidia/hip/hip_runtime.h");
+type Program = *mut c_void;
+
+/// The NVRTC functions used, resolved once.
+struct Nvrtc {
+    _library: libloading::Library,
+    /// `libnvrtc-builtins.so.X.Y` from the same folder, kept loaded: NVRTC opens it by name,
+    /// which finds it only on the loader's path unless it is already loaded.
+    _builtins: Vec<libloading::Library>,
+    name: String,
+    create: unsafe extern "C" fn(
+        *mut Program,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> c_int,
+    compile: unsafe extern "C" fn(Program, c_int, *const *const c_char) -> c_int,
+    ptx_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
+    ptx: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
+    log_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
+    log: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
+    destroy: unsafe extern "C" fn(*mut Program) -> c_int,
+}
+
+/// Library names tried, newest release first; then the same names in the usual toolkit folders
+/// and the pip wheels' (`nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib`).
+const NAMES: [&str; 4] = [
+    "libnvrtc.so.13",
+    "libnvrtc.so.12",
+    "libnvrtc.so",
+    "libnvrtc.so.11.2",
+];
+
+fn candidates() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).map(|p| Path::new(&p).join("lib64")))
+        .collect();
+    dirs.push("/usr/local/cuda/lib64".into());
+    let env = |v: &str| std::env::var_os(v);
+    for include in crate::nvcc::cuda_include_dirs(&env) {
+        if let Some(root) = include.parent() {
+            dirs.push(root.join("lib"));
+        }
+    }
+    let mut out: Vec<PathBuf> = NAMES.iter().map(PathBuf::from).collect();
+    for dir in dirs {
+        out.extend(NAMES.iter().map(|n| dir.join(n)));
+    }
+    out
+}
+
+fn library() -> Result<&'static Nvrtc> {
+    static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
+    NVRTC
+        .get_or_init(|| {
+            let tried = candidates();
+            for path in &tried {
+                // Safety: loading NVRTC runs no initialisers with preconditions.
+                let Ok(library) = (unsafe { libloading::Library::new(path) }) else {
+                    continue;
+                };
+                // Safety: each type is the function's C signature from nvrtc.h.
+                let resolved = unsafe {
+                    (|| -> std::result::Result<Nvrtc, libloading::Error> {
+                        Ok(Nvrtc {
+                            create: *library.get(b"nvrtcCreateProgram\0")?,
+                            compile: *library.get(b"nvrtcCompileProgram\0")?,
+                            ptx_size: *library.get(b"nvrtcGetPTXSize\0")?,
+                            ptx: *library.get(b"nvrtcGetPTX\0")?,
+                            log_size: *library.get(b"nvrtcGetProgramLogSize\0")?,
+                            log: *library.get(b"nvrtcGetProgramLog\0")?,
+                            destroy: *library.get(b"nvrtcDestroyProgram\0")?,
+                            name: path.display().to_string(),
+                            _library: library,
+                            _builtins: Vec::new(),
+                        })
+                    })()
+                };
+                if let Ok(mut nvrtc) = resolved {
+                    nvrtc._builtins = builtins_beside(path);
+                    return Ok(nvrtc);
+                }
+            }
+            Err(format!(
+                "tried {} and the same names in the CUDA toolkit and pip wheel folders",
+                NAMES.join(", ")
+            ))
+        })
+        .as_ref()
+        .map_err(|tried| RuntimeError::LibraryLoad {
+            library: "libnvrtc".into(),
+            reason: format!(
+                "NVRTC is not installed ({tried}): install the CUDA toolkit or `pip install \
+                 nvidia-cuda-nvrtc` pinned to your driver's CUDA release (`cargo rocm doctor \
+                 --backend nvidia` prints the line), or build with nvcc available so cubins are \
+                 embedded"
+            ),
+        })
+}
+
+/// Loads the `libnvrtc-builtins.so*` beside an NVRTC opened by path (a pip wheel's folder is not
+/// on the loader's path).
+fn builtins_beside(nvrtc: &Path) -> Vec<libloading::Library> {
+    let Some(dir) = nvrtc.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Vec::new();
+    };
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("libnvrtc-builtins.so") && !name.contains(".alt.")
+        })
+        // Safety: the builtins library only holds data and functions NVRTC calls.
+        .filter_map(|e| unsafe { libloading::Library::new(e.path()) }.ok())
+        .collect()
+}
+
+/// The NVRTC library file in use.
+pub(crate) fn library_name() -> Result<String> {
+    library().map(|l| l.name.clone())
+}
 
 /// Compile `source` (the text of `name`) to PTX for `arch` (`sm_90`).
 pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
-    // Safety: only attempts to dlopen libnvrtc.
-    if !unsafe { nvrtc::sys::is_culib_present() } {
-        return Err(RuntimeError::LibraryLoad {
-            library: "libnvrtc".into(),
-            reason: format!(
-                "`{name}` was built without nvcc, so it must be compiled at run time, and NVRTC is \
-                 not installed: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, or \
-                 rebuild with nvcc available so a cubin is embedded"
-            ),
-        });
-    }
-    let dir = std::env::temp_dir().join(format!("rocm-kernels-nvrtc-{}", std::process::id()));
-    let header_dir = dir.join("hip");
-    std::fs::create_dir_all(&header_dir)
-        .and_then(|_| std::fs::write(header_dir.join("hip_runtime.h"), HEADER))
-        .map_err(|e| RuntimeError::Api {
-            backend: Backend::Nvidia,
-            call: "nvrtc headers".into(),
-            message: format!("cannot write {}: {e}", dir.display()),
-        })?;
-    let mut include_paths = vec![dir.display().to_string()];
+    let nvrtc = library()?;
+    // The HIP-on-CUDA headers, so `#include <hip/hip_runtime.h>` works.
+    let dir = crate::headers::nvidia_dir().map_err(|e| RuntimeError::Api {
+        backend: Backend::Nvidia,
+        call: "nvrtc headers".into(),
+        message: format!(
+            "cannot write the HIP-on-CUDA headers under {}: {e}",
+            std::env::temp_dir().display()
+        ),
+    })?;
     let env = |v: &str| std::env::var_os(v);
-    include_paths.extend(
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "-std=c++17".to_owned(),
+        format!("--include-path={}", dir.display()),
+    ];
+    options.extend(
         crate::nvcc::cuda_include_dirs(&env)
             .iter()
-            .map(|d| d.display().to_string()),
+            .map(|d| format!("--include-path={}", d.display())),
     );
-    let options = CompileOptions {
-        include_paths,
-        options: vec![format!("--gpu-architecture={arch}"), "-std=c++17".into()],
-        name: Some(
-            Path::new(name)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| name.to_string()),
-        ),
-        ..Default::default()
+    let call = format!("nvrtcCompileProgram({name}, {arch}) with {}", nvrtc.name);
+    let fail = |message: String| RuntimeError::Api {
+        backend: Backend::Nvidia,
+        call: call.clone(),
+        message,
     };
-    let text = String::from_utf8_lossy(source).into_owned();
-    nvrtc::compile_ptx_with_opts(text, options)
-        .map(|ptx| ptx.to_src())
-        .map_err(|e| RuntimeError::Api {
-            backend: Backend::Nvidia,
-            call: format!("nvrtcCompileProgram({name}, {arch})"),
-            message: format!("{e:?}"),
-        })
+    let file_name = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string());
+    let c_source =
+        CString::new(source).map_err(|_| fail("the source contains a NUL byte".into()))?;
+    let c_name =
+        CString::new(file_name).map_err(|_| fail("the name contains a NUL byte".into()))?;
+    let c_options: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()).expect("options have no NUL"))
+        .collect();
+    let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
+
+    let mut program: Program = std::ptr::null_mut();
+    // Safety: the pointers are valid NUL-terminated strings for the duration of the calls, and the
+    // program is destroyed below on every path.
+    unsafe {
+        let status = (nvrtc.create)(
+            &mut program,
+            c_source.as_ptr(),
+            c_name.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        );
+        if status != 0 {
+            return Err(fail(format!("nvrtcCreateProgram returned {status}")));
+        }
+        let status = (nvrtc.compile)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr());
+        let result = if status != 0 {
+            let mut size = 0usize;
+            let mut log = String::new();
+            if (nvrtc.log_size)(program, &mut size) == 0 && size > 1 {
+                let mut buf = vec![0u8; size];
+                if (nvrtc.log)(program, buf.as_mut_ptr().cast()) == 0 {
+                    log = String::from_utf8_lossy(&buf[..size - 1]).into_owned();
+                }
+            }
+            Err(fail(format!("compilation failed ({status}):\n{log}")))
+        } else {
+            let mut size = 0usize;
+            if (nvrtc.ptx_size)(program, &mut size) != 0 || size == 0 {
+                Err(fail("nvrtcGetPTXSize failed".into()))
+            } else {
+                let mut buf = vec![0u8; size];
+                if (nvrtc.ptx)(program, buf.as_mut_ptr().cast()) != 0 {
+                    Err(fail("nvrtcGetPTX failed".into()))
+                } else {
+                    buf.truncate(size - 1);
+                    Ok(String::from_utf8_lossy(&buf).into_owned())
+                }
+            }
+        };
+        (nvrtc.destroy)(&mut program);
+        result
+    }
 }

@@ -1,0 +1,16 @@
+//! The integration tests of `cargo-rocm`, one binary (see `testkit`): each module below was a
+//! test binary of its own.
+
+mod build_command;
+mod cli;
+mod harness_common;
+mod test_example;
+mod test_planted;
+mod toolchain_build;
+mod toolchain_e2e;
+mod toolchain_interrupt;
+mod toolchain_system;
+
+fn main() -> std::process::ExitCode {
+    testkit::main()
+}

@@ -1,0 +1,655 @@
+//! Planted bugs (tests/corpus/kernels/bugs.hip): the cpu backend must catch each one, naming the
+//! kernel, block and thread, or (for bugs only results show) produce the wrong result a GPU could
+//! hide.
+
+use std::time::Duration;
+
+use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, LaunchConfig, Module, RuntimeError};
+use rocm_kernels_corpus::{BUGS, FEATURES};
+
+fn module_with(options: CpuOptions) -> Module {
+    Device::cpu(options)
+        .load(&BUGS)
+        .expect("load the bug corpus")
+}
+
+fn module(wave_size: u32) -> Module {
+    module_with(CpuOptions {
+        wave_size,
+        threads: 2,
+        time_limit: Some(Duration::from_secs(20)),
+        ..CpuOptions::default()
+    })
+}
+
+/// The device still runs kernels correctly after a fault.
+fn still_works(device: &Device) {
+    let m = device.load(&FEATURES).unwrap();
+    let x = device.upload(&[1.0f32; 300]).unwrap();
+    let mut y = device.upload(&[1.0f32; 300]).unwrap();
+    m.kernel("saxpy")
+        .unwrap()
+        .launch(LaunchConfig::for_elements(300, 128))
+        .arg(&3.0f32)
+        .arg(&x)
+        .arg(&mut y)
+        .arg(&300i32)
+        .run(&device.stream().unwrap())
+        .unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 4.0));
+}
+
+#[testkit::test]
+fn missing_barrier_gives_wrong_results() {
+    for wave in [32, 64] {
+        let m = module(wave);
+        let d = m.device();
+        let input: Vec<i32> = (1..=512).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(512).unwrap();
+        m.kernel("missing_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        let intended = |g: usize| input[(g / 256) * 256 + (g % 256 + 1) % 256];
+        let wrong = (0..512).filter(|&g| out[g] != intended(g)).count();
+        // Threads of a block run one after another, so every read of a later thread's slot sees
+        // a value that was not written yet.
+        assert!(wrong >= 500, "only {wrong} of 512 results are wrong");
+    }
+}
+
+#[testkit::test]
+fn out_of_bounds_write_names_block_and_thread() {
+    let m = module(64);
+    let d = m.device();
+    let n = 1000usize;
+    let mut out = d.alloc::<f32>(n).unwrap();
+    let err = m
+        .kernel("oob_write")
+        .unwrap()
+        .launch(LaunchConfig::for_elements(n + 24, 256))
+        .arg(&mut out)
+        .arg(&(n as i32))
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds {
+            site,
+            access,
+            detail,
+            ..
+        } => {
+            assert_eq!(site.kernel, "oob_write");
+            assert_eq!(site.block, [3, 0, 0]);
+            assert_eq!(site.thread, [232, 0, 0]);
+            assert_eq!(*access, "write");
+            assert!(
+                detail.contains("byte offset 4000 of the 4000-byte buffer"),
+                "{detail}"
+            );
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("kernel `oob_write`, block (3,0,0), thread (232,0,0): out-of-bounds write"),
+        "{text}"
+    );
+    still_works(d);
+}
+
+#[testkit::test]
+fn out_of_bounds_read_is_a_read() {
+    let m = module(32);
+    let d = m.device();
+    let input = d.upload(&[1.0f32; 64]).unwrap();
+    let mut out = d.alloc::<f32>(64).unwrap();
+    let err = m
+        .kernel("oob_read")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&input)
+        .arg(&mut out)
+        .arg(&64i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match err {
+        RuntimeError::OutOfBounds { site, access, .. } => {
+            assert_eq!(access, "read");
+            assert_eq!(site.thread, [63, 0, 0]);
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+}
+
+#[testkit::test]
+fn partial_barrier_is_reported_not_hung() {
+    for (kernel, first_waiting, first_returned) in [
+        ("partial_barrier", [0, 0, 0], "(32,0,0)"),
+        ("partial_barrier_first", [1, 0, 0], "(0,0,0)"),
+    ] {
+        // Region form checks a barrier in the runtime across waves (Regions) or in the kernel's
+        // own call for the whole block (Blocks); both word it alike.
+        for (wave, exec) in [32, 64]
+            .into_iter()
+            .flat_map(|w| [(w, CpuExec::Regions), (w, CpuExec::Blocks)])
+        {
+            let m = module_with(CpuOptions {
+                wave_size: wave,
+                threads: 2,
+                exec,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            });
+            let d = m.device();
+            let mut data = d.alloc::<f32>(128).unwrap();
+            let err = m
+                .kernel(kernel)
+                .unwrap()
+                .launch(LaunchConfig::new(2, 128))
+                .arg(&mut data)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            match &err {
+                RuntimeError::PartialBarrier { site, message } => {
+                    assert_eq!(site.kernel, kernel);
+                    assert_eq!(site.block, [0, 0, 0]);
+                    assert_eq!(site.thread, first_waiting, "{message}");
+                    assert!(
+                        message.contains(&format!("the first: thread {first_returned}")),
+                        "{message}"
+                    );
+                }
+                other => panic!("expected PartialBarrier, got {other:?}"),
+            }
+            assert!(err.to_string().contains("partial barrier"), "{err}");
+            still_works(d);
+        }
+    }
+}
+
+#[testkit::test]
+fn divergent_barrier_is_reported_in_region_form() {
+    let m = module(64);
+    let d = m.device();
+    let mut data = d.alloc::<f32>(128).unwrap();
+    let err = m
+        .kernel("divergent_barrier")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 128))
+        .arg(&mut data)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::PartialBarrier { site, message } => {
+            assert_eq!(site.kernel, "divergent_barrier");
+            assert_eq!(site.thread, [0, 0, 0], "{message}");
+            assert!(
+                message.contains("32 thread(s) wait at __syncthreads() but 96 thread(s)")
+                    && message.contains("32 skip it in divergent control flow")
+                    && message.contains("the first: thread (32,0,0)"),
+                "{message}"
+            );
+        }
+        other => panic!("expected PartialBarrier, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[testkit::test]
+fn reduction_assuming_wave64_fails_only_at_wave32() {
+    let threads = 256usize;
+    let input: Vec<f32> = (0..threads * 4).map(|i| (i % 5) as f32).collect();
+    let want: Vec<f32> = input.chunks(threads).map(|c| c.iter().sum()).collect();
+    for wave in [64, 32] {
+        let m = module(wave);
+        let d = m.device();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<f32>(4).unwrap();
+        m.kernel("reduce_assumes_wave64")
+            .unwrap()
+            .launch(LaunchConfig::new(4, threads as u32))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let got = out.to_vec().unwrap();
+        if wave == 64 {
+            assert_eq!(got, want, "correct where its assumption holds");
+        } else {
+            assert_ne!(got, want, "wave 32 must expose the wave-64 assumption");
+        }
+    }
+}
+
+#[testkit::test]
+fn infinite_loops_hit_the_time_limit() {
+    for kernel in ["infinite_loop", "infinite_barrier_loop"] {
+        let m = module_with(CpuOptions {
+            threads: 2,
+            time_limit: Some(Duration::from_millis(200)),
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let flag = d.upload(&[0i32]).unwrap();
+        let mut out = d.alloc::<i32>(1).unwrap();
+        let k = m.kernel(kernel).unwrap();
+        let launch = k.launch(LaunchConfig::new(4, 64)).arg(&flag);
+        let launch = if kernel == "infinite_loop" {
+            launch.arg(&mut out)
+        } else {
+            launch
+        };
+        let err = launch.run(&d.stream().unwrap()).unwrap_err();
+        match &err {
+            RuntimeError::Timeout {
+                kernel: k, limit, ..
+            } => {
+                assert_eq!(k, kernel);
+                assert_eq!(*limit, Duration::from_millis(200));
+            }
+            other => panic!("expected Timeout, got {other:?}"),
+        }
+        assert!(err.to_string().contains("ran past the time limit"), "{err}");
+        still_works(d);
+    }
+}
+
+#[testkit::test]
+fn failed_assert_is_a_kernel_fault_naming_the_thread() {
+    let m = module(64);
+    let d = m.device();
+    let mut input = vec![1i32; 512];
+    input[300] = -1;
+    let inb = d.upload(&input).unwrap();
+    let err = m
+        .kernel("assert_positive")
+        .unwrap()
+        .launch(LaunchConfig::new(4, 128))
+        .arg(&inb)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.block, [2, 0, 0]);
+            assert_eq!(site.thread, [44, 0, 0]);
+            assert!(
+                message.contains("assertion `in[i] >= 0` failed"),
+                "{message}"
+            );
+            assert!(message.contains("bugs.hip"), "{message}");
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[testkit::test]
+fn null_pointer_write_is_a_kernel_fault() {
+    let m = module(64);
+    let d = m.device();
+    let mut out = d.alloc::<i32>(64).unwrap();
+    let err = m
+        .kernel("null_write")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&mut out)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.thread, [3, 0, 0]);
+            assert!(
+                message.contains("invalid memory write at address 0xc"),
+                "{message}"
+            );
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}
+
+#[testkit::test]
+fn shuffled_block_order_exposes_dependencies_between_blocks() {
+    let run = |seed: Option<u64>| {
+        let m = module_with(CpuOptions {
+            threads: 1,
+            shuffle_seed: seed,
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let mut data = d.alloc::<i32>(64).unwrap();
+        m.kernel("order_dependent")
+            .unwrap()
+            .launch(LaunchConfig::new(64, 32))
+            .arg(&mut data)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        data.to_vec().unwrap()
+    };
+    let in_order = run(None);
+    assert_eq!(in_order, (0..64).collect::<Vec<i32>>());
+    let shuffled = run(Some(7));
+    assert_ne!(shuffled, in_order);
+    assert_eq!(shuffled, run(Some(7)), "a seed gives one order");
+}
+
+#[testkit::test]
+fn stack_overflow_is_a_kernel_fault() {
+    let m = module(64);
+    let d = m.device();
+    let mut out = d.alloc::<i32>(4).unwrap();
+    let err = m
+        .kernel("stack_overflow")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 4))
+        .arg(&mut out)
+        .arg(&1_000_000i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::KernelFault { site, message } => {
+            assert_eq!(site.thread, [0, 0, 0]);
+            assert!(message.contains("stack overflow"), "{message}");
+        }
+        other => panic!("expected KernelFault, got {other:?}"),
+    }
+    still_works(d);
+}
+
+/// The bug corpus race-checked, once per way of running a block's threads (region form where
+/// the build made one, and per-thread fibers): both must honour the reversed order.
+fn race_checked(wave_size: u32) -> Vec<Module> {
+    [CpuExec::Regions, CpuExec::Fibers]
+        .into_iter()
+        .map(|exec| {
+            module_with(CpuOptions {
+                wave_size,
+                race_check: true,
+                exec,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            })
+        })
+        .collect()
+}
+
+/// The message of a [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
+fn race_message(err: RuntimeError, kernel: &str) -> String {
+    let text = err.to_string();
+    match err {
+        RuntimeError::SharedMemoryRace {
+            kernel: k, message, ..
+        } => {
+            assert_eq!(k, kernel);
+            assert!(
+                text.starts_with(&format!("kernel `{kernel}`: shared-memory race: ")),
+                "{text}"
+            );
+            message
+        }
+        other => panic!("expected SharedMemoryRace, got {other:?}"),
+    }
+}
+
+#[testkit::test]
+fn race_check_catches_the_missing_barrier() {
+    for (wave, threads) in [(32, 256usize), (64, 256), (64, 64)] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let input: Vec<i32> = (1..=2 * threads as i32).collect();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<i32>(2 * threads).unwrap();
+            let err = m
+                .kernel("missing_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, threads as u32))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let site = err.fault_site().cloned();
+            let message = race_message(err, "missing_barrier");
+            assert!(message.contains("parameter `out` (#1)"), "{message}");
+            // The word is out[0], which thread 0 of block 0 copies from s[1]: in order s[1] is
+            // still 0 (out keeps its 0), in reverse order thread 1 wrote it first.
+            assert!(
+                message.contains(
+                    "In order, no thread changed it (it kept its value from before the \
+                     launch); in reverse order, thread (0,0,0) of block (0,0,0) changed it last \
+                     (1 change(s) in all)."
+                ),
+                "{message}"
+            );
+            let site = site.expect("the writer's block and thread");
+            assert_eq!((site.block, site.thread), ([0, 0, 0], [0, 0, 0]));
+            // Thread 0 reads thread 1's slot: not yet written in order, written in reverse order.
+            assert!(
+                message.contains("differs first in the 4-byte word at byte offset 0"),
+                "{message}"
+            );
+            assert!(message.contains("without a __syncthreads()"), "{message}");
+            assert!(
+                message.contains("add the missing __syncthreads()"),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[testkit::test]
+fn race_check_catches_a_barrier_missing_inside_a_reduction_loop() {
+    let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
+    for wave in [32, 64] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let inb = d.upload(&input).unwrap();
+            let mut out = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("reduce_missing_loop_barrier")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 256))
+                .arg(&inb)
+                .arg(&mut out)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "reduce_missing_loop_barrier");
+            assert!(
+                message.contains(
+                    "parameter `out` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+            // out[0] is written by thread 0 of block 0 alone.
+            assert!(
+                message.contains("thread (0,0,0) of block (0,0,0) changed it last"),
+                "{message}"
+            );
+            assert!(message.contains("__syncthreads()"), "{message}");
+        }
+    }
+}
+
+#[testkit::test]
+fn race_check_catches_a_barrier_missing_before_a_loop_in_either_exec_mode() {
+    let input: Vec<f32> = (0..128).map(|i| (i % 5) as f32 + 1.0).collect();
+    for wave in [32, 64] {
+        for m in race_checked(wave) {
+            let d = m.device();
+            let xb = d.upload(&input).unwrap();
+            let mut partial = d.alloc::<f32>(2).unwrap();
+            let err = m
+                .kernel("missing_barrier_before_loop")
+                .unwrap()
+                .launch(LaunchConfig::new(2, 64))
+                .arg(&xb)
+                .arg(&mut partial)
+                .run(&d.stream().unwrap())
+                .unwrap_err();
+            let message = race_message(err, "missing_barrier_before_loop");
+            assert!(
+                message.contains(
+                    "parameter `partial` (#1) differs first in the 4-byte word at byte offset 0"
+                ),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[testkit::test]
+fn race_check_runs_the_threads_of_a_block_last_to_first() {
+    for (wave, threads) in [(64, 256u32), (32, 256), (64, 96), (64, 64), (64, 48)] {
+        let thread0 = threads - 1; // thread 0 runs last
+        for barrier in [0i32, 1] {
+            for m in race_checked(wave) {
+                let d = m.device();
+                let mut counter = d.upload(&[0u32]).unwrap();
+                let mut order = d.alloc::<u32>(threads as usize).unwrap();
+                let err = m
+                    .kernel("run_order")
+                    .unwrap()
+                    .launch(LaunchConfig::new(1, threads))
+                    .arg(&mut counter)
+                    .arg(&mut order)
+                    .arg(&barrier)
+                    .run(&d.stream().unwrap())
+                    .unwrap_err();
+                let message = race_message(err, "run_order");
+                assert!(
+                    message.contains(&format!(
+                    "parameter `order` (#1) differs first in the 4-byte word at byte offset 0: \
+                     0x00000000 when the threads of each block ran in order, {thread0:#010x} when \
+                     they ran in reverse order"
+                )),
+                    "wave {wave}, {threads} threads, barrier {barrier}: {message}"
+                );
+                // The counter ends equal: the second run started from the restored zero.
+                assert_eq!(counter.to_vec().unwrap(), vec![threads]);
+            }
+        }
+    }
+}
+
+#[testkit::test]
+fn race_check_passes_a_correct_block_reduction() {
+    let n = 1000usize;
+    let input: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    for (wave, exec) in [32, 64]
+        .into_iter()
+        .flat_map(|w| [(w, CpuExec::Regions), (w, CpuExec::Fibers)])
+    {
+        let device = Device::cpu(CpuOptions {
+            wave_size: wave,
+            race_check: true,
+            exec,
+            ..CpuOptions::default()
+        });
+        assert!(
+            device.info().name.contains("race check"),
+            "{}",
+            device.info().name
+        );
+        let m = device.load(&FEATURES).unwrap();
+        let inb = device.upload(&input).unwrap();
+        let blocks = n.div_ceil(256);
+        let mut out = device.upload(&vec![-1.0f32; blocks]).unwrap();
+        m.kernel("block_sum_static")
+            .unwrap()
+            .launch(LaunchConfig::new(blocks as u32, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&device.stream().unwrap())
+            .unwrap();
+        let want: Vec<f32> = input.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out.to_vec().unwrap(), want);
+    }
+}
+
+#[testkit::test]
+fn race_check_reports_faults_of_either_run() {
+    for m in race_checked(64) {
+        let d = m.device();
+        let n = 1000usize;
+        let mut out = d.alloc::<f32>(n).unwrap();
+        let err = m
+            .kernel("oob_write")
+            .unwrap()
+            .launch(LaunchConfig::for_elements(n + 24, 256))
+            .arg(&mut out)
+            .arg(&(n as i32))
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds { detail, .. } => {
+                assert!(!detail.contains("race check"), "{detail}")
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+        still_works(d);
+
+        // A fault only the reversed run has is said to depend on the order.
+        let mut out = d.alloc::<i32>(127).unwrap();
+        let err = m
+            .kernel("shift_without_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 128))
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds {
+                site,
+                access,
+                detail,
+                ..
+            } => {
+                assert_eq!(site.thread, [127, 0, 0]);
+                assert_eq!(*access, "write");
+                assert!(
+                    detail.contains(
+                        "race check: only when the threads of each block ran in reverse order"
+                    ),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+        still_works(d);
+    }
+}
+
+/// `missing_barrier_before_loop` at wave 32 (two waves of 32 in a block of 64): run as waves
+/// (the default), the first wave reaches the loop before the second filled its half of the tile
+/// and the sums are wrong, as a GPU could make them; `CpuExec::Blocks` runs the block's waves in
+/// step and hides the bug (its documented trade-off).
+#[testkit::test]
+fn waves_show_a_barrier_missing_before_a_loop_and_blocks_hide_it() {
+    let x: Vec<f32> = (0..128).map(|i| (i % 5) as f32 + 1.0).collect();
+    let want: Vec<f32> = x.chunks(64).map(|c| c.iter().sum()).collect();
+    for (exec, wrong) in [(CpuExec::Regions, true), (CpuExec::Blocks, false)] {
+        let m = module_with(CpuOptions {
+            wave_size: 32,
+            exec,
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let xb = d.upload(&x).unwrap();
+        let mut out = d.alloc::<f32>(2).unwrap();
+        m.kernel("missing_barrier_before_loop")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 64))
+            .arg(&xb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        let got = out.to_vec().unwrap();
+        assert_eq!(got != want, wrong, "{exec:?}: got {got:?}, want {want:?}");
+    }
+}
