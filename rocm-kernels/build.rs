@@ -1,13 +1,20 @@
-//! Compiles the cpu backend's C++ runtime (`cpu-runtime/`) once, into this crate.
+//! Compiles the cpu backend's C++ runtime (`cpu-runtime/`) once, into this crate, against the
+//! kernel-language headers of `rocm-kernels-core` (the ABI it shares with compiled kernels).
 
 fn main() {
+    let include = std::env::var("DEP_ROCM_KERNELS_CORE_INCLUDE")
+        .expect("rocm-kernels-core tells where its headers are");
+    let cpu = std::path::Path::new(&include).join("cpu");
     println!("cargo:rerun-if-changed=cpu-runtime");
-    println!("cargo:rerun-if-changed=include/cpu/hip/detail/abi.h");
+    println!(
+        "cargo:rerun-if-changed={}",
+        cpu.join("hip/detail/abi.h").display()
+    );
     cc::Build::new()
         .cpp(true)
         .std("c++17")
         .file("cpu-runtime/runtime.cpp")
-        .include("include/cpu")
+        .include(&cpu)
         .opt_level(2)
         .flag_if_supported("-fno-omit-frame-pointer")
         .warnings(true)

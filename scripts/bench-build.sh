@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of rocm_kernels::Build on a generated crate of 20 HIP kernels built for 2 targets.
+# Benchmark of rocm_kernels_build::Build on a generated crate of 20 HIP kernels built for 2 targets.
 #
 # Prints a table of:
 #   * cold build: the build script with an empty cache, against `make -j$JOBS` running the very
@@ -60,7 +60,7 @@ EOF
 cp "$REPO/Cargo.lock" "$CRATE/Cargo.lock"
 cat > "$CRATE/build.rs" <<'EOF'
 fn main() {
-    rocm_kernels::Build::new()
+    rocm_kernels_build::Build::new()
         .files(["kernels/*.hip"])
         .include("include")
         .compile("kernels");
@@ -165,7 +165,7 @@ fmt() { printf '%.3f' "$1"; }
 all() { for v in "$@"; do printf '%.2f ' "$v"; done; }
 CV=$("$COMPILER_PATH" --version 2>/dev/null | grep -i version | head -1)
 echo
-echo "rocm_kernels::Build benchmark: $KERNELS kernels x ${TARGETS//,/ + } with $COMPILER ($CV)"
+echo "rocm_kernels_build::Build benchmark: $KERNELS kernels x ${TARGETS//,/ + } with $COMPILER ($CV)"
 echo "machine: $(nproc) cores, load average before: $LOAD_BEFORE, runs: $RUNS (median shown), jobs: $JOBS"
 echo
 printf '| %-58s | %9s | %s\n' "measurement" "seconds" "notes"

@@ -27,7 +27,7 @@ pub fn install_or(packages: &[&str], otherwise: &str) -> String {
 }
 
 fn has_program(name: &str) -> bool {
-    rocm_kernels::process::which(name).is_some()
+    rocm_toolkit::process::which(name).is_some()
 }
 
 /// Whether this process runs as root (effective uid 0), read from `/proc/self/status` so no

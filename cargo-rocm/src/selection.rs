@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rocm_kernels::toolchain::{inspect, Toolchain, ToolchainSource};
+use rocm_toolkit::toolchain::{inspect, Toolchain, ToolchainSource};
 
 use crate::cli::GlobalArgs;
 use crate::output::Output;

@@ -2,7 +2,7 @@
 //! and writes `$OUT_DIR/kernels.rs`, which `src/lib.rs` embeds with `include_kernels!`.
 
 fn main() {
-    rocm_kernels::Build::new()
+    rocm_kernels_build::Build::new()
         .file("kernels/kernels.hip")
         .compile("kernels");
 }

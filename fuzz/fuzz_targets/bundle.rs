@@ -3,12 +3,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocm_kernels::code_object;
+use rocm_code_object;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = code_object::parse_plain(data);
-    let _ = code_object::decompress(data);
-    if let Ok(objects) = code_object::parse(data) {
+    let _ = rocm_code_object::parse_plain(data);
+    let _ = rocm_code_object::decompress(data);
+    if let Ok(objects) = rocm_code_object::parse(data) {
         for entry in &objects.entries {
             let _ = entry.kernels();
             let _ = entry.elf();

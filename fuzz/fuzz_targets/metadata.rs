@@ -2,10 +2,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocm_kernels::code_object;
+use rocm_code_object;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(metadata) = code_object::parse_metadata(data) {
+    if let Ok(metadata) = rocm_code_object::parse_metadata(data) {
         for kernel in &metadata.kernels {
             let _ = kernel.params();
         }

@@ -68,7 +68,7 @@ fn main() {
         ..CpuOptions::default()
     });
     let info = device.info().clone();
-    let module = device.load(&BENCH).expect("load bench kernels");
+    let module = device.load(BENCH).expect("load bench kernels");
     let stream: Stream = device.stream().expect("stream");
     let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let x = device.upload(&host).expect("upload");
@@ -183,7 +183,7 @@ fn main() {
             threads,
             ..CpuOptions::default()
         });
-        let module = checked.load(&BENCH).expect("load bench kernels");
+        let module = checked.load(BENCH).expect("load bench kernels");
         let stream = checked.stream().expect("stream");
         let x = checked.upload(&host).expect("upload");
         let mut y = checked.upload(&host).expect("upload");

@@ -1,29 +1,16 @@
-//! `rocm-kernels`: the build-time and run-time half of cargo-rocm.
+//! `rocm-kernels`: run HIP kernels that `rocm-kernels-build` compiled into this crate.
 //!
-//! * [`toolchain`] finds ROCm installs (compiler, device libraries, targets).
-//! * [`home`] is the cargo-rocm home and which toolchain a crate uses (pins, overrides).
-//! * [`build_manifest`] lists what a build script compiled (read by `cargo rocm build`).
-//! * [`code_object`] reads compiled code objects (bundles, AMDGPU ELF, kernel metadata).
-//! * [`detect`] finds the compute devices of this machine.
-//! * [`embedded`] is the data a build script embeds into the user's crate.
-//! * [`process`] runs probe programs with a time limit.
-//! * [`build`] compiles kernels from `build.rs` ([`Build`]); [`include_kernels!`] embeds them.
+//! * [`include_kernels!`] embeds a library a build script compiled (`KernelLibrary`).
+//! * [`runtime`]: find a `Device` (an AMD GPU through libamdhip64, an NVIDIA GPU through the
+//!   CUDA driver, or the CPU), load a `Module`, launch `Kernel`s on `Buffer`s.
+//!
+//! A user crate lists this crate as a dependency and `rocm-kernels-build` as a build-dependency;
+//! neither links what only the other needs.
 
-pub mod build;
-pub mod build_manifest;
-pub mod code_object;
-pub mod detect;
-pub mod embedded;
-pub mod headers;
-pub mod home;
-pub mod nvcc;
-pub mod process;
 pub mod runtime;
-pub mod symbols;
-pub mod toolchain;
 
-pub use build::Build;
-pub use embedded::{Backend, KernelLibrary};
+pub use rocm_kernels_core::library;
+pub use rocm_kernels_core::{Backend, KernelLibrary};
 
 /// The kernels a build script compiled with `Build::compile(name)`, as a
 /// `&'static rocm_kernels::KernelLibrary`.

@@ -318,9 +318,9 @@ impl Check {
     /// Compare the declared arguments with the kernel's parameters, where the build knows them.
     pub(crate) fn validate_params(
         &self,
-        params: &[rocm_kernels::embedded::ParamDecl],
+        params: &[rocm_kernels::library::ParamDecl],
     ) -> Vec<String> {
-        use rocm_kernels::embedded::ParamKind;
+        use rocm_kernels::library::ParamKind;
         if params.is_empty() {
             return Vec::new();
         }
@@ -535,7 +535,7 @@ mod tests {
 
     #[test]
     fn params_are_checked_against_the_kernel() {
-        use rocm_kernels::embedded::{ParamDecl, ParamKind};
+        use rocm_kernels::library::{ParamDecl, ParamKind};
         let params = [
             ParamDecl {
                 name: "x",

@@ -42,7 +42,8 @@
 mod check;
 mod compare;
 mod element;
-pub mod events;
+/// The trial events and option variables, shared with `cargo rocm`.
+pub use rocm_test_events as events;
 pub mod gen;
 mod harness;
 mod launch;

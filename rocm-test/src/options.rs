@@ -15,6 +15,8 @@
 
 use std::path::PathBuf;
 
+use rocm_test_events::env as var;
+
 use rocm_kernels::Backend;
 
 /// Parsed harness options.
@@ -32,12 +34,12 @@ pub struct HarnessOptions {
 }
 
 const FLAGS: [(&str, &str); 6] = [
-    ("--backend", "ROCM_TEST_BACKEND"),
-    ("--require-backend", "ROCM_TEST_REQUIRE_BACKEND"),
-    ("--wave-size", "ROCM_TEST_WAVE_SIZE"),
-    ("--seed", "ROCM_TEST_SEED"),
-    ("--cases", "ROCM_TEST_CASES"),
-    ("--events", "ROCM_TEST_EVENTS"),
+    ("--backend", var::BACKEND),
+    ("--require-backend", var::REQUIRE_BACKEND),
+    ("--wave-size", var::WAVE_SIZE),
+    ("--seed", var::SEED),
+    ("--cases", var::CASES),
+    ("--events", var::EVENTS),
 ];
 
 impl HarnessOptions {
@@ -105,18 +107,18 @@ impl HarnessOptions {
         };
         let last = |flag: &str, var: &str| values(flag, var).pop();
 
-        let selected = backends("--backend", "ROCM_TEST_BACKEND")?;
-        let wave_sizes = list("--wave-size", "ROCM_TEST_WAVE_SIZE")
+        let selected = backends("--backend", var::BACKEND)?;
+        let wave_sizes = list("--wave-size", var::WAVE_SIZE)
             .iter()
             .map(|s| match s.parse::<u32>() {
                 Ok(w @ (32 | 64)) => Ok(w),
                 _ => Err(format!("--wave-size: `{s}` is not a wave size (32 or 64)")),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let seed = last("--seed", "ROCM_TEST_SEED")
+        let seed = last("--seed", var::SEED)
             .map(|s| parse_u64(&s).ok_or_else(|| format!("--seed: `{s}` is not a number")))
             .transpose()?;
-        let cases = last("--cases", "ROCM_TEST_CASES")
+        let cases = last("--cases", var::CASES)
             .map(|s| {
                 s.parse::<u32>()
                     .ok()
@@ -126,7 +128,7 @@ impl HarnessOptions {
             .transpose()?;
         let opts = HarnessOptions {
             backends: (!selected.is_empty()).then_some(selected),
-            require: backends("--require-backend", "ROCM_TEST_REQUIRE_BACKEND")?,
+            require: backends("--require-backend", var::REQUIRE_BACKEND)?,
             wave_sizes: if wave_sizes.is_empty() {
                 vec![32, 64]
             } else {
@@ -134,9 +136,8 @@ impl HarnessOptions {
             },
             seed,
             cases,
-            events: last("--events", "ROCM_TEST_EVENTS").map(PathBuf::from),
-            race_check: race_flag
-                || env_switch(env("ROCM_TEST_RACE_CHECK"), "ROCM_TEST_RACE_CHECK")?,
+            events: last("--events", var::EVENTS).map(PathBuf::from),
+            race_check: race_flag || env_switch(env(var::RACE_CHECK), var::RACE_CHECK)?,
         };
         Ok((opts, rest))
     }

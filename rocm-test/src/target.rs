@@ -20,34 +20,7 @@ pub(crate) enum LaunchArg<'a> {
     },
 }
 
-/// What [`Target::time`] measured: the kernel and a device-to-device copy moving the same
-/// number of bytes, each the median of several runs timed on the host around a synchronous
-/// launch or copy (the same method for both, so their ratio is fair).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Bandwidth {
-    /// Bytes the kernel must move through device memory (as the check declares).
-    pub bytes: u64,
-    pub kernel_ms: f64,
-    pub kernel_gbps: f64,
-    pub copy_ms: f64,
-    pub copy_gbps: f64,
-    /// `kernel_gbps / copy_gbps`.
-    pub ratio: f64,
-}
-
-impl std::fmt::Display for Bandwidth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.1} GB/s ({:.3} ms for {:.2} GiB); device-to-device copy {:.1} GB/s; ratio {:.1}%",
-            self.kernel_gbps,
-            self.kernel_ms,
-            self.bytes as f64 / (1u64 << 30) as f64,
-            self.copy_gbps,
-            self.ratio * 100.0
-        )
-    }
-}
+pub use rocm_test_events::Bandwidth;
 
 /// A device (or emulated configuration) that can run the library's kernels.
 pub(crate) trait Target: Send + Sync {

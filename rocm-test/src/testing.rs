@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rocm_kernels::embedded::KernelDecl;
+use rocm_kernels::library::KernelDecl;
 use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::Element;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use rocm_kernels::home::family::{families_for_target, family_covers};
-use rocm_kernels::home::{Channel, HomeError, Resolved, ToolchainPin};
+use rocm_toolkit::home::family::{families_for_target, family_covers};
+use rocm_toolkit::home::{Channel, HomeError, Resolved, ToolchainPin};
 
 use crate::dist::{self, DistFile, Selector};
 use crate::error::{Error, Result};
@@ -106,7 +106,7 @@ fn auto_install_disabled() -> bool {
     std::env::var(NO_AUTO_INSTALL_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// [`rocm_kernels::home::Home::resolve`], installing a pinned toolchain that is missing
+/// [`rocm_toolkit::home::Home::resolve`], installing a pinned toolchain that is missing
 /// (unless [`NO_AUTO_INSTALL_ENV`] is set). Returns the install's report when one happened.
 pub fn resolve_or_install(
     installer: &Installer,

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use rocm_kernels::home::{Channel, DistInfo, Version};
+use rocm_toolkit::home::{Channel, DistInfo, Version};
 use serde::Serialize;
 
 /// Overrides every channel's index URL (comma-separated for several); `--index-url` wins.
@@ -314,7 +314,7 @@ mod tests {
         ]
         .join("\n");
         let files = parse_index(&body, "http://h/");
-        let fams = rocm_kernels::home::family::families_for_target("gfx90a");
+        let fams = rocm_toolkit::home::family::families_for_target("gfx90a");
         let mut sel = Selector {
             platform: "linux".into(),
             families: fams,

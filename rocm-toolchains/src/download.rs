@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rocm_kernels::home::ArchiveRecord;
+use rocm_toolkit::home::ArchiveRecord;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};

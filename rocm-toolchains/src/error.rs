@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use rocm_kernels::home::HomeError;
+use rocm_toolkit::home::HomeError;
 
 /// What can go wrong while managing toolchains.
 #[derive(Debug, thiserror::Error)]

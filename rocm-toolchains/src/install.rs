@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rocm_kernels::home::{
+use rocm_toolkit::home::{
     self, ArchiveRecord, DistInfo, Home, InstallKind, Installed, ToolchainMetadata,
 };
-use rocm_kernels::toolchain::Toolchain;
+use rocm_toolkit::toolchain::Toolchain;
 use serde::Serialize;
 
 use crate::dist::{self, DistFile};

@@ -1,6 +1,6 @@
 //! `rocm-toolchains`: installing, linking and removing ROCm toolchains in the cargo-rocm home.
 //!
-//! Reading the home and choosing a toolchain is [`rocm_kernels::home`] (light enough for build
+//! Reading the home and choosing a toolchain is [`rocm_toolkit::home`] (light enough for build
 //! scripts); this crate changes it:
 //! * [`dist`]: TheRock's published tarballs (index pages, file names, choosing a build);
 //! * [`download`]: checksummed, resumable, retried downloads;

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 
 use fs4::fs_std::FileExt;
-use rocm_kernels::home::Home;
+use rocm_toolkit::home::Home;
 
 use crate::error::{Error, Result};
 

@@ -1,5 +1,5 @@
 fn main() {
-    rocm_kernels::Build::new()
+    rocm_kernels_build::Build::new()
         .file("kernels/copy.hip")
         .compile("bench");
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
-use rocm_kernels::build_manifest::BuildManifest;
+use rocm_kernels_core::manifest::BuildManifest;
 
 use crate::cli::{ColorChoice, FormatArgs, GlobalArgs};
 use crate::exit;

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use rocm_kernels::detect::{detect, format_bytes, Detection, Device};
-use rocm_kernels::Backend;
+use rocm_kernels_core::Backend;
+use rocm_toolkit::detect::{detect, format_bytes, Detection, Device};
 
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::output::Output;

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use rocm_kernels::toolchain::{discover, Toolchain, ToolchainEnv};
+use rocm_toolkit::toolchain::{discover, Toolchain, ToolchainEnv};
 
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::output::Output;
@@ -140,7 +140,7 @@ fn fish_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocm_kernels::toolchain::ToolchainSource;
+    use rocm_toolkit::toolchain::ToolchainSource;
 
     fn toolchain() -> Toolchain {
         Toolchain {

@@ -84,6 +84,7 @@ pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
                 .replace("{{name}}", name)
                 .replace("{{crate_name}}", &crate_name)
                 .replace("{{rocm_kernels_dep}}", &dep("rocm-kernels"))
+                .replace("{{rocm_kernels_build_dep}}", &dep("rocm-kernels-build"))
                 .replace("{{rocm_test_dep}}", &dep("rocm-test"));
             (f.path, text)
         })

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
-use rocm_kernels::Backend;
-use rocm_test::events::{read_events, TrialEvent, TrialOutcome};
+use rocm_kernels_core::Backend;
+use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
 
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
@@ -304,27 +304,28 @@ fn build_env(args: &TestArgs) -> Vec<(&'static str, String)> {
         return Vec::new();
     }
     let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
-    vec![(rocm_kernels::build::ENV_BACKENDS, list.join(","))]
+    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
 }
 
 /// The `ROCM_TEST_*` variables that carry our options to the harnesses.
 fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     let join = |v: &[Backend]| v.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(",");
-    let mut env = vec![("ROCM_TEST_EVENTS", events.display().to_string())];
+    use rocm_test_events::env as var;
+    let mut env = vec![(var::EVENTS, events.display().to_string())];
     if !args.backend.is_empty() {
-        env.push(("ROCM_TEST_BACKEND", join(&args.backend)));
+        env.push((var::BACKEND, join(&args.backend)));
     }
     if !args.require_backend.is_empty() {
-        env.push(("ROCM_TEST_REQUIRE_BACKEND", join(&args.require_backend)));
+        env.push((var::REQUIRE_BACKEND, join(&args.require_backend)));
     }
     if !args.wave_size.is_empty() {
-        env.push(("ROCM_TEST_WAVE_SIZE", args.wave_size.join(",")));
+        env.push((var::WAVE_SIZE, args.wave_size.join(",")));
     }
     if let Some(s) = &args.seed {
-        env.push(("ROCM_TEST_SEED", s.clone()));
+        env.push((var::SEED, s.clone()));
     }
     if let Some(n) = args.cases {
-        env.push(("ROCM_TEST_CASES", n.to_string()));
+        env.push((var::CASES, n.to_string()));
     }
     env
 }

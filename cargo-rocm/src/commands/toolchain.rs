@@ -1,6 +1,6 @@
 //! `cargo rocm toolchain`: install, list, link, pin and remove ROCm toolchains.
 //!
-//! The work is in `rocm-toolchains` (changing the home) and `rocm_kernels::home` (reading it,
+//! The work is in `rocm-toolchains` (changing the home) and `rocm_toolkit::home` (reading it,
 //! resolution); this module parses arguments, shows progress and prints results.
 
 mod progress;
@@ -9,12 +9,12 @@ mod show;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rocm_kernels::home::{self, Channel, Home, PinFile, Resolved, Version};
 use rocm_toolchains::auto::{self, families_for, index_urls};
 use rocm_toolchains::dist::{self, Selector};
 use rocm_toolchains::download::{DownloadOptions, Downloader};
 use rocm_toolchains::system::SystemPlan;
 use rocm_toolchains::{gpu, ArchiveSource, InstallOptions, InstallReport, Installer};
+use rocm_toolkit::home::{self, Channel, Home, PinFile, Resolved, Version};
 
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::backend::{self, DeviceBackend};
 use super::{Buffer, DeviceCopy, Module, Result, RuntimeError, Stream};
-use crate::embedded::{Backend, KernelLibrary};
+use crate::library::{Backend, KernelLibrary};
 
 /// What a device is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::embedded::Backend;
+use crate::library::Backend;
 
 /// Where in a launch a fault happened: the kernel, the block and the thread within it.
 #[derive(Debug, Clone, PartialEq, Eq)]

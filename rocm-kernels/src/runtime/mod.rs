@@ -38,5 +38,5 @@ pub use memory::{Buffer, DeviceCopy};
 pub use module::{Kernel, Module};
 pub use stream::{Event, Stream};
 
-pub use crate::embedded::Backend;
+pub use crate::library::Backend;
 pub use backend::cpu::fiber_switch_ns;

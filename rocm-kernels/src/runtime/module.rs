@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
 use super::launch::{ArgKind, ArgRef};
 use super::{Device, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
-use crate::embedded::{KernelDecl, KernelLibrary, ParamKind};
+use crate::library::{KernelDecl, KernelLibrary, ParamKind};
 
 /// A kernel library loaded on a device.
 #[derive(Debug, Clone)]

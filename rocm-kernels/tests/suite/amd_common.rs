@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_kernels::embedded::{EmbeddedObject, KernelDecl, ParamDecl};
+use rocm_kernels::library::{EmbeddedObject, KernelDecl, ParamDecl};
 use rocm_kernels::{Backend, KernelLibrary};
 
 /// Kernels compiled for the tests: an `extern "C"` one, a template instantiation and a plain
@@ -120,25 +120,25 @@ const SAXPY_PARAMS: &[ParamDecl] = &[
         name: "a",
         type_name: "float",
         size: 4,
-        kind: rocm_kernels::embedded::ParamKind::ByValue,
+        kind: rocm_kernels::library::ParamKind::ByValue,
     },
     ParamDecl {
         name: "x",
         type_name: "const float*",
         size: 8,
-        kind: rocm_kernels::embedded::ParamKind::GlobalBuffer,
+        kind: rocm_kernels::library::ParamKind::GlobalBuffer,
     },
     ParamDecl {
         name: "y",
         type_name: "float*",
         size: 8,
-        kind: rocm_kernels::embedded::ParamKind::GlobalBuffer,
+        kind: rocm_kernels::library::ParamKind::GlobalBuffer,
     },
     ParamDecl {
         name: "n",
         type_name: "int",
         size: 4,
-        kind: rocm_kernels::embedded::ParamKind::ByValue,
+        kind: rocm_kernels::library::ParamKind::ByValue,
     },
 ];
 

@@ -9,7 +9,7 @@ use rocm_kernels_corpus::{BUGS, FEATURES};
 
 fn module_with(options: CpuOptions) -> Module {
     Device::cpu(options)
-        .load(&BUGS)
+        .load(BUGS)
         .expect("load the bug corpus")
 }
 
@@ -24,7 +24,7 @@ fn module(wave_size: u32) -> Module {
 
 /// The device still runs kernels correctly after a fault.
 fn still_works(device: &Device) {
-    let m = device.load(&FEATURES).unwrap();
+    let m = device.load(FEATURES).unwrap();
     let x = device.upload(&[1.0f32; 300]).unwrap();
     let mut y = device.upload(&[1.0f32; 300]).unwrap();
     m.kernel("saxpy")
@@ -555,7 +555,7 @@ fn race_check_passes_a_correct_block_reduction() {
             "{}",
             device.info().name
         );
-        let m = device.load(&FEATURES).unwrap();
+        let m = device.load(FEATURES).unwrap();
         let inb = device.upload(&input).unwrap();
         let blocks = n.div_ceil(256);
         let mut out = device.upload(&vec![-1.0f32; blocks]).unwrap();

@@ -24,7 +24,7 @@ fn device(wave_size: u32) -> Device {
 }
 
 fn module(wave_size: u32) -> Module {
-    device(wave_size).load(&FEATURES).expect("load the corpus")
+    device(wave_size).load(FEATURES).expect("load the corpus")
 }
 
 /// The corpus on the cpu backend at both wave sizes and every execution form.
@@ -33,7 +33,7 @@ fn cpu_modules() -> Vec<(u32, Module)> {
     for exec in [CpuExec::Regions, CpuExec::Blocks, CpuExec::Fibers] {
         for wave in [32, 64] {
             let m = device_with(wave, exec)
-                .load(&FEATURES)
+                .load(FEATURES)
                 .expect("load the corpus");
             out.push((wave, m));
         }
@@ -50,7 +50,7 @@ fn race_checked_module(wave_size: u32) -> Module {
         race_check: true,
         ..CpuOptions::default()
     })
-    .load(&FEATURES)
+    .load(FEATURES)
     .expect("load the corpus")
 }
 
@@ -97,7 +97,7 @@ fn nvidia_module() -> Option<Module> {
     let device = Device::all()
         .into_iter()
         .find(|d| d.backend() == rocm_kernels::Backend::Nvidia)?;
-    match device.load(&FEATURES) {
+    match device.load(FEATURES) {
         Ok(m) => Some(m),
         Err(e) => {
             eprintln!("nvidia device present but the corpus cannot load on it: {e}");

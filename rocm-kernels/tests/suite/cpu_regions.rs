@@ -13,7 +13,7 @@ fn module(wave_size: u32, exec: CpuExec) -> Module {
         exec,
         ..CpuOptions::default()
     })
-    .load(&SHAPES)
+    .load(SHAPES)
     .expect("load the shapes corpus")
 }
 

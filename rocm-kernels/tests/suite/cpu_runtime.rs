@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rocm_kernels::embedded::{KernelDecl, KernelLibrary};
+use rocm_kernels::library::{KernelDecl, KernelLibrary};
 use rocm_kernels::runtime::{
     fiber_switch_ns, Backend, CpuOptions, Device, Dim3, LaunchConfig, RuntimeError,
 };
@@ -98,7 +98,7 @@ fn buffers_upload_download_fill_copy() {
 #[testkit::test]
 fn events_time_work_on_a_stream() {
     let d = cpu();
-    let m = d.load(&FEATURES).unwrap();
+    let m = d.load(FEATURES).unwrap();
     let s = d.stream().unwrap();
     let n = 1 << 16;
     let x = d.upload(&vec![1.0f32; n]).unwrap();
@@ -136,7 +136,7 @@ fn launch_config_helpers() {
 #[testkit::test]
 fn invalid_launches_are_refused() {
     let d = cpu();
-    let m = d.load(&FEATURES).unwrap();
+    let m = d.load(FEATURES).unwrap();
     let s = d.stream().unwrap();
     let k = m.kernel("corpus::fill_iota").unwrap();
     let mut out = d.alloc::<i32>(4096).unwrap();
@@ -162,7 +162,7 @@ fn invalid_launches_are_refused() {
         race_check: true,
         ..CpuOptions::default()
     });
-    let m = racy.load(&FEATURES).unwrap();
+    let m = racy.load(FEATURES).unwrap();
     let mut out = racy.alloc::<i32>(32).unwrap();
     let err = m
         .kernel("corpus::fill_iota")

@@ -1,10 +1,10 @@
 //! The nvidia backend on a real GPU: cubin, PTX and NVRTC images, faults and recovery.
 //! Ignored (with the reason) where no NVIDIA device, nvcc or NVRTC is available, as on CI.
 
-use rocm_kernels::embedded::{EmbeddedObject, KernelLibrary};
-use rocm_kernels::nvcc::{self, NvccJob};
+use rocm_kernels::library::{EmbeddedObject, KernelLibrary};
 use rocm_kernels::runtime::{Device, LaunchConfig, RuntimeError};
 use rocm_kernels::Backend;
+use rocm_toolkit::nvcc::{self, NvccJob};
 
 const SOURCE: &str = r#"
 #include <hip/hip_runtime.h>

@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rocm_kernels::home::Home;
 use rocm_toolchains::download::{DownloadOptions, Downloader};
 use rocm_toolchains::test_support::{
     fake_rocm_entries, index_html, sha256_hex, tarball, Compression, TestServer,
 };
 use rocm_toolchains::Installer;
+use rocm_toolkit::home::Home;
 
 pub struct Setup {
     pub tmp: tempfile::TempDir,

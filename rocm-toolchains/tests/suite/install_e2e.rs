@@ -3,11 +3,11 @@
 use crate::common;
 
 use common::*;
-use rocm_kernels::home::{Channel, InstallKind, Rule, PIN_FILE_NAME};
 use rocm_toolchains::auto::{index_urls, resolve_or_install};
 use rocm_toolchains::dist::Selector;
 use rocm_toolchains::test_support::sha256_hex;
 use rocm_toolchains::{ArchiveSource, InstallOptions};
+use rocm_toolkit::home::{Channel, InstallKind, Rule, PIN_FILE_NAME};
 
 #[testkit::test]
 fn install_pin_resolve_uninstall() {

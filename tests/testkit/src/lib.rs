@@ -177,6 +177,11 @@ pub mod needs {
         "/usr/lib/llvm-19/bin/clang-offload-bundler",
         "apt-get install clang-tools-19",
     );
+    /// The `llvm-objcopy` that clang 19's offload bundler runs (it looks beside itself).
+    pub const LLVM_19: Need = Need::file(
+        "/usr/lib/llvm-19/bin/llvm-objcopy",
+        "apt-get install llvm-19",
+    );
     pub const HIP_HEADERS: Need = Need::file(
         "/usr/include/hip/hip_runtime.h",
         "apt-get install libamdhip64-dev",
@@ -193,8 +198,8 @@ pub mod needs {
     /// clang 19 and the offload bundler it needs for a HIP object of several targets.
     pub const CLANG_BUNDLER_19: Need = Need::all(
         "clang 19 with its offload bundler",
-        "apt-get install clang-19 clang-tools-19",
-        &[CLANG_19, CLANG_TOOLS_19],
+        "apt-get install clang-19 clang-tools-19 llvm-19",
+        &[CLANG_19, CLANG_TOOLS_19, LLVM_19],
     );
     /// Everything a build with `clang++-19` for the amd backend runs: the compiler, its linker and
     /// offload bundler, Debian's device libraries and HIP headers.
@@ -222,6 +227,7 @@ pub mod needs {
         CLANG_19,
         LLD_19,
         CLANG_TOOLS_19,
+        LLVM_19,
         HIP_HEADERS,
         LIBAMDHIP64,
         ROCM_DEVICE_LIBS,

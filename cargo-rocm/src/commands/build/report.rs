@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rocm_kernels::build_manifest::{BuildManifest, ManifestObject, ObjectFormat};
-use rocm_kernels::code_object::{self, CodeObjectError};
+use rocm_code_object::CodeObjectError;
+use rocm_kernels_core::manifest::{BuildManifest, ManifestObject, ObjectFormat};
 use serde::Serialize;
 
 /// One kernel on one target.
@@ -219,9 +219,9 @@ fn note(object: &ManifestObject, text: &str) -> ObjectNote {
 
 /// Rows of a cubin from the report the build kept beside it (`None` when there is none).
 fn nvidia_rows(object: &ManifestObject) -> Option<Vec<NvidiaRow>> {
-    let path = rocm_kernels::build::nvidia_resources_path(&object.path);
+    let path = rocm_kernels_build::nvidia_resources_path(&object.path);
     let text = std::fs::read_to_string(path).ok()?;
-    let kernels: Vec<rocm_kernels::nvcc::KernelResources> = serde_json::from_str(&text).ok()?;
+    let kernels: Vec<rocm_toolkit::nvcc::KernelResources> = serde_json::from_str(&text).ok()?;
     let target = object.targets.join(",");
     Some(
         kernels
@@ -253,7 +253,7 @@ fn amd_rows(manifest: &Path, object: &ManifestObject) -> Result<Vec<KernelRow>, 
         manifest: manifest.to_owned(),
         source,
     })?;
-    let objects = code_object::parse(&bytes).map_err(parse_err)?;
+    let objects = rocm_code_object::parse(&bytes).map_err(parse_err)?;
     let mut rows = Vec::new();
     for entry in objects.gpu_entries() {
         let target = entry.target_string();

@@ -1,9 +1,9 @@
 //! Checks for the `amd` backend: a ROCm toolchain, its HIP compiler (and lld), device libraries
 //! and the targets they cover, a test compile, libamdhip64, and AMD GPUs.
 
-use rocm_kernels::detect::{Device, DeviceSource};
-use rocm_kernels::toolchain::{HipCompiler, Toolchain, ToolchainSource, NOTABLE_TARGETS};
-use rocm_kernels::Backend;
+use rocm_kernels_core::Backend;
+use rocm_toolkit::detect::{Device, DeviceSource};
+use rocm_toolkit::toolchain::{HipCompiler, Toolchain, ToolchainSource, NOTABLE_TARGETS};
 
 use super::libs::load_first;
 use super::{BackendReport, Check, Context, Status};
@@ -227,7 +227,7 @@ fn device_lib_checks(tc: &Toolchain, gpus: &[&Device], checks: &mut Vec<Check>) 
                     "this ROCm's device libraries lack {} (e.g. no {}); kernels for those \
                      targets will not compile with it",
                     cannot.join(", "),
-                    rocm_kernels::toolchain::device_lib_file(cannot[0]).unwrap_or_default()
+                    rocm_toolkit::toolchain::device_lib_file(cannot[0]).unwrap_or_default()
                 ),
             )
             .fix(format!(
@@ -283,7 +283,7 @@ fn smoke_compile(tc: &Toolchain, gpus: &[&Device], checks: &mut Vec<Check>) -> b
         return false;
     }
     let list = targets.join(", ");
-    match rocm_kernels::build::check_amd_compiler(tc, compiler, &targets) {
+    match rocm_kernels_build::check_amd_compiler(tc, compiler, &targets) {
         Ok(()) => {
             checks.push(Check::ok(
                 "test compile",

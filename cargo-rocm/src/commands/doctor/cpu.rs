@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use rocm_kernels::process::{probe, version_line, which};
-use rocm_kernels::Backend;
+use rocm_kernels_core::Backend;
+use rocm_toolkit::process::{probe, version_line, which};
 
 use super::{BackendReport, Check, Context, Status};
 use crate::fix;

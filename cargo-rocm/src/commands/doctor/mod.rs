@@ -18,9 +18,9 @@ use std::path::PathBuf;
 
 use anstyle::{AnsiColor, Effects, Style};
 use clap::ValueEnum;
-use rocm_kernels::detect::{detect, Detection};
-use rocm_kernels::toolchain::{discover, Discovery};
-use rocm_kernels::Backend;
+use rocm_kernels_core::Backend;
+use rocm_toolkit::detect::{detect, Detection};
+use rocm_toolkit::toolchain::{discover, Discovery};
 use serde::Serialize;
 
 use crate::cli::{FormatArgs, GlobalArgs};
@@ -151,7 +151,7 @@ struct Report<'a> {
 /// What the checks of every backend read: gathered once.
 pub struct Context {
     /// The toolchain every command would use (see `selection`), or why there is none.
-    pub selected: Result<rocm_kernels::toolchain::Toolchain, String>,
+    pub selected: Result<rocm_toolkit::toolchain::Toolchain, String>,
     pub discovery: Discovery,
     pub detection: Detection,
     pub toolchain_path: Option<PathBuf>,

@@ -3,10 +3,10 @@
 //! `CUDA_HOME`, `/usr/local/cuda`, or PyPI wheels (`nvidia-cuda-nvcc`, `nvidia-cuda-nvrtc`,
 //! which install under `site-packages/nvidia/`).
 
-use rocm_kernels::build::check_nvcc;
-use rocm_kernels::detect::Device;
-use rocm_kernels::nvcc::{find_nvcc, major_minor, mismatched_wheels, pip_install_line};
-use rocm_kernels::Backend;
+use rocm_kernels_build::check_nvcc;
+use rocm_kernels_core::Backend;
+use rocm_toolkit::detect::Device;
+use rocm_toolkit::nvcc::{find_nvcc, major_minor, mismatched_wheels, pip_install_line};
 
 use super::libs::load_first;
 use super::{BackendReport, Check, Context, Status};
@@ -101,7 +101,7 @@ fn driver_cuda_release() -> Option<String> {
     }
 }
 
-/// nvcc, found exactly as the build helper finds it (`rocm_kernels::nvcc::find_nvcc`), so
+/// nvcc, found exactly as the build helper finds it (`rocm_toolkit::nvcc::find_nvcc`), so
 /// doctor's answer is the build's; then the wheels beside it (one CUDA release), and a test
 /// compile exactly as the build compiles.
 fn nvcc_check(checks: &mut Vec<Check>, arch: &str, driver_release: Option<&str>) -> bool {

@@ -2,10 +2,10 @@
 
 use std::io::Write;
 
-use rocm_kernels::home::{InstallKind, Resolved};
 use rocm_toolchains::auto::{families_for, index_urls};
 use rocm_toolchains::dist::{self, Selector};
 use rocm_toolchains::{gpu, Installer};
+use rocm_toolkit::home::{InstallKind, Resolved};
 use serde::Serialize;
 
 use super::{home_err, progress, tc_err, PickArgs};
@@ -35,7 +35,7 @@ struct InstalledRow {
     family: Option<String>,
     channel: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    archive: Option<rocm_kernels::home::ArchiveRecord>,
+    archive: Option<rocm_toolkit::home::ArchiveRecord>,
     /// Why the toolchain cannot be used, if it cannot (its link target vanished, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     problem: Option<String>,

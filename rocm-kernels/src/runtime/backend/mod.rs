@@ -12,7 +12,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use super::{DeviceInfo, LaunchConfig, Result};
-use crate::embedded::{Backend, KernelLibrary};
+use crate::library::{Backend, KernelLibrary};
 
 pub mod amd;
 pub mod cpu;

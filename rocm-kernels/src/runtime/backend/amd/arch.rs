@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::sys::props_r0000 as layout;
 use super::TargetId;
-use crate::detect::{decode_gfx_target_version, parse_properties};
+use rocm_toolkit::detect::{decode_gfx_target_version, parse_properties};
 
 /// NUL-terminated text at `offset` of `bytes`, at most `max` bytes long; `None` when it has no
 /// NUL within `max` or is not UTF-8.

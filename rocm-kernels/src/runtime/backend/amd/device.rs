@@ -13,7 +13,7 @@ use super::library::HipLibrary;
 use super::module::AmdModule;
 use super::sys::*;
 use super::TargetId;
-use crate::embedded::{Backend, KernelLibrary};
+use crate::library::{Backend, KernelLibrary};
 use crate::runtime::backend::{
     DeviceBackend, DevicePtr, EventBackend, ModuleBackend, StreamBackend,
 };

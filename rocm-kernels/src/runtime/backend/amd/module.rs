@@ -9,7 +9,7 @@ use super::bundle::{self, COMPRESSED_BUNDLE_MAGIC};
 use super::device::{amd_stream_of, AmdDevice, Handle};
 use super::library::HipLibrary;
 use super::TargetId;
-use crate::embedded::{Backend, EmbeddedObject, KernelLibrary};
+use crate::library::{Backend, EmbeddedObject, KernelLibrary};
 use crate::runtime::backend::{FunctionBackend, ModuleBackend, ParamLayout, StreamBackend};
 use crate::runtime::{LaunchConfig, Result, RuntimeError};
 
@@ -102,7 +102,7 @@ pub(crate) fn kernel_symbols(
 /// `scale<float>` for `_Z5scaleIfEvPT_S0_`; unmangled (`extern "C"`) names stay as they are.
 /// Shared with the nvidia backend so every backend names kernels alike.
 pub(crate) fn short_name(symbol: &str) -> String {
-    crate::symbols::kernel_name(symbol)
+    rocm_code_object::symbols::kernel_name(symbol)
 }
 
 /// One code object loaded with `hipModuleLoadData`; unloaded when the last kernel taken from it

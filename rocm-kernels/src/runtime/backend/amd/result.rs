@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::library::HipLibrary;
 use super::sys::*;
-use crate::embedded::Backend;
+use crate::library::Backend;
 use crate::runtime::{Result, RuntimeError};
 
 /// Text of a NUL-terminated C string owned by HIP, if any.

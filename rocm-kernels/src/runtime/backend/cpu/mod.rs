@@ -61,7 +61,7 @@ use super::{
     DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
     ProbeResult, StreamBackend,
 };
-use crate::embedded::{Backend, KernelLibrary};
+use crate::library::{Backend, KernelLibrary};
 use crate::runtime::{
     CpuExec, CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError,
 };

@@ -4,7 +4,7 @@ use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, Sym};
 use object::Endianness;
 
-use crate::embedded::{Backend, EmbeddedObject};
+use crate::library::{Backend, EmbeddedObject};
 
 /// Symbols of the kernel entry points in `image` (a cubin, or PTX text).
 pub(crate) fn entry_symbols(format: &str, image: &[u8]) -> Result<Vec<String>, String> {

@@ -46,9 +46,9 @@ use super::{
     DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
     ProbeResult, StreamBackend,
 };
-use crate::embedded::{Backend, KernelLibrary};
+use crate::library::{Backend, KernelLibrary};
 use crate::runtime::{DeviceInfo, LaunchConfig, Result, RuntimeError};
-use crate::symbols::kernel_name;
+use rocm_code_object::symbols::kernel_name;
 
 /// List NVIDIA devices, or say why there are none.
 pub(crate) fn probe() -> ProbeResult {

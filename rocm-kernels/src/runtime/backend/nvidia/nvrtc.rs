@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::embedded::Backend;
+use crate::library::Backend;
 use crate::runtime::{Result, RuntimeError};
 
 type Program = *mut c_void;
@@ -54,7 +54,7 @@ fn candidates() -> Vec<PathBuf> {
         .collect();
     dirs.push("/usr/local/cuda/lib64".into());
     let env = |v: &str| std::env::var_os(v);
-    for include in crate::nvcc::cuda_include_dirs(&env) {
+    for include in rocm_toolkit::nvcc::cuda_include_dirs(&env) {
         if let Some(root) = include.parent() {
             dirs.push(root.join("lib"));
         }
@@ -144,7 +144,7 @@ pub(crate) fn library_name() -> Result<String> {
 pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
     let nvrtc = library()?;
     // The HIP-on-CUDA headers, so `#include <hip/hip_runtime.h>` works.
-    let dir = crate::headers::nvidia_dir().map_err(|e| RuntimeError::Api {
+    let dir = rocm_kernels_core::headers::nvidia_dir().map_err(|e| RuntimeError::Api {
         backend: Backend::Nvidia,
         call: "nvrtc headers".into(),
         message: format!(
@@ -159,7 +159,7 @@ pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
         format!("--include-path={}", dir.display()),
     ];
     options.extend(
-        crate::nvcc::cuda_include_dirs(&env)
+        rocm_toolkit::nvcc::cuda_include_dirs(&env)
             .iter()
             .map(|d| format!("--include-path={}", d.display())),
     );

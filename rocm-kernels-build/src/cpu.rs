@@ -1,0 +1,619 @@
+//! The cpu variant of a kernel build: compile `.hip` sources with the host C++ compiler against
+//! the cpu kernel-language header (`include/cpu`), with one generated `extern "C"` entry point
+//! per kernel, into a static library linked into the user's crate.
+//!
+//! Per source file:
+//! 1. rewrite `extern __shared__` declarations (see [`rewrite`]) into a copy under `out_dir`,
+//!    starting with `#line 1 "<original>"` so diagnostics point at the user's file;
+//! 2. preprocess that copy with `-DRK_SCAN`, where the header defines `__global__` as a marker,
+//!    and [`scan`] the result for kernels, explicit template instantiations and their parameters;
+//! 3. append one entry per kernel: `extern "C" void SYMBOL(const rk_call *c) {
+//!    rk::entry<&kernel>(c); }` — a variadic template unpacks the argument array into the
+//!    kernel's own parameter types, so no per-kernel glue is written by hand;
+//! 4. compile all copies with `cc` into `lib<lib_name>.a`; cc prints the `cargo:rustc-link-lib`
+//!    lines. Symbols and the library name carry a hash of the build name and output directory,
+//!    so two kernel libraries (of one crate or several) link into one binary.
+
+pub mod region;
+pub mod rewrite;
+pub mod scan;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What to build for the cpu backend.
+#[derive(Debug, Clone)]
+pub struct CpuBuildRequest {
+    /// The library name given to `Build::compile` (`kernels`).
+    pub name: String,
+    /// The `.hip` sources (absolute paths, or relative to the current directory).
+    pub sources: Vec<PathBuf>,
+    /// The crate root, to record sources relative to it.
+    pub crate_root: PathBuf,
+    /// Where generated sources and the library go (a folder under `OUT_DIR`).
+    pub out_dir: PathBuf,
+    /// The cpu kernel-language headers: `<rocm-kernels>/include/cpu` ([`cpu_include_dir`]).
+    pub header_dir: PathBuf,
+    /// More `-I` folders.
+    pub include_dirs: Vec<PathBuf>,
+    /// `-D` definitions: (name, value).
+    pub defines: Vec<(String, Option<String>)>,
+    /// Extra compiler flags.
+    pub flags: Vec<String>,
+    /// Optimisation level for kernels (`3` when `None`: kernels are worth optimising even in
+    /// debug builds, they are what tests spend their time in; -O3 splits a loop over lanes at
+    /// a bounds check and vectorises it).
+    pub opt_level: Option<u32>,
+    /// Print `cargo:` directives (link lines, warnings). False outside build scripts.
+    pub cargo_metadata: bool,
+}
+
+/// One parameter as the build saw it in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamGen {
+    pub name: String,
+    /// The source type, e.g. `const float*`.
+    pub type_name: String,
+    /// Bytes as passed: 8 for pointers, the size of known scalar/vector types, 0 when unknown
+    /// (the cpu runtime still checks exact sizes, which the compiled entry reports).
+    pub size: u32,
+    /// A pointer to device memory (`ParamKind::GlobalBuffer`), else by value.
+    pub is_pointer: bool,
+}
+
+/// One kernel of the cpu build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuKernelGen {
+    /// How users name it: `saxpy`, `scale<float>`, `ns::k`.
+    pub name: String,
+    /// The generated `extern "C"` entry; declare it in Rust as
+    /// `extern "C" { fn SYMBOL(); }` and embed `SYMBOL as *const ()` as `CpuKernel::entry`.
+    pub symbol: String,
+    /// The source defining it, relative to the crate root (`/`-separated).
+    pub source_rel: String,
+    pub params: Vec<ParamGen>,
+    /// How its blocks run: `Ok(true)` in region form (no fibers), `Ok(false)` with fibers only
+    /// at barriers it never has, `Err(why)` with fibers because the region form does not apply.
+    pub region_form: Result<bool, String>,
+}
+
+impl CpuKernelGen {
+    /// How its blocks run, in words: `regions`, `per-thread loop` or `fibers: <why>`.
+    pub fn execution(&self) -> String {
+        match &self.region_form {
+            Ok(true) => "regions".to_string(),
+            Ok(false) => "per-thread loop".to_string(),
+            Err(why) => format!("fibers: {why}"),
+        }
+    }
+}
+
+/// What the cpu build produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuBuildOutput {
+    pub kernels: Vec<CpuKernelGen>,
+    /// Files the build read (sources and the headers they include, system headers excepted).
+    pub rerun_if_changed: Vec<PathBuf>,
+    /// The static library's name (`cargo:rustc-link-lib=static=<lib_name>`).
+    pub lib_name: String,
+}
+
+/// Why the cpu build failed.
+#[derive(Debug)]
+pub enum CpuBuildError {
+    /// Reading a source or writing a generated file.
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The host compiler could not be found or run.
+    Compiler { message: String },
+    /// Preprocessing a source failed (usually a compile error in it, or a missing include).
+    Preprocess {
+        source: PathBuf,
+        command: String,
+        stderr: String,
+    },
+    /// Compiling failed.
+    Compile { message: String },
+}
+
+impl fmt::Display for CpuBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuBuildError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            CpuBuildError::Compiler { message } => write!(
+                f,
+                "could not run the host C++ compiler for the cpu backend: {message} (install g++ \
+                 or clang++, or set CXX)"
+            ),
+            CpuBuildError::Preprocess {
+                source,
+                command,
+                stderr,
+            } => write!(
+                f,
+                "preprocessing {} for the cpu backend failed\n  command: {command}\n{stderr}",
+                source.display()
+            ),
+            CpuBuildError::Compile { message } => {
+                write!(f, "compiling kernels for the cpu backend failed: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CpuBuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CpuBuildError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The cpu kernel-language headers (`rocm-kernels-core`'s `include/cpu`).
+pub fn cpu_include_dir() -> PathBuf {
+    rocm_kernels_core::headers::cpu_dir()
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CpuBuildError + '_ {
+    move |error| CpuBuildError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// FNV-1a, enough to make symbol names unique per build (not a security boundary).
+fn short_hash(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h as u32)
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// Size in bytes of a by-value parameter type the build recognises; 0 when unknown.
+fn value_size(type_name: &str) -> u32 {
+    let words: Vec<&str> = type_name
+        .split_whitespace()
+        .filter(|w| {
+            !matches!(
+                *w,
+                "const" | "volatile" | "__restrict__" | "__restrict" | "signed"
+            )
+        })
+        .collect();
+    match words.join(" ").as_str() {
+        "char" | "unsigned char" | "bool" | "int8_t" | "uint8_t" => 1,
+        "short" | "unsigned short" | "short int" | "int16_t" | "uint16_t" | "__half" | "half"
+        | "__hip_bfloat16" | "hip_bfloat16" => 2,
+        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "__half2"
+        | "half2" => 4,
+        "long" | "unsigned long" | "long long" | "unsigned long long" | "long int" | "double"
+        | "size_t" | "ptrdiff_t" | "int64_t" | "uint64_t" | "intptr_t" | "uintptr_t" | "float2"
+        | "int2" | "uint2" => 8,
+        "float3" | "int3" | "uint3" => 12,
+        "float4" | "int4" | "uint4" | "double2" | "longlong2" | "ulonglong2" => 16,
+        "double4" => 32,
+        _ => 0,
+    }
+}
+
+fn param_gen(type_name: &str, name: &str) -> ParamGen {
+    let is_pointer = type_name.contains('*');
+    ParamGen {
+        name: name.to_string(),
+        type_name: type_name.to_string(),
+        size: if is_pointer { 8 } else { value_size(type_name) },
+        is_pointer,
+    }
+}
+
+/// Included files named by line markers of `-E` output, without system headers.
+fn included_files(preprocessed: &str) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::new();
+    for line in preprocessed.lines() {
+        let Some(rest) = line.strip_prefix("# ") else {
+            continue;
+        };
+        let Some(open) = rest.find('"') else { continue };
+        let Some(len) = rest[open + 1..].find('"') else {
+            continue;
+        };
+        let file = &rest[open + 1..open + 1 + len];
+        let flags = &rest[open + 2 + len..];
+        if file.starts_with('<') || flags.split_whitespace().any(|f| f == "3") {
+            continue;
+        }
+        files.insert(PathBuf::from(file));
+    }
+    files
+}
+
+fn base_build(req: &CpuBuildRequest) -> cc::Build {
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++17")
+        .include(&req.header_dir)
+        .opt_level(req.opt_level.unwrap_or(3))
+        .cargo_metadata(req.cargo_metadata)
+        .flag_if_supported("-Wno-unused-parameter")
+        // Kernels are global functions in position-independent code; without this the compiler
+        // must assume they can be interposed and will not inline them into the thread loop.
+        .flag_if_supported("-fno-semantic-interposition")
+        .flag_if_supported("-fno-omit-frame-pointer");
+    for dir in &req.include_dirs {
+        build.include(dir);
+    }
+    for (name, value) in &req.defines {
+        build.define(name, value.as_deref());
+    }
+    for flag in &req.flags {
+        build.flag(flag);
+    }
+    if !req.cargo_metadata {
+        // Outside a build script cc cannot read the target from the environment.
+        let host = host_triple();
+        build.target(&host).host(&host).out_dir(&req.out_dir);
+    }
+    build
+}
+
+fn host_triple() -> String {
+    std::env::var("TARGET")
+        .or_else(|_| std::env::var("HOST"))
+        .unwrap_or_else(|_| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
+}
+
+fn preprocess(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<String, CpuBuildError> {
+    let mut build = base_build(req);
+    build
+        .define("RK_SCAN", None)
+        .cargo_metadata(false)
+        .warnings(false);
+    let compiler = build
+        .try_get_compiler()
+        .map_err(|e| CpuBuildError::Compiler {
+            message: e.to_string(),
+        })?;
+    let mut cmd: Command = compiler.to_command();
+    if let Some(dir) = source.parent() {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-E").arg("-x").arg("c++").arg(file);
+    let shown = format!("{cmd:?}");
+    let output = cmd.output().map_err(|e| CpuBuildError::Compiler {
+        message: format!("{shown}: {e}"),
+    })?;
+    if !output.status.success() {
+        return Err(CpuBuildError::Preprocess {
+            source: source.to_path_buf(),
+            command: shown,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// One generated translation unit.
+struct Unit {
+    file: PathBuf,
+    source: PathBuf,
+    /// The unit without region forms.
+    plain: String,
+    /// Its kernels in the build's list.
+    kernels: std::ops::Range<usize>,
+}
+
+/// Compile the units into the library. When the region forms do not compile (a C++ construct
+/// the rewrite mishandles), the units whose region code fails are compiled without it, so their
+/// kernels run on fibers, and a warning says so.
+fn compile(
+    req: &CpuBuildRequest,
+    lib_name: &str,
+    units: &[Unit],
+    kernels: &mut [CpuKernelGen],
+) -> Result<(), CpuBuildError> {
+    let lib = |quiet: bool| {
+        let mut build = base_build(req);
+        for u in units {
+            build.file(&u.file);
+            if let Some(dir) = u.source.parent() {
+                build.include(dir);
+            }
+        }
+        if quiet {
+            build.cargo_warnings(false).cargo_output(false);
+        }
+        build.try_compile(lib_name)
+    };
+    let has_regions = kernels.iter().any(|k| k.region_form == Ok(true));
+    if !has_regions {
+        return lib(false).map_err(|e| CpuBuildError::Compile {
+            message: e.to_string(),
+        });
+    }
+    if lib(true).is_ok() {
+        return Ok(());
+    }
+    for u in units {
+        if !kernels[u.kernels.clone()]
+            .iter()
+            .any(|k| k.region_form == Ok(true))
+        {
+            continue;
+        }
+        if let Err(first_error) = syntax_check(req, u) {
+            std::fs::write(&u.file, &u.plain).map_err(io(&u.file))?;
+            for k in &mut kernels[u.kernels.clone()] {
+                if k.region_form == Ok(true) {
+                    k.region_form = Err(format!("its region form did not compile: {first_error}"));
+                }
+            }
+            if req.cargo_metadata {
+                println!(
+                    "cargo:warning=rocm-kernels: the cpu backend runs the kernels of {} with \
+                     per-thread fibers (slower): their barrier-region form did not compile \
+                     ({first_error}); please report this",
+                    u.source.display()
+                );
+            }
+        }
+    }
+    lib(false).map_err(|e| CpuBuildError::Compile {
+        message: e.to_string(),
+    })
+}
+
+/// `-fsyntax-only` on a unit: Err(first error line) when it does not compile.
+fn syntax_check(req: &CpuBuildRequest, u: &Unit) -> Result<(), String> {
+    let mut build = base_build(req);
+    build.cargo_metadata(false).warnings(false);
+    let compiler = build.try_get_compiler().map_err(|e| e.to_string())?;
+    let mut cmd: Command = compiler.to_command();
+    if let Some(dir) = u.source.parent() {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-fsyntax-only").arg("-x").arg("c++").arg(&u.file);
+    let output = cmd.output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("unknown error")
+        .trim()
+        .to_string())
+}
+
+/// Build the cpu variant of a kernel library.
+pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError> {
+    std::fs::create_dir_all(&req.out_dir).map_err(io(&req.out_dir))?;
+    let header_dir = std::fs::canonicalize(&req.header_dir).map_err(io(&req.header_dir))?;
+    let pkg = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let hash = short_hash(&[&pkg, &req.name, &req.out_dir.to_string_lossy()]);
+    let stem = format!("rk_{}_{hash}", sanitize(&req.name));
+    let lib_name = format!("rkcpu_{}_{hash}", sanitize(&req.name));
+    let mut kernels = Vec::new();
+    let mut rerun: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut generated = Vec::new();
+    for (index, source) in req.sources.iter().enumerate() {
+        let source = std::fs::canonicalize(source).map_err(io(source))?;
+        let text = std::fs::read_to_string(&source).map_err(io(&source))?;
+        rerun.insert(source.clone());
+        let (rewritten, _) = rewrite::rewrite_dynamic_shared(&text);
+        let file_stem = source
+            .file_stem()
+            .map(|s| sanitize(&s.to_string_lossy()))
+            .unwrap_or_default();
+        let file = req.out_dir.join(format!("{index}_{file_stem}.cpu.cpp"));
+        let quoted = source
+            .to_string_lossy()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"");
+        let mut unit = format!("#line 1 \"{quoted}\"\n{rewritten}\n");
+        std::fs::write(&file, &unit).map_err(io(&file))?;
+        let preprocessed = preprocess(req, &file, &source)?;
+        for inc in included_files(&preprocessed) {
+            if inc != file && inc.is_file() && !inc.starts_with(&header_dir) {
+                rerun.insert(inc);
+            }
+        }
+        let source_rel = source
+            .strip_prefix(&req.crate_root)
+            .unwrap_or(&source)
+            .to_string_lossy()
+            .replace('\\', "/");
+        // Region forms (kernels with barriers run without fibers), then the entry points. The
+        // plain unit (entries over fibers only) is kept for when the region code does not compile.
+        let regions = region::generate(&preprocessed);
+        let generated_name = file
+            .to_string_lossy()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"");
+        let mut with_regions = unit.clone();
+        with_regions.push_str(&format!(
+            "\n#line 1 \"{generated_name}\"\n// Region forms generated by rocm-kernels for the cpu backend.\n"
+        ));
+        for form in &regions.forms {
+            with_regions.push_str(&form.code);
+        }
+        let entries_title = "\n// Entry points generated by rocm-kernels for the cpu backend.\n";
+        unit.push_str(entries_title);
+        with_regions.push_str(entries_title);
+        let first_kernel = kernels.len();
+        for kernel in scan::scan(&preprocessed) {
+            if kernels.iter().any(|k: &CpuKernelGen| k.name == kernel.name) {
+                continue; // the same kernel in two sources: the first wins, like a linker would complain
+            }
+            let symbol = format!("{stem}_{}", kernels.len());
+            let fibers_entry = format!(
+                "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry<&{}>(c); }}\n",
+                kernel.cpp_ref
+            );
+            unit.push_str(&fibers_entry);
+            let base = kernel.cpp_ref.split('<').next().unwrap_or_default();
+            let region_form = match regions.form(&kernel.cpp_ref) {
+                Some((form, args)) => {
+                    with_regions.push_str(&format!(
+                        "extern \"C\" void {symbol}(const rk_call *c) {{ rk::entry_block<&{}, &{}{args}, {}>(c); }}\n",
+                        kernel.cpp_ref, form.block_fn, form.whole_block
+                    ));
+                    Ok(true)
+                }
+                None => {
+                    with_regions.push_str(&fibers_entry);
+                    match regions.fibers.iter().find(|(k, _)| k == base) {
+                        Some((_, why)) => Err(why.clone()),
+                        None => Ok(false),
+                    }
+                }
+            };
+            kernels.push(CpuKernelGen {
+                name: kernel.name,
+                symbol,
+                source_rel: source_rel.clone(),
+                params: kernel
+                    .params
+                    .iter()
+                    .map(|(ty, name)| param_gen(ty, name))
+                    .collect(),
+                region_form,
+            });
+        }
+        std::fs::write(&file, &with_regions).map_err(io(&file))?;
+        generated.push(Unit {
+            file,
+            source,
+            plain: unit,
+            kernels: first_kernel..kernels.len(),
+        });
+    }
+    if !generated.is_empty() {
+        compile(req, &lib_name, &generated, &mut kernels)?;
+    }
+    // How each kernel's blocks run, for people wondering why one is slow.
+    let mut report = String::new();
+    for k in &kernels {
+        let how = match &k.region_form {
+            Ok(true) => "regions (no fibers)".to_string(),
+            Ok(false) => "per-thread loop (no barriers)".to_string(),
+            Err(why) => format!("fibers: {why}"),
+        };
+        report.push_str(&format!("{}\t{how}\n", k.name));
+    }
+    let report_path = req.out_dir.join("cpu-execution.txt");
+    std::fs::write(&report_path, report).map_err(io(&report_path))?;
+    Ok(CpuBuildOutput {
+        kernels,
+        rerun_if_changed: rerun.into_iter().collect(),
+        lib_name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &Path, sources: Vec<PathBuf>) -> CpuBuildRequest {
+        CpuBuildRequest {
+            name: "unit".into(),
+            sources,
+            crate_root: dir.to_path_buf(),
+            out_dir: dir.join("out"),
+            header_dir: cpu_include_dir(),
+            include_dirs: vec![],
+            defines: vec![("SCALE".into(), Some("3".into()))],
+            flags: vec![],
+            opt_level: Some(0),
+            cargo_metadata: false,
+        }
+    }
+
+    #[test]
+    fn builds_a_library_with_entries_for_every_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/common.h"),
+            "#define TWICE(x) (2 * (x))\n",
+        )
+        .unwrap();
+        let src = dir.path().join("src/k.hip");
+        std::fs::write(
+            &src,
+            "#include <hip/hip_runtime.h>\n#include \"common.h\"\n\
+             __global__ void twice(const float* in, float* out, int n) {\n\
+               extern __shared__ float tmp[];\n\
+               int i = threadIdx.x; if (i < n) { tmp[i] = in[i]; out[i] = TWICE(tmp[i]) * SCALE; }\n}\n\
+             template <typename T> __global__ void fill(T* out, T v) { out[threadIdx.x] = v; }\n\
+             template __global__ void fill<int>(int*, int);\n",
+        )
+        .unwrap();
+        let out = build_cpu(&request(dir.path(), vec![src.clone()])).unwrap();
+        let names: Vec<&str> = out.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["twice", "fill<int>"]);
+        let twice = &out.kernels[0];
+        assert_eq!(twice.source_rel, "src/k.hip");
+        assert_eq!(
+            twice.params,
+            vec![
+                param_gen("const float*", "in"),
+                param_gen("float*", "out"),
+                param_gen("int", "n")
+            ]
+        );
+        assert_eq!(twice.params[2].size, 4);
+        assert!(twice.params[0].is_pointer && twice.params[0].size == 8);
+        assert_ne!(out.kernels[0].symbol, out.kernels[1].symbol);
+        assert!(out.rerun_if_changed.iter().any(|p| p.ends_with("common.h")));
+        assert!(out.rerun_if_changed.iter().any(|p| p.ends_with("k.hip")));
+        let lib = dir
+            .path()
+            .join("out")
+            .join(format!("lib{}.a", out.lib_name));
+        assert!(lib.is_file(), "{} missing", lib.display());
+    }
+
+    #[test]
+    fn a_compile_error_names_the_source_and_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("bad.hip");
+        std::fs::write(
+            &src,
+            "#include <hip/hip_runtime.h>\n#include \"missing.h\"\n",
+        )
+        .unwrap();
+        let err = build_cpu(&request(dir.path(), vec![src])).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, CpuBuildError::Preprocess { .. }), "{text}");
+        assert!(
+            text.contains("bad.hip") && text.contains("missing.h"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn symbols_differ_between_builds() {
+        assert_ne!(short_hash(&["a", "x"]), short_hash(&["a", "y"]));
+        assert_eq!(sanitize("my-lib.v2"), "my_lib_v2");
+        assert_eq!(value_size("const unsigned int"), 4);
+        assert_eq!(value_size("float4"), 16);
+        assert_eq!(value_size("MyStruct"), 0);
+    }
+}

@@ -1,0 +1,256 @@
+//! Everything that can stop a kernel build, as values that say what happened and what to do.
+
+use std::path::PathBuf;
+
+use rocm_kernels_core::Backend;
+
+/// One diagnostic the compiler printed (`file:line:col: severity: message`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file as the compiler names it (crate-relative for the crate's own files).
+    pub file: String,
+    pub line: u32,
+    pub column: Option<u32>,
+    /// `error`, `warning`, `note`, `remark` or `fatal error`.
+    pub severity: String,
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// Whether this diagnostic makes the compile fail.
+    pub fn is_error(&self) -> bool {
+        self.severity.contains("error")
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.column {
+            Some(c) => write!(
+                f,
+                "{}:{}:{}: {}: {}",
+                self.file, self.line, c, self.severity, self.message
+            ),
+            None => write!(
+                f,
+                "{}:{}: {}: {}",
+                self.file, self.line, self.severity, self.message
+            ),
+        }
+    }
+}
+
+fn list_diagnostics(diags: &[Diagnostic]) -> String {
+    let errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("\n  --> {d}"))
+        .collect();
+    errors.concat()
+}
+
+/// A compiler that ran and failed: what it was compiling, the command, and what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileFailure {
+    pub backend: Backend,
+    /// The source file, crate-relative.
+    pub source_file: String,
+    /// The targets it compiled for, comma-separated (empty for the cpu backend).
+    pub targets: String,
+    /// How the compiler exited (`exit status: 1`).
+    pub status: String,
+    /// The full command line, runnable from a shell.
+    pub command: String,
+    /// Everything the compiler printed.
+    pub output: String,
+    /// The located diagnostics found in `output`.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl std::fmt::Display for CompileFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "failed to compile `{}` for the {} backend",
+            self.source_file, self.backend
+        )?;
+        if !self.targets.is_empty() {
+            write!(f, " ({})", self.targets)?;
+        }
+        write!(
+            f,
+            " ({}){}\ncommand: {}\ncompiler output:\n{}",
+            self.status,
+            list_diagnostics(&self.diagnostics),
+            self.command,
+            self.output
+        )
+    }
+}
+
+/// Why `Build::try_compile` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A setting given to the builder, an environment variable or `[package.metadata.rocm]` is wrong.
+    #[error("invalid kernel build configuration: {message}")]
+    Config { message: String },
+
+    /// No file was given, or a glob matched nothing.
+    #[error("{message}")]
+    NoSources { message: String },
+
+    /// A source file named to the builder does not exist or cannot be read.
+    #[error("kernel source `{}` cannot be read: {source}", path.display())]
+    SourceUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The `amd` backend was asked for but no ROCm toolchain was found.
+    #[error(
+        "the `amd` backend needs a ROCm toolchain, and none was found ({searched}).\n\
+         Fix: install one (Debian/Ubuntu: `apt install hipcc rocm-device-libs`, or \
+         `cargo rocm toolchain install`), or point ROCM_PATH at an install; \
+         `cargo rocm doctor` shows what is found and why. To build without it, \
+         drop `amd` from the backends (ROCM_BACKENDS=cpu)."
+    )]
+    ToolchainNotFound { searched: String },
+
+    /// The toolchain's HIP compilers each lack a program they run (a Debian `clang++-19`
+    /// without `clang-tools-19` has no `clang-offload-bundler`).
+    #[error(
+        "the ROCm toolchain {toolchain} has no complete HIP compiler: {details}\n\
+         Fix: {fix}; `cargo rocm doctor --backend amd` checks the whole setup. To build \
+         without the amd backend, set ROCM_BACKENDS=cpu."
+    )]
+    IncompleteCompiler {
+        toolchain: String,
+        details: String,
+        fix: String,
+    },
+
+    /// A compiler that fails on a one-line kernel too: the compiler, not the kernel, is broken.
+    #[error(
+        "the {backend} compiler cannot build even a one-line kernel, so it is broken rather \
+         than your kernels: {source}\n\
+         Fix: `cargo rocm doctor --backend {backend}` names what is wrong; to build without \
+         this backend, set ROCM_BACKENDS=cpu."
+    )]
+    BrokenCompiler {
+        backend: Backend,
+        #[source]
+        source: Box<BuildError>,
+    },
+
+    /// A gfx target the toolchain cannot compile for.
+    #[error(
+        "target `{target}` is not supported by the ROCm toolchain `{toolchain}`: its device \
+         libraries cover {covered}.\n\
+         Fix: install a newer ROCm toolchain (`cargo rocm toolchain install`, then \
+         `cargo rocm doctor` to check it is picked), or drop `{target}` from the targets \
+         (ROCM_OFFLOAD_ARCH, `[package.metadata.rocm] targets`, or `Build::offload_arch`)."
+    )]
+    UnsupportedTarget {
+        target: String,
+        toolchain: String,
+        covered: String,
+    },
+
+    /// A target string that is not a gfx target id (`gfx90a`, `gfx90a:xnack-`).
+    #[error(
+        "`{target}` is not an AMD GPU target id (expected e.g. `gfx90a`, `gfx1030` or \
+         `gfx90a:xnack-`); set targets with ROCM_OFFLOAD_ARCH=gfx90a,gfx1030"
+    )]
+    InvalidTarget { target: String },
+
+    /// The compiler could not be started.
+    #[error("could not run `{program}`: {source}. Check the toolchain with `cargo rocm doctor`")]
+    CompilerSpawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The compiler ran and failed (boxed: it carries the whole compiler output).
+    #[error("{0}")]
+    CompileFailed(Box<CompileFailure>),
+
+    /// Reading or writing under OUT_DIR failed.
+    #[error("{what} `{}`: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A backend failed in a way no other variant describes.
+    #[error("{backend} backend: {message}")]
+    Backend { backend: Backend, message: String },
+
+    /// The cpu backend's build failed.
+    #[error("cpu backend: {0}")]
+    Cpu(#[from] super::cpu::CpuBuildError),
+}
+
+impl BuildError {
+    pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        BuildError::Io {
+            what,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        BuildError::Config {
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = BuildError::ToolchainNotFound {
+            searched: "looked at /opt/rocm".into(),
+        }
+        .to_string();
+        for needle in [
+            "needs a ROCm toolchain",
+            "looked at /opt/rocm",
+            "apt install hipcc rocm-device-libs",
+            "ROCM_PATH",
+            "cargo rocm doctor",
+            "ROCM_BACKENDS=cpu",
+        ] {
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+        let e = BuildError::CompileFailed(Box::new(CompileFailure {
+            backend: Backend::Amd,
+            source_file: "k/a.hip".into(),
+            targets: "gfx90a,gfx1030".into(),
+            status: "exit status: 1".into(),
+            command: "cd /c && clang++ k/a.hip".into(),
+            output: "k/a.hip:3:5: error: boom\n".into(),
+            diagnostics: vec![Diagnostic {
+                file: "k/a.hip".into(),
+                line: 3,
+                column: Some(5),
+                severity: "error".into(),
+                message: "boom".into(),
+            }],
+        }))
+        .to_string();
+        assert!(
+            e.starts_with(
+                "failed to compile `k/a.hip` for the amd backend (gfx90a,gfx1030) (exit status: 1)\n  --> k/a.hip:3:5: error: boom\ncommand: cd /c && clang++ k/a.hip\ncompiler output:\nk/a.hip:3:5: error: boom"
+            ),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! `rocm-kernels-core`: what a kernel build hands to the runtime and to tools.
+//!
+//! * [`library`]: the typed description of a compiled kernel library that `rocm-kernels-build`
+//!   writes into the user's crate (`include_kernels!`) and the runtime and the test harness read.
+//! * [`manifest`]: the same library as a JSON file under `OUT_DIR`, for `cargo rocm`.
+//! * [`headers`]: the kernel-language headers (`include/cpu`, `include/nvidia`) both sides compile
+//!   against.
+//!
+//! It depends on nothing heavy: the build script of every user crate and every user binary link it.
+
+pub mod headers;
+pub mod library;
+pub mod manifest;
+
+pub use library::{Backend, KernelLibrary};

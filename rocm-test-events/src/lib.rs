@@ -1,0 +1,191 @@
+//! `rocm-test-events`: what passes between a rocm-test harness and `cargo rocm test`.
+//!
+//! One JSON object per finished trial ([`TrialEvent`]), appended to the file named by
+//! `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads them to build its JSON
+//! stream, JUnit XML and summary. The options travel the other way as environment variables,
+//! named once in [`env`].
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrialOutcome {
+    Passed,
+    Failed,
+    /// Could not run here (backend absent, opted out); `message` says why.
+    Ignored,
+}
+
+/// The record of one trial, as written to the events file (one JSON object per line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialEvent {
+    /// Always `"trial"`, so consumers can mix this stream with others.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The libtest trial name: `saxpy::cpu/w64`.
+    pub name: String,
+    /// The check's name (the kernel's, unless renamed with `Check::named`).
+    pub check: String,
+    pub kernel: String,
+    /// `cpu`, `amd`, `nvidia`; `None` for trials about the library itself (a kernel without check).
+    pub backend: Option<String>,
+    /// `w64`, `gfx90a`, `sm_90`; `None` or empty when there is none.
+    pub target: Option<String>,
+    pub outcome: TrialOutcome,
+    /// The failure report or the reason for ignoring.
+    pub message: Option<String>,
+    pub duration_s: f64,
+    /// Cases run (generated checks) or 1.
+    pub cases: Option<u32>,
+    /// Seed of the case generator, for generated checks.
+    pub seed: Option<u64>,
+    /// Measured bandwidth, for checks that ask for it (`Check::bandwidth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+    /// The harness binary's name (the test target).
+    pub binary: String,
+}
+
+/// The environment variables that carry `cargo rocm test`'s options to the harness binaries
+/// (each also a harness flag, see `rocm_test::HarnessOptions`).
+pub mod env {
+    /// The events file to append to.
+    pub const EVENTS: &str = "ROCM_TEST_EVENTS";
+    /// Only run trials of these backends (comma separated).
+    pub const BACKEND: &str = "ROCM_TEST_BACKEND";
+    /// Fail, instead of ignoring, trials of these backends that cannot run here.
+    pub const REQUIRE_BACKEND: &str = "ROCM_TEST_REQUIRE_BACKEND";
+    /// Wave sizes of the cpu backend (`32,64`).
+    pub const WAVE_SIZE: &str = "ROCM_TEST_WAVE_SIZE";
+    /// Seed of the generated inputs.
+    pub const SEED: &str = "ROCM_TEST_SEED";
+    /// Generated cases per trial.
+    pub const CASES: &str = "ROCM_TEST_CASES";
+    /// Run every cpu launch twice in opposite thread orders and report races.
+    pub const RACE_CHECK: &str = "ROCM_TEST_RACE_CHECK";
+}
+
+/// What a check measured of its kernel: the kernel and a device-to-device copy moving the same
+/// number of bytes, each the median of several runs (the same method for both, so their ratio
+/// is fair).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Bandwidth {
+    /// Bytes the kernel must move through device memory (as the check declares).
+    pub bytes: u64,
+    pub kernel_ms: f64,
+    pub kernel_gbps: f64,
+    pub copy_ms: f64,
+    pub copy_gbps: f64,
+    /// `kernel_gbps / copy_gbps`.
+    pub ratio: f64,
+}
+
+impl std::fmt::Display for Bandwidth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.1} GB/s ({:.3} ms for {:.2} GiB); device-to-device copy {:.1} GB/s; ratio {:.1}%",
+            self.kernel_gbps,
+            self.kernel_ms,
+            self.bytes as f64 / (1u64 << 30) as f64,
+            self.copy_gbps,
+            self.ratio * 100.0
+        )
+    }
+}
+
+/// Appends events to a file from many trial threads at once.
+pub struct EventSink {
+    file: Mutex<File>,
+}
+
+impl EventSink {
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(EventSink {
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Write one line. The whole line goes in one `write_all` under the lock so concurrent
+    /// trials (and concurrent harness binaries appending to the same file) never interleave.
+    pub fn write(&self, event: &TrialEvent) {
+        let mut line = serde_json::to_string(event).expect("events serialize");
+        line.push('\n');
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        // An unwritable events file must not fail the tests themselves.
+        if let Err(e) = f.write_all(line.as_bytes()) {
+            eprintln!("rocm-test: could not write the events file: {e}");
+        }
+    }
+}
+
+/// Read an events file (blank lines skipped); a line that does not parse is an error.
+pub fn read_events(text: &str) -> Result<Vec<TrialEvent>, serde_json::Error> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_through_a_file() {
+        let dir = std::env::temp_dir().join(format!("rocm-test-events-{}", std::process::id()));
+        let path = dir.join("e.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let sink = EventSink::open(&path).unwrap();
+        let ev = TrialEvent {
+            kind: "trial".into(),
+            name: "saxpy::cpu/w64".into(),
+            check: "saxpy".into(),
+            kernel: "saxpy".into(),
+            backend: Some("cpu".into()),
+            target: Some("w64".into()),
+            outcome: TrialOutcome::Failed,
+            message: Some("output `y` …\n".into()),
+            duration_s: 0.01,
+            cases: Some(3),
+            seed: Some(42),
+            bandwidth: None,
+            binary: "kernels".into(),
+        };
+        let measured = TrialEvent {
+            outcome: TrialOutcome::Passed,
+            bandwidth: Some(Bandwidth {
+                bytes: 12 << 20,
+                kernel_ms: 0.5,
+                kernel_gbps: 25.2,
+                copy_ms: 0.4,
+                copy_gbps: 31.5,
+                ratio: 0.8,
+            }),
+            ..ev.clone()
+        };
+        sink.write(&measured);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""kernel_gbps":25.2"#), "{text}");
+        assert_eq!(read_events(&text).unwrap(), vec![measured]);
+        std::fs::remove_file(&path).unwrap();
+        let sink = EventSink::open(&path).unwrap();
+        sink.write(&ev);
+        sink.write(&ev);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""outcome":"failed""#), "{text}");
+        let back = read_events(&text).unwrap();
+        assert_eq!(back, vec![ev.clone(), ev]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
