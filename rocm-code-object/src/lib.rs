@@ -22,6 +22,7 @@ mod elf;
 mod error;
 mod mach;
 mod metadata;
+pub mod nvidia;
 pub mod symbols;
 mod target;
 
@@ -151,6 +152,33 @@ impl<'a> CodeObjects<'a> {
         self.gpu_entries()
             .find(|e| e.target.as_ref().is_some_and(|t| t.processor == processor))
     }
+}
+
+/// One target's code object of a container, with its kernels: what the build embeds for the
+/// runtime (which then needs no bundle reader or decompressor of its own).
+#[derive(Debug, Clone)]
+pub struct TargetObject {
+    /// `gfx90a:xnack-`.
+    pub target: String,
+    /// The AMDGPU ELF.
+    pub elf: Vec<u8>,
+    /// Its kernels, in the order the compiler wrote them.
+    pub kernels: Vec<KernelMetadata>,
+}
+
+/// The AMDGPU code objects of a container (see [`parse`]), one per target, each with the kernels
+/// its metadata lists.
+pub fn target_objects(data: &[u8]) -> Result<Vec<TargetObject>, CodeObjectError> {
+    parse(data)?
+        .gpu_entries()
+        .map(|entry| {
+            Ok(TargetObject {
+                target: entry.target_string(),
+                elf: entry.bytes().to_vec(),
+                kernels: entry.kernels()?,
+            })
+        })
+        .collect()
 }
 
 /// Read a code object container: an offload bundle (plain or compressed), a raw AMDGPU ELF, or a

@@ -2,7 +2,8 @@
 //!
 //! GPU code objects name C++ kernels by their mangled symbol (`_Z5saxpyfPKfPfi`); users, the
 //! cpu backend and the harness name them as written in the source: `saxpy`, `scale<float>`,
-//! `ns::k`. [`kernel_name`] maps the first to the second, so every backend agrees on names.
+//! `ns::k`. [`kernel_name`] maps the first to the second, in the one spelling
+//! (`rocm_kernels_core::library::canonical_kernel_name`) every backend's table uses.
 
 use cpp_demangle::{DemangleOptions, Symbol};
 
@@ -24,13 +25,11 @@ pub fn kernel_name(symbol: &str) -> String {
     }
 }
 
-/// Spell template arguments as people write them (`scale<float>`, not `scale<float >`) and
-/// drop anonymous namespaces, which cannot be named from outside the file anyway.
+/// Spell template arguments as people write them (`scale<float>`, not `scale<float >`;
+/// `k<16>`, not `k<(unsigned int)16>`) and drop anonymous namespaces, which cannot be named from
+/// outside the file anyway.
 fn tidy(name: &str) -> String {
-    name.replace("(anonymous namespace)::", "")
-        .replace(" >", ">")
-        .trim()
-        .to_string()
+    rocm_kernels_core::library::canonical_kernel_name(name)
 }
 
 #[cfg(test)]
@@ -47,6 +46,13 @@ mod tests {
             kernel_name("_ZN2ns6reduceILi256EEEvPKfPf"),
             "ns::reduce<256>"
         );
+    }
+
+    #[test]
+    fn integer_template_arguments_lose_their_casts() {
+        // template <unsigned N> __global__ void k(float*); k<16>
+        assert_eq!(kernel_name("_Z1kILj16EEvPf"), "k<16>");
+        assert_eq!(kernel_name("_Z1kILi16EEvPf"), "k<16>");
     }
 
     #[test]

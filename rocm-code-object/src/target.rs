@@ -1,83 +1,9 @@
-//! Target ids (`gfx90a:sramecc+:xnack-`) and offload-bundle entry ids
-//! (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`), as clang writes them.
-
-use std::fmt;
+//! Offload-bundle entry ids (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`) as clang writes them; the
+//! target ids inside them are `rocm_kernels_core::TargetId`.
 
 use serde::Serialize;
 
-/// A processor plus the target features it was compiled with, e.g. `gfx90a:xnack-`.
-///
-/// A feature that is absent means "any" (the code runs whether the feature is on or off).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct TargetId {
-    /// `gfx90a`, `gfx1030`, `gfx10-3-generic`, ...
-    pub processor: String,
-    /// In the order written.
-    pub features: Vec<TargetFeature>,
-}
-
-/// One `name+` / `name-` of a target id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct TargetFeature {
-    /// `xnack`, `sramecc`, ...
-    pub name: String,
-    /// `true` for `+`, `false` for `-`.
-    pub enabled: bool,
-}
-
-impl TargetId {
-    /// Parse `processor(:feature(+|-))*`. Returns `None` for an empty processor or a feature
-    /// without its `+`/`-`.
-    ///
-    /// ```
-    /// use rocm_code_object::TargetId;
-    /// let t = TargetId::parse("gfx90a:xnack-").unwrap();
-    /// assert_eq!(t.processor, "gfx90a");
-    /// assert_eq!(t.feature("xnack"), Some(false));
-    /// ```
-    pub fn parse(text: &str) -> Option<TargetId> {
-        let mut parts = text.split(':');
-        let processor = parts.next()?;
-        if processor.is_empty() {
-            return None;
-        }
-        let features = parts
-            .map(|f| {
-                let (name, enabled) = if let Some(name) = f.strip_suffix('+') {
-                    (name, true)
-                } else {
-                    (f.strip_suffix('-')?, false)
-                };
-                (!name.is_empty()).then(|| TargetFeature {
-                    name: name.to_owned(),
-                    enabled,
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(TargetId {
-            processor: processor.to_owned(),
-            features,
-        })
-    }
-
-    /// `Some(true)` for `name+`, `Some(false)` for `name-`, `None` when not specified ("any").
-    pub fn feature(&self, name: &str) -> Option<bool> {
-        self.features
-            .iter()
-            .find(|f| f.name == name)
-            .map(|f| f.enabled)
-    }
-}
-
-impl fmt::Display for TargetId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.processor)?;
-        for feat in &self.features {
-            write!(f, ":{}{}", feat.name, if feat.enabled { '+' } else { '-' })?;
-        }
-        Ok(())
-    }
-}
+pub use rocm_kernels_core::target::{TargetFeature, TargetId};
 
 /// An offload-bundle entry id: `<offload kind>-<triple>-<target id>`, e.g.
 /// `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-` or `host-x86_64-unknown-linux-gnu-`.
@@ -123,24 +49,6 @@ impl BundleEntryId {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn target_id_with_features_round_trips() {
-        let t = TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
-        assert_eq!(t.processor, "gfx90a");
-        assert_eq!(t.feature("sramecc"), Some(true));
-        assert_eq!(t.feature("xnack"), Some(false));
-        assert_eq!(t.feature("wavefrontsize64"), None);
-        assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
-    }
-
-    #[test]
-    fn malformed_target_ids_are_rejected() {
-        assert_eq!(TargetId::parse(""), None);
-        assert_eq!(TargetId::parse(":xnack+"), None);
-        assert_eq!(TargetId::parse("gfx90a:xnack"), None);
-        assert_eq!(TargetId::parse("gfx90a:+"), None);
-    }
 
     #[test]
     fn bundle_ids_split_into_kind_triple_target() {

@@ -1,19 +1,23 @@
 //! The `amd` backend: one clang offload bundle per source file, covering every gfx target,
-//! compiled by a ROCm toolchain's clang++ (`-x hip --cuda-device-only`) or `hipcc --genco`.
+//! compiled by a ROCm toolchain's clang++ (`-x hip --cuda-device-only`) or `hipcc --genco`, then
+//! split into one AMDGPU ELF per target (compressed bundles decompressed), each with its kernels
+//! read from the metadata: the runtime loads an ELF and looks its kernels up by symbol, with no
+//! bundle reader, decompressor or ELF symbol table of its own.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use crate::cache::{self, Hasher, ProbeCache, Record};
+use crate::contract::ParamGen;
 use crate::diagnostics;
 use crate::error::{BuildError, CompileFailure};
 use crate::settings::processor;
 use crate::source::SourceFile;
 use crate::toolchain_cache::{CompilerInfo, ToolchainInfo};
-use crate::{CompileOptions, ObjectOut};
-use rocm_kernels_core::manifest::ObjectFormat;
+use crate::{CompileOptions, ObjectKernel, ObjectOut};
 use rocm_kernels_core::Backend;
+use rocm_kernels_core::ObjectFormat;
 use rocm_toolkit::toolchain::CompilerKind;
 
 /// What `hipcc` reads from the environment; part of the cache key when hipcc compiles.
@@ -252,8 +256,8 @@ impl AmdCompiler {
         a
     }
 
-    /// Compiles one source into `dir`, or reuses the object there when nothing it depends on
-    /// changed.
+    /// Compiles one source into `dir` (or reuses the bundle there when nothing it depends on
+    /// changed) and splits it into one object per target.
     pub(crate) fn compile(
         &self,
         src: &SourceFile,
@@ -261,7 +265,7 @@ impl AmdCompiler {
         crate_root: &Path,
         opts: &CompileOptions,
         hasher: &Hasher,
-    ) -> Result<ObjectOut, BuildError> {
+    ) -> Result<Vec<ObjectOut>, BuildError> {
         let stem = src.output_stem();
         let out = dir.join(format!("{stem}.hipfb"));
         let depfile = dir.join(format!("{stem}.d"));
@@ -283,7 +287,7 @@ impl AmdCompiler {
                     // Keep the new stats so touched-but-unchanged files are not hashed again.
                     let _ = rec.store(&record_path);
                 }
-                return Ok(self.object(src, out, &rec, true, Vec::new(), 0));
+                return self.split(src, &out, &rec, true, Vec::new(), 0);
             }
         }
         let _ = std::fs::remove_file(&record_path);
@@ -327,29 +331,80 @@ impl AmdCompiler {
         };
         let rec = Record::after_compile(fingerprint, &inputs, &out, hasher, &by_content)?;
         rec.store(&record_path)?;
-        Ok(self.object(src, out, &rec, false, diagnostics::warnings(&text), millis))
+        self.split(src, &out, &rec, false, diagnostics::warnings(&text), millis)
     }
 
-    fn object(
+    /// The bundle at `bundle` as one AMDGPU ELF per target (`<bundle stem>.<target>.co`, written
+    /// only when changed so cargo sees no new files), each with the kernels its metadata lists.
+    fn split(
         &self,
         src: &SourceFile,
-        path: PathBuf,
+        bundle: &Path,
         rec: &Record,
         fresh: bool,
         warnings: Vec<String>,
         millis: u64,
-    ) -> ObjectOut {
-        ObjectOut {
+    ) -> Result<Vec<ObjectOut>, BuildError> {
+        let unreadable = |e: &dyn std::fmt::Display| BuildError::Backend {
             backend: Backend::Amd,
-            source: src.clone(),
-            targets: self.targets.clone(),
-            format: ObjectFormat::HipOffloadBundle,
-            path,
-            inputs: rec.deps.iter().map(|d| d.path.clone()).collect(),
-            fresh,
-            warnings,
-            millis,
+            message: format!(
+                "the compiler wrote `{}` for `{}`, but its code object cannot be read: {e}",
+                bundle.display(),
+                src.rel
+            ),
+        };
+        let bytes = std::fs::read(bundle)
+            .map_err(|e| BuildError::io("cannot read code object", bundle, e))?;
+        let objects = rocm_code_object::target_objects(&bytes).map_err(|e| unreadable(&e))?;
+        let mut out = Vec::new();
+        for object in objects {
+            let target = object.target;
+            let safe: String = target
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            let path = bundle.with_extension(format!("{safe}.co"));
+            write_if_changed(&path, &object.elf)?;
+            let kernels = object
+                .kernels
+                .into_iter()
+                .map(|k| ObjectKernel {
+                    name: rocm_code_object::symbols::kernel_name(&k.name),
+                    params: k
+                        .params()
+                        .into_iter()
+                        .map(|p| ParamGen {
+                            name: p.name,
+                            type_name: p.type_name,
+                            size: p.size,
+                            kind: p.kind,
+                        })
+                        .collect(),
+                    symbol: k.name,
+                })
+                .collect();
+            out.push(ObjectOut {
+                backend: Backend::Amd,
+                source: src.clone(),
+                target,
+                format: ObjectFormat::AmdgpuElf,
+                path,
+                kernels,
+                inputs: rec.deps.iter().map(|d| d.path.clone()).collect(),
+                fresh,
+                warnings: warnings.clone(),
+                millis,
+            });
         }
+        if out.is_empty() {
+            return Err(unreadable(&"it holds no AMDGPU code object"));
+        }
+        // One compile made them all: report its warnings and time once.
+        for o in out.iter_mut().skip(1) {
+            o.warnings.clear();
+            o.millis = 0;
+        }
+        Ok(out)
     }
 
     /// Turns a failed compile into an error; a target the compiler or its device libraries do
@@ -379,6 +434,15 @@ impl AmdCompiler {
             output: text,
         }))
     }
+}
+
+/// Writes `bytes` unless the file already holds them (keeping its mtime, so cargo rebuilds
+/// nothing that `include_bytes!` it).
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    cache::write_atomic(path, bytes)
 }
 
 /// A command line a person can paste into a shell (from the crate root).

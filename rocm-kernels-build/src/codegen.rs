@@ -1,23 +1,148 @@
-//! Writing `$OUT_DIR/<name>.rs`: one `pub static KERNELS: rocm_kernels::KernelLibrary` with the
-//! code objects embedded by `include_bytes!` of absolute paths, the kernels table, and the cpu
-//! entry points (declared `extern "C"` and linked by the cpu build).
+//! From what the backends built to the library's description: [`manifest`] joins every backend's
+//! kernels under one name each (the objects' demangled symbols and the cpu build's scan go through
+//! the same canonical spelling), and [`render`] writes it as `$OUT_DIR/<name>.rs`: one
+//! `pub static KERNELS: rocm_kernels::KernelLibrary` with the code objects embedded by
+//! `include_bytes!` of absolute paths, the kernels with their symbol per object, and the cpu entry
+//! points (declared `extern "C"` and linked by the cpu build). The manifest JSON for tools is the
+//! same data.
 
 use std::fmt::Write;
 
-use crate::contract::{KernelGen, ParamGen};
-use crate::cpu::CpuKernelGen;
-use crate::ObjectOut;
+use rocm_kernels_core::library::canonical_kernel_name;
 use rocm_kernels_core::library::ParamKind;
+use rocm_kernels_core::manifest::{
+    BuildManifest, ManifestCpu, ManifestKernel, ManifestObject, ManifestParam, ManifestSymbol,
+};
+
+use crate::contract::ParamGen;
+use crate::cpu::CpuKernelGen;
+use crate::error::BuildError;
+use crate::ObjectOut;
 
 const K: &str = "::rocm_kernels";
 
-/// Rust source for the library `name`.
-pub(crate) fn render(
+/// The library `name` as built: `objects` in order, and one kernel per name with its symbol in
+/// every object that holds it, its cpu entry, and the most informative parameter list (the cpu
+/// build knows source types; AMD metadata knows names and sizes). A kernel name defined by two
+/// sources is refused, naming both: the runtime and the harness could not tell them apart.
+pub(crate) fn manifest(
     name: &str,
     objects: &[ObjectOut],
-    kernels: &[KernelGen],
     cpu: &[CpuKernelGen],
-) -> String {
+) -> Result<BuildManifest, BuildError> {
+    let mut join = Join {
+        library: name,
+        kernels: Vec::new(),
+    };
+    for (index, object) in objects.iter().enumerate() {
+        for k in &object.kernels {
+            let i = join.kernel(&k.name, &object.source.rel)?;
+            join.kernels[i].0.symbols.push(ManifestSymbol {
+                object: index as u32,
+                symbol: k.symbol.clone(),
+            });
+            join.offer(i, k.params.clone());
+        }
+    }
+    for c in cpu {
+        let i = join.kernel(&canonical_kernel_name(&c.name), &c.source_rel)?;
+        join.kernels[i].0.cpu = Some(ManifestCpu {
+            symbol: c.symbol.clone(),
+            execution: c.execution(),
+        });
+        let params = c
+            .params
+            .iter()
+            .map(|p| ParamGen {
+                name: p.name.clone(),
+                type_name: p.type_name.clone(),
+                size: p.size,
+                kind: if p.is_pointer {
+                    ParamKind::GlobalBuffer
+                } else {
+                    ParamKind::ByValue
+                },
+            })
+            .collect();
+        join.offer(i, params);
+    }
+    let kernels = join
+        .kernels
+        .into_iter()
+        .map(|(mut k, params)| {
+            k.params = params
+                .into_iter()
+                .map(|p| ManifestParam {
+                    name: p.name,
+                    type_name: p.type_name,
+                    size: p.size,
+                    kind: p.kind,
+                })
+                .collect();
+            k
+        })
+        .collect();
+    Ok(BuildManifest {
+        name: name.to_owned(),
+        objects: objects
+            .iter()
+            .map(|o| ManifestObject {
+                backend: o.backend,
+                format: o.format,
+                target: o.target.clone(),
+                source: o.source.rel.clone(),
+                path: o.path.clone(),
+            })
+            .collect(),
+        kernels,
+    })
+}
+
+/// The kernels gathered so far, each with the best parameter list offered for it.
+struct Join<'a> {
+    library: &'a str,
+    kernels: Vec<(ManifestKernel, Vec<ParamGen>)>,
+}
+
+impl Join<'_> {
+    /// The index of kernel `name`, added when new; `source` must be the one it came from.
+    fn kernel(&mut self, name: &str, source: &str) -> Result<usize, BuildError> {
+        match self.kernels.iter().position(|(k, _)| k.name == name) {
+            Some(i) if self.kernels[i].0.source != source => Err(BuildError::config(format!(
+                "kernel `{name}` is defined in both `{}` and `{source}` of library `{}`: rename \
+                 one, or build them as two libraries (two Build::compile calls)",
+                self.kernels[i].0.source, self.library
+            ))),
+            Some(i) => Ok(i),
+            None => {
+                self.kernels.push((
+                    ManifestKernel {
+                        name: name.to_owned(),
+                        source: source.to_owned(),
+                        params: Vec::new(),
+                        symbols: Vec::new(),
+                        cpu: None,
+                    },
+                    Vec::new(),
+                ));
+                Ok(self.kernels.len() - 1)
+            }
+        }
+    }
+
+    /// Keeps `params` for kernel `i` when they say more (more source types) than what it has.
+    fn offer(&mut self, i: usize, params: Vec<ParamGen>) {
+        let typed = |ps: &[ParamGen]| ps.iter().filter(|p| !p.type_name.is_empty()).count();
+        let current = &mut self.kernels[i].1;
+        if current.is_empty() || typed(&params) > typed(current) {
+            *current = params;
+        }
+    }
+}
+
+/// Rust source for the library.
+pub(crate) fn render(m: &BuildManifest) -> String {
+    let name = &m.name;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -26,53 +151,76 @@ pub(crate) fn render(
          /// The kernels of `{name}`, as built for this crate.\n\
          pub static KERNELS: {K}::KernelLibrary = {{"
     );
+    let cpu: Vec<&ManifestCpu> = m.kernels.iter().filter_map(|k| k.cpu.as_ref()).collect();
     if !cpu.is_empty() {
         s.push_str("    unsafe extern \"C\" {\n");
-        for (i, k) in cpu.iter().enumerate() {
+        for (i, c) in cpu.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "        #[link_name = {:?}]\n        fn __rocm_kernels_cpu_entry_{i}();",
-                k.symbol
+                c.symbol
             );
         }
         s.push_str("    }\n");
     }
     let _ = writeln!(s, "    {K}::KernelLibrary {{\n        name: {name:?},");
     s.push_str("        code_objects: &[\n");
-    for o in objects {
+    for o in &m.objects {
         let _ = writeln!(
             s,
-            "            {K}::library::EmbeddedObject {{\n                backend: {K}::Backend::{:?},\n                targets: {:?},\n                source: {:?},\n                format: {:?},\n                bytes: include_bytes!({:?}),\n            }},",
+            "            {K}::library::CodeObject {{\n                backend: {K}::Backend::{:?},\n                format: {K}::library::ObjectFormat::{:?},\n                target: {:?},\n                source: {:?},\n                bytes: include_bytes!({:?}),\n            }},",
             o.backend,
-            o.targets.join(","),
-            o.source.rel,
-            o.format.as_str(),
+            o.format,
+            o.target,
+            o.source,
             o.path.display().to_string()
         );
     }
     s.push_str("        ],\n        kernels: &[\n");
-    for k in kernels {
+    let mut entry = 0;
+    for k in &m.kernels {
+        let symbols: Vec<String> = k
+            .symbols
+            .iter()
+            .map(|sym| {
+                format!(
+                    "{K}::library::ObjectSymbol {{ object: {}, symbol: {:?} }}",
+                    sym.object, sym.symbol
+                )
+            })
+            .collect();
+        let cpu = match &k.cpu {
+            Some(c) => {
+                let execution = match c.execution.as_str() {
+                    "regions" => "Regions".to_owned(),
+                    "per-thread loop" => "PerThreadLoop".to_owned(),
+                    other => format!(
+                        "Fibers({:?})",
+                        other.strip_prefix("fibers: ").unwrap_or(other)
+                    ),
+                };
+                let text = format!(
+                    "Some({K}::library::CpuEntry {{ entry: __rocm_kernels_cpu_entry_{entry} as *const (), execution: {K}::library::CpuExecution::{execution} }})"
+                );
+                entry += 1;
+                text
+            }
+            None => "None".to_owned(),
+        };
         let _ = writeln!(
             s,
-            "            {K}::library::KernelDecl {{\n                name: {:?},\n                source: {:?},\n                params: &[{}],\n            }},",
+            "            {K}::library::KernelDecl {{\n                name: {:?},\n                source: {:?},\n                params: &[{}],\n                symbols: &[{}],\n                cpu: {cpu},\n            }},",
             k.name,
-            k.source_rel,
-            params(&k.params)
-        );
-    }
-    s.push_str("        ],\n        cpu_kernels: &[\n");
-    for (i, k) in cpu.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "            {K}::library::CpuKernel {{ name: {:?}, entry: __rocm_kernels_cpu_entry_{i} as *const () }},",
-            k.name
+            k.source,
+            params(&k.params),
+            symbols.join(", "),
         );
     }
     s.push_str("        ],\n    }\n};\n");
     s
 }
 
-fn params(ps: &[ParamGen]) -> String {
+fn params(ps: &[ManifestParam]) -> String {
     let items: Vec<String> = ps
         .iter()
         .map(|p| {
@@ -93,74 +241,33 @@ fn params(ps: &[ParamGen]) -> String {
     }
 }
 
-/// Kernels of every backend in one table: a kernel defined by the same source under several
-/// backends appears once, with the most informative parameter list (the cpu build knows source
-/// types; AMD metadata knows names and sizes only).
-pub(crate) fn merge_kernels(amd: Vec<KernelGen>, cpu: &[CpuKernelGen]) -> Vec<KernelGen> {
-    let typed = |ps: &[ParamGen]| ps.iter().filter(|p| !p.type_name.is_empty()).count();
-    let mut out: Vec<KernelGen> = Vec::new();
-    let cpu = cpu.iter().map(|c| KernelGen {
-        name: c.name.clone(),
-        source_rel: c.source_rel.clone(),
-        params: c
-            .params
-            .iter()
-            .map(|p| ParamGen {
-                name: p.name.clone(),
-                type_name: p.type_name.clone(),
-                size: p.size,
-                kind: if p.is_pointer {
-                    ParamKind::GlobalBuffer
-                } else {
-                    ParamKind::ByValue
-                },
-            })
-            .collect(),
-    });
-    for k in amd.into_iter().chain(cpu) {
-        match out
-            .iter_mut()
-            .find(|e| e.name == k.name && e.source_rel == k.source_rel)
-        {
-            Some(e) if e.params.is_empty() || typed(&k.params) > typed(&e.params) => {
-                e.params = k.params
-            }
-            Some(_) => {}
-            None => out.push(k),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::SourceFile;
-    use rocm_kernels_core::Backend;
+    use crate::ObjectKernel;
+    use rocm_kernels_core::{Backend, ObjectFormat};
 
-    #[test]
-    fn renders_objects_kernels_and_cpu_entries() {
-        let obj = ObjectOut {
+    fn object(target: &str, kernels: Vec<ObjectKernel>) -> ObjectOut {
+        ObjectOut {
             backend: Backend::Amd,
             source: SourceFile::new("/c/k/a.hip".into(), std::path::Path::new("/c")),
-            targets: vec!["gfx90a".into(), "gfx1030".into()],
-            format: rocm_kernels_core::manifest::ObjectFormat::HipOffloadBundle,
-            path: "/out/a \"q\".hipfb".into(),
+            target: target.into(),
+            format: ObjectFormat::AmdgpuElf,
+            path: format!("/out/a \"q\".{target}.co").into(),
+            kernels,
             inputs: vec![],
             fresh: false,
             warnings: vec![],
             millis: 0,
-        };
-        let p = ParamGen {
-            name: "x".into(),
-            type_name: "const float*".into(),
-            size: 8,
-            kind: ParamKind::GlobalBuffer,
-        };
-        let cpu = vec![CpuKernelGen {
-            name: "saxpy".into(),
-            symbol: "rocm_cpu_saxpy".into(),
-            source_rel: "k/a.hip".into(),
+        }
+    }
+
+    fn cpu_kernel(name: &str, source: &str) -> CpuKernelGen {
+        CpuKernelGen {
+            name: name.into(),
+            symbol: format!("rocm_cpu_{}", name.len()),
+            source_rel: source.into(),
             params: vec![crate::cpu::ParamGen {
                 name: "x".into(),
                 type_name: "const float*".into(),
@@ -168,23 +275,73 @@ mod tests {
                 is_pointer: true,
             }],
             region_form: Ok(false),
-        }];
-        let kernels = merge_kernels(
-            vec![KernelGen {
-                name: "saxpy".into(),
-                source_rel: "k/a.hip".into(),
-                params: vec![],
-            }],
-            &cpu,
+        }
+    }
+
+    #[test]
+    fn one_kernel_per_name_with_a_symbol_per_object_and_its_cpu_entry() {
+        let amd = |target| {
+            object(
+                target,
+                vec![ObjectKernel {
+                    name: "k<16>".into(),
+                    symbol: "_Z1kILj16EEvPKf".into(),
+                    params: vec![ParamGen {
+                        name: "x".into(),
+                        type_name: String::new(),
+                        size: 8,
+                        kind: ParamKind::GlobalBuffer,
+                    }],
+                }],
+            )
+        };
+        let objects = [amd("gfx90a"), amd("gfx1030")];
+        // The cpu scan spells the instantiation as the source does.
+        let cpu = [cpu_kernel("k<16u>", "k/a.hip")];
+        let m = manifest("demo", &objects, &cpu).unwrap();
+        assert_eq!(m.kernels.len(), 1, "{m:#?}");
+        let k = &m.kernels[0];
+        assert_eq!(k.name, "k<16>");
+        assert_eq!(
+            k.symbols.iter().map(|s| s.object).collect::<Vec<_>>(),
+            [0, 1]
         );
-        assert_eq!(kernels.len(), 1);
-        assert_eq!(kernels[0].params, [p]);
-        let s = render("demo", &[obj], &kernels, &cpu);
+        // The cpu build's typed parameters win over the metadata's untyped ones.
+        assert_eq!(k.params[0].type_name, "const float*");
+        assert_eq!(k.cpu.as_ref().unwrap().execution, "per-thread loop");
+
+        let s = render(&m);
         assert!(s.contains("pub static KERNELS: ::rocm_kernels::KernelLibrary"));
-        assert!(s.contains(r#"include_bytes!("/out/a \"q\".hipfb")"#), "{s}");
-        assert!(s.contains(r#"targets: "gfx90a,gfx1030""#));
-        assert!(s.contains(r#"#[link_name = "rocm_cpu_saxpy"]"#));
+        assert!(
+            s.contains(r#"include_bytes!("/out/a \"q\".gfx90a.co")"#),
+            "{s}"
+        );
+        assert!(s.contains(r#"target: "gfx1030""#), "{s}");
+        assert!(s.contains("ObjectFormat::AmdgpuElf"), "{s}");
+        assert!(
+            s.contains(r#"ObjectSymbol { object: 1, symbol: "_Z1kILj16EEvPKf" }"#),
+            "{s}"
+        );
+        assert!(s.contains(r#"#[link_name = "rocm_cpu_6"]"#), "{s}");
         assert!(s.contains("ParamKind::GlobalBuffer"));
-        assert!(s.contains("entry: __rocm_kernels_cpu_entry_0 as *const ()"));
+        assert!(
+            s.contains("entry: __rocm_kernels_cpu_entry_0 as *const (), execution: ::rocm_kernels::library::CpuExecution::PerThreadLoop"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn a_kernel_name_in_two_sources_is_refused_naming_both() {
+        let e = manifest(
+            "demo",
+            &[],
+            &[cpu_kernel("k", "a.hip"), cpu_kernel("k", "b.hip")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`k` is defined in both `a.hip` and `b.hip`"),
+            "{e}"
+        );
     }
 }

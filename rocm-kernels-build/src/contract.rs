@@ -1,4 +1,5 @@
-//! What the code generator turns into `KernelDecl`s, gathered from every backend.
+//! A kernel parameter as a backend of the build saw it, before the kernels of every backend are
+//! joined into the library's description (`codegen::manifest`).
 
 use rocm_kernels_core::library::ParamKind;
 
@@ -9,12 +10,4 @@ pub(crate) struct ParamGen {
     pub type_name: String,
     pub size: u32,
     pub kind: ParamKind,
-}
-
-/// A kernel for the generated `kernels` table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct KernelGen {
-    pub name: String,
-    pub source_rel: String,
-    pub params: Vec<ParamGen>,
 }

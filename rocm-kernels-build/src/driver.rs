@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::amd::{self, AmdCompiler};
-use crate::cache::{self, Hasher};
+use crate::amd::{self, write_if_changed, AmdCompiler};
+use crate::cache::Hasher;
 use crate::codegen;
-use crate::contract::{KernelGen, ParamGen};
 use crate::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
 use crate::error::BuildError;
 use crate::jobs;
@@ -18,7 +17,6 @@ use crate::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER}
 use crate::source::{self, SourceFile};
 use crate::toolchain_cache::{self, CompilerInfo, ToolchainInfo};
 use crate::{Build, CompileOptions, Compiled, CompiledObject, ObjectOut};
-use rocm_kernels_core::manifest::{BuildManifest, ManifestObject};
 use rocm_kernels_core::Backend;
 use rocm_toolkit::toolchain::CompilerKind;
 
@@ -32,10 +30,10 @@ enum Job<'a> {
     Nvidia(SourceFile),
 }
 
+/// What a job produced: the cpu build, or a source's objects for one GPU backend.
 enum Done {
     Cpu(Result<CpuBuildOutput, BuildError>, u128),
-    Amd(Result<ObjectOut, BuildError>),
-    Nvidia(Result<Vec<ObjectOut>, BuildError>),
+    Gpu(Backend, Result<Vec<ObjectOut>, BuildError>),
 }
 
 /// The paths of one run.
@@ -195,12 +193,14 @@ impl Build {
                     t.elapsed().as_millis(),
                 )
             }
-            Job::Amd(src) => Done::Amd(
+            Job::Amd(src) => Done::Gpu(
+                Backend::Amd,
                 amd.as_ref()
                     .expect("amd jobs exist only with a compiler")
                     .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
             ),
-            Job::Nvidia(src) => Done::Nvidia(
+            Job::Nvidia(src) => Done::Gpu(
+                Backend::Nvidia,
                 nvidia
                     .as_ref()
                     .expect("nvidia jobs exist only with a compiler")
@@ -211,11 +211,6 @@ impl Build {
         let mut objects: Vec<ObjectOut> = Vec::new();
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
         let mut errors: Vec<(Backend, BuildError)> = Vec::new();
-        let results = results.into_iter().flat_map(|done| match done {
-            Done::Nvidia(Ok(objects)) => objects.into_iter().map(|o| Done::Amd(Ok(o))).collect(),
-            Done::Nvidia(Err(e)) => vec![Done::Nvidia(Err(e))],
-            other => vec![other],
-        });
         for done in results {
             match done {
                 Done::Cpu(Ok(cpu_out), ms) => {
@@ -228,26 +223,35 @@ impl Build {
                     }
                     cpu_kernels = cpu_out.kernels;
                 }
-                Done::Amd(Ok(o)) => {
-                    log.line(&format!(
-                        "{} {} {} {}ms",
-                        if o.fresh { "fresh" } else { "compiled" },
-                        o.backend,
-                        o.source.rel,
-                        o.millis
-                    ));
-                    for w in &o.warnings {
-                        out.warn(w);
+                Done::Gpu(backend, Ok(compiled)) => {
+                    // One line per source: `compiled amd kernels/k.hip gfx1030,gfx90a 812ms`.
+                    if let Some(first) = compiled.first() {
+                        let targets: Vec<&str> =
+                            compiled.iter().map(|o| o.target.as_str()).collect();
+                        log.line(&format!(
+                            "{} {backend} {} {} {}ms",
+                            if compiled.iter().all(|o| o.fresh) {
+                                "fresh"
+                            } else {
+                                "compiled"
+                            },
+                            first.source.rel,
+                            targets.join(","),
+                            compiled.iter().map(|o| o.millis).sum::<u64>()
+                        ));
                     }
-                    for p in &o.inputs {
-                        out.watch(p);
+                    for o in compiled {
+                        for w in &o.warnings {
+                            out.warn(w);
+                        }
+                        for p in &o.inputs {
+                            out.watch(p);
+                        }
+                        objects.push(o);
                     }
-                    objects.push(o);
                 }
-                Done::Nvidia(Ok(_)) => unreachable!("flattened above"),
                 Done::Cpu(Err(e), _) => errors.push((Backend::Cpu, e)),
-                Done::Amd(Err(e)) => errors.push((Backend::Amd, e)),
-                Done::Nvidia(Err(e)) => errors.push((Backend::Nvidia, e)),
+                Done::Gpu(backend, Err(e)) => errors.push((backend, e)),
             }
         }
         for (backend, e) in &errors {
@@ -291,18 +295,14 @@ impl Build {
             return Err(e);
         }
 
-        let mut amd_kernels: Vec<KernelGen> = Vec::new();
-        for o in objects.iter().filter(|o| o.backend == Backend::Amd) {
-            amd_kernels.extend(amd_kernels_of(o)?);
-        }
-        let kernels = codegen::merge_kernels(amd_kernels, &cpu_kernels);
+        let manifest = codegen::manifest(name, &objects, &cpu_kernels)?;
         let rust_file = paths.out_dir.join(format!("{name}.rs"));
-        write_if_changed(
-            &rust_file,
-            codegen::render(name, &objects, &kernels, &cpu_kernels).as_bytes(),
-        )?;
+        write_if_changed(&rust_file, codegen::render(&manifest).as_bytes())?;
         let manifest_file = paths.state.join(format!("{name}.manifest.json"));
-        write_if_changed(&manifest_file, &manifest_json(name, &objects))?;
+        write_if_changed(
+            &manifest_file,
+            &serde_json::to_vec_pretty(&manifest).expect("manifest serializes"),
+        )?;
 
         let reused = objects.iter().filter(|o| o.fresh).count();
         log.line(&format!(
@@ -325,7 +325,7 @@ impl Build {
                 .map(|o| CompiledObject {
                     backend: o.backend,
                     source: o.source,
-                    targets: o.targets,
+                    target: o.target,
                     format: o.format,
                     path: o.path,
                     reused: o.fresh,
@@ -478,23 +478,6 @@ impl Build {
     }
 }
 
-fn manifest_json(name: &str, objects: &[ObjectOut]) -> Vec<u8> {
-    let manifest = BuildManifest {
-        name: name.to_string(),
-        objects: objects
-            .iter()
-            .map(|o| ManifestObject {
-                backend: o.backend,
-                source: o.source.rel.clone(),
-                targets: o.targets.clone(),
-                format: o.format,
-                path: o.path.clone(),
-            })
-            .collect(),
-    };
-    serde_json::to_vec_pretty(&manifest).expect("manifest serializes")
-}
-
 /// gfx targets of this machine's AMD GPUs (the last resort for targets).
 fn detect_gfx_targets() -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -506,47 +489,6 @@ fn detect_gfx_targets() -> Vec<String> {
         }
     }
     out
-}
-
-/// The kernels of an AMD offload bundle, from its AMDGPU metadata: every target's entry is read
-/// (they normally agree) and each kernel is listed once, under its user-facing name
-/// (`scale<float>`, not `_Z5scaleIfEvPT_S0_i`).
-fn amd_kernels_of(object: &ObjectOut) -> Result<Vec<KernelGen>, BuildError> {
-    let unreadable = |e: &dyn std::fmt::Display| BuildError::Backend {
-        backend: Backend::Amd,
-        message: format!(
-            "the compiler wrote `{}` for `{}`, but its code object cannot be read: {e}",
-            object.path.display(),
-            object.source.rel
-        ),
-    };
-    let bytes = std::fs::read(&object.path)
-        .map_err(|e| BuildError::io("cannot read code object", &object.path, e))?;
-    let objects = rocm_code_object::parse(&bytes).map_err(|e| unreadable(&e))?;
-    let mut out: Vec<KernelGen> = Vec::new();
-    for entry in objects.gpu_entries() {
-        for k in entry.kernels().map_err(|e| unreadable(&e))? {
-            let name = rocm_code_object::symbols::kernel_name(&k.name);
-            if out.iter().any(|e| e.name == name) {
-                continue;
-            }
-            out.push(KernelGen {
-                name,
-                source_rel: object.source.rel.clone(),
-                params: k
-                    .params()
-                    .into_iter()
-                    .map(|p| ParamGen {
-                        name: p.name,
-                        type_name: p.type_name,
-                        size: p.size,
-                        kind: p.kind,
-                    })
-                    .collect(),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// Warns that `backend` is left out of library `name`, and why.
@@ -581,13 +523,6 @@ fn which(program: &Path) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
-}
-
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    if std::fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    cache::write_atomic(path, bytes)
 }
 
 /// nvcc for the `nvidia` backend, looked up through the build script's environment (so every

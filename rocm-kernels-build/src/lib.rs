@@ -56,8 +56,8 @@ pub use source::SourceFile;
 use report::Output;
 use settings::EnvReader;
 
-use rocm_kernels_core::manifest::ObjectFormat;
 pub use rocm_kernels_core::Backend;
+use rocm_kernels_core::ObjectFormat;
 use rocm_toolkit::toolchain::Toolchain;
 
 /// Builds HIP kernel sources for every enabled backend and writes `$OUT_DIR/<name>.rs`.
@@ -98,20 +98,34 @@ pub(crate) struct CompileOptions {
     pub opt_level: u32,
 }
 
-/// One object a backend produced (or reused).
+/// One object a backend produced (or reused), for one target.
 #[derive(Debug, Clone)]
 pub(crate) struct ObjectOut {
     pub backend: Backend,
     pub source: SourceFile,
-    pub targets: Vec<String>,
+    /// `gfx90a:xnack-`, `sm_90`, `compute_90`; empty for CUDA source.
+    pub target: String,
     pub format: ObjectFormat,
     pub path: PathBuf,
+    /// The kernels it holds, read from it after the compile (empty for CUDA source).
+    pub kernels: Vec<ObjectKernel>,
     /// Every file the compiler read (source and headers).
     pub inputs: Vec<PathBuf>,
     /// Reused from the cache, no compiler started.
     pub fresh: bool,
     pub warnings: Vec<String>,
     pub millis: u64,
+}
+
+/// A kernel found in a compiled object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectKernel {
+    /// The one spelling of its name (the demangled symbol, canonical).
+    pub name: String,
+    /// The exact symbol in this object.
+    pub symbol: String,
+    /// Parameters as the object's metadata tells them (AMD), else empty.
+    pub params: Vec<contract::ParamGen>,
 }
 
 /// What [`Build::try_compile`] produced.
@@ -135,13 +149,14 @@ pub struct Compiled {
     pub cpu_execution: Vec<(String, String)>,
 }
 
-/// One code object of a [`Compiled`] library.
+/// One code object of a [`Compiled`] library (one per source, backend and target).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledObject {
     pub backend: Backend,
     pub source: SourceFile,
-    pub targets: Vec<String>,
-    /// [`ObjectFormat::HipOffloadBundle`] for `amd`.
+    /// `gfx90a`, `sm_90`, `compute_90`; empty for CUDA source.
+    pub target: String,
+    /// [`ObjectFormat::AmdgpuElf`] for `amd`.
     pub format: ObjectFormat,
     pub path: PathBuf,
     /// True when the cache was used and no compiler ran.

@@ -11,9 +11,9 @@ use crate::cache::{self, Hasher, Record};
 use crate::diagnostics;
 use crate::error::{BuildError, CompileFailure};
 use crate::source::SourceFile;
-use crate::{CompileOptions, ObjectOut};
-use rocm_kernels_core::manifest::ObjectFormat;
+use crate::{CompileOptions, ObjectKernel, ObjectOut};
 use rocm_kernels_core::Backend;
+use rocm_kernels_core::ObjectFormat;
 use rocm_toolkit::nvcc::{self, Nvcc, NvccJob};
 
 /// Checks an NVIDIA target: `sm_` + digits, optionally with the arch-specific `a` suffix.
@@ -120,16 +120,19 @@ impl NvidiaCompiler {
             &args,
             &[],
         );
-        let object = |fresh, inputs, warnings, millis| ObjectOut {
-            backend: Backend::Nvidia,
-            source: src.clone(),
-            targets: vec![arch.to_string()],
-            format,
-            path: out.clone(),
-            inputs,
-            fresh,
-            warnings,
-            millis,
+        let object = |fresh, inputs, warnings, millis| -> Result<ObjectOut, BuildError> {
+            Ok(ObjectOut {
+                backend: Backend::Nvidia,
+                source: src.clone(),
+                target: arch.to_string(),
+                format,
+                kernels: kernels_of(&out, format)?,
+                path: out.clone(),
+                inputs,
+                fresh,
+                warnings,
+                millis,
+            })
         };
         if let Some(mut rec) = Record::load(&record_path) {
             if let Some(restat) = rec.freshness(&fingerprint, &out, hasher) {
@@ -137,7 +140,7 @@ impl NvidiaCompiler {
                     let _ = rec.store(&record_path);
                 }
                 let inputs = rec.deps.iter().map(|d| d.path.clone()).collect();
-                return Ok(object(true, inputs, Vec::new(), 0));
+                return object(true, inputs, Vec::new(), 0);
             }
         }
         let _ = std::fs::remove_file(&record_path);
@@ -172,8 +175,35 @@ impl NvidiaCompiler {
         };
         let rec = Record::after_compile(fingerprint, &inputs, &out, hasher, &by_content)?;
         rec.store(&record_path)?;
-        Ok(object(false, inputs, result.warnings, millis))
+        object(false, inputs, result.warnings, millis)
     }
+}
+
+/// The kernels of a cubin (its entry symbols) or of PTX (its `.entry` declarations), named the
+/// way every backend names them.
+fn kernels_of(path: &Path, format: ObjectFormat) -> Result<Vec<ObjectKernel>, BuildError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| BuildError::io("cannot read the nvcc output", path, e))?;
+    let symbols = match format {
+        ObjectFormat::Ptx => {
+            rocm_code_object::nvidia::ptx_entries(&String::from_utf8_lossy(&bytes))
+        }
+        _ => rocm_code_object::nvidia::cubin_entries(&bytes).map_err(|e| BuildError::Backend {
+            backend: Backend::Nvidia,
+            message: format!(
+                "nvcc wrote `{}`, but it cannot be read: {e}",
+                path.display()
+            ),
+        })?,
+    };
+    Ok(symbols
+        .into_iter()
+        .map(|symbol| ObjectKernel {
+            name: rocm_code_object::symbols::kernel_name(&symbol),
+            symbol,
+            params: Vec::new(),
+        })
+        .collect())
 }
 
 fn arch_number(target: &str) -> u32 {
@@ -207,8 +237,9 @@ fn embed_source(
     Ok(ObjectOut {
         backend: Backend::Nvidia,
         source: src.clone(),
-        targets: Vec::new(),
+        target: String::new(),
         format: ObjectFormat::CudaSource,
+        kernels: Vec::new(),
         path: out,
         inputs,
         fresh: false,

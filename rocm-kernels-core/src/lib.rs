@@ -3,6 +3,7 @@
 //! * [`library`]: the typed description of a compiled kernel library that `rocm-kernels-build`
 //!   writes into the user's crate (`include_kernels!`) and the runtime and the test harness read.
 //! * [`manifest`]: the same library as a JSON file under `OUT_DIR`, for `cargo rocm`.
+//! * [`target`]: AMD target ids and which code runs on which device.
 //! * [`headers`]: the kernel-language headers (`include/cpu`, `include/nvidia`) both sides compile
 //!   against.
 //!
@@ -11,5 +12,7 @@
 pub mod headers;
 pub mod library;
 pub mod manifest;
+pub mod target;
 
-pub use library::{Backend, KernelLibrary};
+pub use library::{Backend, KernelLibrary, ObjectFormat};
+pub use target::TargetId;

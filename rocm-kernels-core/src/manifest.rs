@@ -1,18 +1,24 @@
-//! The manifest `Build::compile(name)` writes beside its outputs, and `cargo rocm build` reads:
-//! `$OUT_DIR/rocm-kernels/<name>.manifest.json`, one per kernel library, listing every compiled
-//! code object.
+//! The manifest `Build::compile(name)` writes beside its outputs, and `cargo rocm` reads:
+//! `$OUT_DIR/rocm-kernels/<name>.manifest.json`, one per kernel library. It is the owned form of
+//! the same description the build embeds as a [`KernelLibrary`](crate::library::KernelLibrary):
+//! every code object (one per source, backend and target) and every kernel with its symbol in
+//! each object, its parameters and its cpu entry. The generated Rust file is rendered from it.
 //!
 //! ```json
 //! { "name": "kernels",
-//!   "objects": [ { "backend": "amd", "source": "src/saxpy.hip", "targets": ["gfx90a", "gfx1030"],
-//!                  "format": "hip-offload-bundle", "path": "/abs/out/saxpy-1a2b.hipfb" } ] }
+//!   "objects": [ { "backend": "amd", "format": "amdgpu-elf", "target": "gfx90a",
+//!                  "source": "src/saxpy.hip", "path": "/abs/out/saxpy-1a2b.gfx90a.co" } ],
+//!   "kernels": [ { "name": "saxpy", "source": "src/saxpy.hip",
+//!                  "params": [ { "name": "n", "type_name": "int", "size": 4, "kind": "by_value" } ],
+//!                  "symbols": [ { "object": 0, "symbol": "_Z5saxpyifPKfPf" } ],
+//!                  "cpu": { "symbol": "rk_kernels_1a2b3c4d_0", "execution": "regions" } } ] }
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::library::Backend;
+pub use crate::library::{Backend, ObjectFormat, ParamKind};
 
 /// The folder under `OUT_DIR` holding manifests.
 pub const MANIFEST_DIR: &str = "rocm-kernels";
@@ -25,49 +31,71 @@ pub struct BuildManifest {
     /// The name given to `compile`.
     pub name: String,
     pub objects: Vec<ManifestObject>,
+    #[serde(default)]
+    pub kernels: Vec<ManifestKernel>,
 }
 
-/// One compiled artefact.
+/// One compiled artefact for one target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestObject {
-    #[serde(with = "backend_name")]
     pub backend: Backend,
+    pub format: ObjectFormat,
+    /// `gfx90a:xnack-`, `sm_90`, `compute_90`; empty for CUDA source.
+    pub target: String,
     /// The source file, relative to the crate root.
     pub source: String,
-    /// The targets the object holds (`gfx90a`, `gfx1030:xnack-`, `sm_90`).
-    pub targets: Vec<String>,
-    pub format: ObjectFormat,
     /// Absolute path of the object.
     pub path: PathBuf,
 }
 
-/// What a manifest object's bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ObjectFormat {
-    /// A clang offload bundle (plain or compressed), one entry per AMD target.
-    HipOffloadBundle,
-    /// A single AMDGPU ELF code object.
-    AmdgpuElf,
-    /// An NVIDIA cubin.
-    Cubin,
-    /// NVIDIA PTX text.
-    Ptx,
-    /// CUDA source (HIP with local headers inlined), compiled by NVRTC at run time because the
-    /// build had no nvcc.
-    CudaSource,
+/// One kernel of the library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestKernel {
+    /// The one spelling of its name ([`crate::library::canonical_kernel_name`]).
+    pub name: String,
+    pub source: String,
+    pub params: Vec<ManifestParam>,
+    /// Its symbol in each object that holds it.
+    pub symbols: Vec<ManifestSymbol>,
+    /// Its cpu entry, when the cpu backend was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<ManifestCpu>,
 }
 
-impl ObjectFormat {
-    /// The name used in manifests and in [`crate::library::EmbeddedObject::format`].
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectFormat::HipOffloadBundle => "hip-offload-bundle",
-            ObjectFormat::AmdgpuElf => "amdgpu-elf",
-            ObjectFormat::Cubin => "cubin",
-            ObjectFormat::Ptx => "ptx",
-            ObjectFormat::CudaSource => "cuda-source",
-        }
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestParam {
+    pub name: String,
+    pub type_name: String,
+    pub size: u32,
+    pub kind: ParamKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSymbol {
+    /// Index into [`BuildManifest::objects`].
+    pub object: u32,
+    pub symbol: String,
+}
+
+/// A kernel's cpu entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestCpu {
+    /// The `extern "C"` symbol of the entry in the cpu build's static library.
+    pub symbol: String,
+    /// How it runs: `regions`, `per-thread loop`, `fibers: <why>` (see
+    /// [`crate::library::CpuExecution`]).
+    pub execution: String,
+}
+
+impl BuildManifest {
+    /// The kernels whose symbol table names object `index`.
+    pub fn kernels_in(&self, index: usize) -> impl Iterator<Item = (&ManifestKernel, &str)> {
+        self.kernels.iter().filter_map(move |k| {
+            k.symbols
+                .iter()
+                .find(|s| s.object as usize == index)
+                .map(|s| (k, s.symbol.as_str()))
+        })
     }
 }
 
@@ -139,41 +167,58 @@ impl BuildManifest {
     }
 }
 
-/// `Backend` as its lowercase name (`amd`, `nvidia`, `cpu`), read back through `FromStr`.
-mod backend_name {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use crate::library::Backend;
-
-    pub fn serialize<S: Serializer>(b: &Backend, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(b.as_str())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Backend, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn manifest() -> BuildManifest {
+        BuildManifest {
+            name: "lib".into(),
+            objects: vec![ManifestObject {
+                backend: Backend::Amd,
+                format: ObjectFormat::AmdgpuElf,
+                target: "gfx90a".into(),
+                source: "src/k.hip".into(),
+                path: "/x/k.gfx90a.co".into(),
+            }],
+            kernels: vec![ManifestKernel {
+                name: "scale<float>".into(),
+                source: "src/k.hip".into(),
+                params: vec![ManifestParam {
+                    name: "x".into(),
+                    type_name: "float*".into(),
+                    size: 8,
+                    kind: ParamKind::GlobalBuffer,
+                }],
+                symbols: vec![ManifestSymbol {
+                    object: 0,
+                    symbol: "_Z5scaleIfEvPT_".into(),
+                }],
+                cpu: Some(ManifestCpu {
+                    symbol: "rk_lib_0".into(),
+                    execution: "regions".into(),
+                }),
+            }],
+        }
+    }
+
     #[test]
     fn the_documented_json_shape_round_trips() {
-        let json = r#"{ "name": "kernels", "objects": [ { "backend": "amd", "source": "src/a.hip",
-            "targets": ["gfx90a", "gfx1030"], "format": "hip-offload-bundle", "path": "/o/a.hipfb" },
-            { "backend": "nvidia", "source": "src/a.hip", "targets": ["sm_90"], "format": "cubin",
-            "path": "/o/a.cubin" } ] }"#;
-        let m: BuildManifest = serde_json::from_str(json).unwrap();
-        assert_eq!(m.objects[0].backend, Backend::Amd);
-        assert_eq!(m.objects[0].format, ObjectFormat::HipOffloadBundle);
-        assert_eq!(m.objects[1].format.as_str(), "cubin");
-        let back: serde_json::Value = serde_json::to_value(&m).unwrap();
-        assert_eq!(back["objects"][0]["backend"], "amd");
-        assert_eq!(back["objects"][0]["format"], "hip-offload-bundle");
-        assert!(
-            serde_json::from_str::<BuildManifest>(&json.replace("\"amd\"", "\"tpu\"")).is_err()
+        let m = manifest();
+        let json: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["objects"][0]["backend"], "amd");
+        assert_eq!(json["objects"][0]["format"], "amdgpu-elf");
+        assert_eq!(json["kernels"][0]["params"][0]["kind"], "global_buffer");
+        assert_eq!(json["kernels"][0]["symbols"][0]["object"], 0);
+        let back: BuildManifest = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, m);
+        let bad = json.to_string().replace("\"amd\"", "\"tpu\"");
+        assert!(serde_json::from_str::<BuildManifest>(&bad).is_err());
+        assert_eq!(
+            m.kernels_in(0)
+                .map(|(k, s)| (k.name.as_str(), s))
+                .collect::<Vec<_>>(),
+            [("scale<float>", "_Z5scaleIfEvPT_")]
         );
     }
 
@@ -181,16 +226,7 @@ mod tests {
     fn write_then_find() {
         let dir = tempfile::tempdir().unwrap();
         assert!(BuildManifest::find_in(dir.path()).unwrap().is_empty());
-        let m = BuildManifest {
-            name: "lib".into(),
-            objects: vec![ManifestObject {
-                backend: Backend::Amd,
-                source: "src/k.hip".into(),
-                targets: vec!["gfx90a".into()],
-                format: ObjectFormat::AmdgpuElf,
-                path: "/x/k.co".into(),
-            }],
-        };
+        let m = manifest();
         let path = m.write(dir.path()).unwrap();
         assert_eq!(path, dir.path().join("rocm-kernels/lib.manifest.json"));
         std::fs::write(dir.path().join("rocm-kernels/ignored.txt"), "x").unwrap();

@@ -12,7 +12,7 @@
 //! ```no_run
 //! use rocm_test::{gen, Launch};
 //! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-//! #     name: "kernels", code_objects: &[], kernels: &[], cpu_kernels: &[] };
+//! #     name: "kernels", code_objects: &[], kernels: &[] };
 //!
 //! fn main() -> std::process::ExitCode {
 //!     rocm_test::main(&KERNELS, |s| {
@@ -65,7 +65,7 @@ pub use launch::{Dim3, Launch};
 pub use options::HarnessOptions;
 pub use run::DEFAULT_CASES;
 pub use suite::Suite;
-pub use target::{trial_name, Bandwidth, TargetId};
+pub use target::{trial_name, Bandwidth, TrialPlace};
 pub use tolerance::Tolerance;
 
 /// Re-exported so harnesses can write strategies (`proptest::num::f32::NORMAL`) without a

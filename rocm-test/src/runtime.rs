@@ -4,12 +4,13 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use rocm_kernels::library::{CodeObject, ObjectFormat, TargetId};
 use rocm_kernels::runtime::{Buffer, CpuOptions, Device, LaunchBuilder, LaunchConfig, Module};
 use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
-use crate::target::{Bandwidth, LaunchArg, Target, TargetId, TargetSlot};
+use crate::target::{Bandwidth, LaunchArg, Target, TargetSlot, TrialPlace};
 use crate::Launch;
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
@@ -21,9 +22,9 @@ const CPU_TIME_LIMIT: Duration = Duration::from_secs(60);
 pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Vec<TargetSlot> {
     let mut slots = Vec::new();
     if opts.selects(Backend::Cpu) {
-        let cpu_built = lib.kernels.is_empty() || !lib.cpu_kernels.is_empty();
+        let cpu_built = lib.kernels.is_empty() || lib.has_cpu();
         for &wave_size in &opts.wave_sizes {
-            let id = TargetId {
+            let id = TrialPlace {
                 backend: Backend::Cpu,
                 target: format!("w{wave_size}"),
             };
@@ -47,19 +48,13 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     }
     let probe = Device::probe();
     for backend in gpus {
-        let objects: Vec<_> = lib
-            .code_objects
-            .iter()
-            .filter(|o| o.backend == backend)
-            .collect();
+        let objects: Vec<&CodeObject> = lib.objects_of(backend).map(|(_, o)| o).collect();
         // Machine code names the targets (gfx90a, sm_90). PTX and source beside it are
         // fallbacks of the same kernels, not targets of their own.
         let mut archs: Vec<String> = objects
             .iter()
             .filter(|o| !is_jit(o.format))
-            .flat_map(|o| o.targets.split(','))
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
+            .map(|o| o.target.to_owned())
             .collect();
         let devices: Vec<&Device> = probe
             .available
@@ -83,7 +78,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
             .unwrap_or_else(|| format!("no {backend} device found"));
         if archs.is_empty() {
             slots.push(TargetSlot {
-                id: TargetId {
+                id: TrialPlace {
                     backend,
                     target: String::new(),
                 },
@@ -101,7 +96,9 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
             continue;
         }
         for arch in archs {
-            let device = devices.iter().find(|d| arch_matches(&d.info().arch, &arch));
+            let device = devices
+                .iter()
+                .find(|d| arch_matches(backend, &d.info().arch, &arch));
             let target: Result<Arc<dyn Target>, String> = match device {
                 Some(d) => Ok(Arc::new(DeviceTarget::new((*d).clone(), lib))),
                 None if devices.is_empty() => Err(why_none.clone()),
@@ -115,7 +112,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                 )),
             };
             slots.push(TargetSlot {
-                id: TargetId {
+                id: TrialPlace {
                     backend,
                     target: arch,
                 },
@@ -143,14 +140,25 @@ pub(crate) fn cpu_target(
 }
 
 /// Formats compiled for the device at load time rather than ahead of it.
-fn is_jit(format: &str) -> bool {
-    matches!(format, "ptx" | "cuda-source")
+fn is_jit(format: ObjectFormat) -> bool {
+    matches!(format, ObjectFormat::Ptx | ObjectFormat::CudaSource)
 }
 
-/// `gfx90a:sramecc+:xnack-` (what a device reports) runs code for `gfx90a`.
-fn arch_matches(device_arch: &str, code_arch: &str) -> bool {
-    let base = |s: &str| s.split(':').next().unwrap_or("").to_owned();
-    code_arch.is_empty() || device_arch == code_arch || base(device_arch) == base(code_arch)
+/// Whether a device reporting `device_arch` runs code built for `code_arch`: an AMD target id's
+/// processor and fixed features (`gfx90a` and `gfx90a:xnack-` run on `gfx90a:sramecc+:xnack-`),
+/// the same `sm_XX` on NVIDIA.
+fn arch_matches(backend: Backend, device_arch: &str, code_arch: &str) -> bool {
+    if code_arch.is_empty() || device_arch == code_arch {
+        return true;
+    }
+    match (
+        backend,
+        TargetId::parse(code_arch),
+        TargetId::parse(device_arch),
+    ) {
+        (Backend::Amd, Some(code), Some(device)) => code.runs_on(&device),
+        _ => false,
+    }
 }
 
 /// A runtime device and the library's module on it (loaded once, on first use).
@@ -327,10 +335,28 @@ impl Target for DeviceTarget {
 
 #[cfg(test)]
 mod tests {
+    use rocm_kernels::Backend;
+
     #[test]
-    fn arch_features_are_ignored_when_matching() {
-        assert!(super::arch_matches("gfx90a:sramecc+:xnack-", "gfx90a"));
-        assert!(super::arch_matches("sm_90", "sm_90"));
-        assert!(!super::arch_matches("gfx1030", "gfx90a"));
+    fn code_runs_where_its_target_id_allows() {
+        use super::arch_matches;
+        assert!(arch_matches(
+            Backend::Amd,
+            "gfx90a:sramecc+:xnack-",
+            "gfx90a"
+        ));
+        assert!(arch_matches(
+            Backend::Amd,
+            "gfx90a:sramecc+:xnack-",
+            "gfx90a:xnack-"
+        ));
+        assert!(!arch_matches(
+            Backend::Amd,
+            "gfx90a:sramecc+:xnack-",
+            "gfx90a:xnack+"
+        ));
+        assert!(!arch_matches(Backend::Amd, "gfx1030", "gfx90a"));
+        assert!(arch_matches(Backend::Nvidia, "sm_90", "sm_90"));
+        assert!(!arch_matches(Backend::Nvidia, "sm_90", "sm_80"));
     }
 }

@@ -75,7 +75,7 @@ impl Suite {
             .clone();
         let trial = trial_name(
             &check.name,
-            &crate::TargetId {
+            &crate::TrialPlace {
                 backend: rocm_kernels::Backend::Cpu,
                 target: format!("w{wave_size}"),
             },

@@ -50,13 +50,13 @@ pub(crate) trait Target: Send + Sync {
 
 /// A trial's place: `cpu/w64`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TargetId {
+pub struct TrialPlace {
     pub backend: Backend,
     /// `w32`/`w64` (cpu wave size), `gfx90a`, `sm_90`, or empty when the backend has no target here.
     pub target: String,
 }
 
-impl fmt::Display for TargetId {
+impl fmt::Display for TrialPlace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.target.is_empty() {
             write!(f, "{}", self.backend)
@@ -69,12 +69,12 @@ impl fmt::Display for TargetId {
 /// A target this harness will make trials for: usable, or why not.
 #[derive(Clone)]
 pub(crate) struct TargetSlot {
-    pub id: TargetId,
+    pub id: TrialPlace,
     pub target: Result<Arc<dyn Target>, String>,
 }
 
 /// The trial name for a check on a target: `saxpy::cpu/w64`.
-pub fn trial_name(check: &str, id: &TargetId) -> String {
+pub fn trial_name(check: &str, id: &TrialPlace) -> String {
     format!("{check}::{id}")
 }
 
@@ -84,12 +84,12 @@ mod tests {
 
     #[test]
     fn names() {
-        let id = TargetId {
+        let id = TrialPlace {
             backend: Backend::Cpu,
             target: "w64".into(),
         };
         assert_eq!(trial_name("saxpy", &id), "saxpy::cpu/w64");
-        let id = TargetId {
+        let id = TrialPlace {
             backend: Backend::Nvidia,
             target: String::new(),
         };

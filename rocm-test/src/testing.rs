@@ -11,7 +11,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 use crate::element::Element;
 use crate::events::{read_events, TrialOutcome};
 use crate::options::HarnessOptions;
-use crate::target::{LaunchArg, Target, TargetId, TargetSlot};
+use crate::target::{LaunchArg, Target, TargetSlot, TrialPlace};
 use crate::{gen, Launch, Suite, Tolerance};
 
 type RustKernel = fn(&Launch, &mut [LaunchArg<'_>]);
@@ -113,6 +113,8 @@ const fn decl(name: &'static str) -> KernelDecl {
         name,
         source: "src/kernels.hip",
         params: &[],
+        symbols: &[],
+        cpu: None,
     }
 }
 
@@ -128,7 +130,6 @@ static LIB: KernelLibrary = KernelLibrary {
         decl("helper"),
         decl("orphan"),
     ],
-    cpu_kernels: &[],
 };
 
 /// Run a suite on the Rust target plus one unavailable backend; return the events by trial name.
@@ -151,14 +152,14 @@ fn run(
     register(&mut suite);
     let slots = vec![
         TargetSlot {
-            id: TargetId {
+            id: TrialPlace {
                 backend: Backend::Cpu,
                 target: "w64".into(),
             },
             target: Ok(target()),
         },
         TargetSlot {
-            id: TargetId {
+            id: TrialPlace {
                 backend: Backend::Amd,
                 target: "gfx90a".into(),
             },

@@ -70,23 +70,35 @@ fn objects(stdout: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Three sources for two targets: one AMDGPU ELF per source and target, each for its target.
 fn assert_two_target_bundles(f: &Fixture, stdout: &str) {
     let objs = objects(stdout);
-    assert_eq!(objs.len(), 3, "{stdout}");
+    assert_eq!(objs.len(), 6, "{stdout}");
     let mut sources: Vec<&str> = objs.iter().map(|o| o[1].as_str()).collect();
     sources.sort();
+    sources.dedup();
     assert_eq!(
         sources,
         ["kernels/a/k.hip", "kernels/b/k.hip", "kernels/reduce.hip"]
     );
     for o in &objs {
         assert_eq!(o[0], "amd");
-        assert_eq!(o[2], "gfx90a,gfx1030");
-        assert_eq!(o[3], "hip-offload-bundle");
+        assert!(o[2] == "gfx90a" || o[2] == "gfx1030", "{o:?}");
+        assert_eq!(o[3], "amdgpu-elf");
         assert_eq!(o[5], "magic=true", "{o:?}");
     }
-    // The manifest names each object; same-named sources did not collide, and every bundle
-    // holds both targets.
+    // Every kernel has its symbol in the object of each target.
+    for kernel in ["saxpy", "scale", "block_sum", "fill<float>"] {
+        for target in ["gfx90a", "gfx1030"] {
+            let prefix = format!("symbol {kernel} {target} ");
+            assert!(
+                stdout.lines().any(|l| l.starts_with(&prefix)),
+                "{prefix}\n{stdout}"
+            );
+        }
+    }
+    // The manifest names each object; same-named sources did not collide, and each object is
+    // its target's code.
     let manifest: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(f.out_dir().join("rocm-kernels/kernels.manifest.json")).unwrap(),
     )
@@ -99,15 +111,14 @@ fn assert_two_target_bundles(f: &Fixture, stdout: &str) {
         .collect();
     paths.sort();
     paths.dedup();
-    assert_eq!(paths.len(), 3);
-    for p in paths {
-        let bytes = std::fs::read(p).unwrap();
-        for t in ["gfx90a", "gfx1030"] {
-            assert!(
-                bytes.windows(t.len()).any(|w| w == t.as_bytes()),
-                "{p} lacks {t}"
-            );
-        }
+    assert_eq!(paths.len(), 6);
+    for o in objects {
+        let bytes = std::fs::read(o["path"].as_str().unwrap()).unwrap();
+        let target = o["target"].as_str().unwrap();
+        assert!(
+            bytes.windows(target.len()).any(|w| w == target.as_bytes()),
+            "{o} lacks {target}"
+        );
     }
 }
 
@@ -371,8 +382,8 @@ fn amd_install_layout_is_used_through_rocm_path() {
         ("ROCM_PATH", rocm.as_str()),
     ]);
     let objs = objects(&stdout);
-    assert_eq!(objs.len(), 1, "{stdout}");
-    assert_eq!(objs[0][5], "magic=true");
+    assert_eq!(objs.len(), 2, "one object per target: {stdout}");
+    assert!(objs.iter().all(|o| o[5] == "magic=true"), "{stdout}");
     let run = f.last_run("kernels");
     let expected = format!("amd compiler {rocm}/lib/llvm/bin/clang++ ");
     assert!(run.iter().any(|l| l.starts_with(&expected)), "{run:?}");
@@ -391,15 +402,19 @@ fn default_backends_are_cpu_and_amd_with_one_kernel_table() {
         "",
     );
     let (stdout, _) = f.run_ok(&[("ROCM_OFFLOAD_ARCH", "gfx90a,gfx1030")]);
-    assert_eq!(objects(&stdout).len(), 2, "{stdout}");
+    assert_eq!(
+        objects(&stdout).len(),
+        4,
+        "two sources, two targets: {stdout}"
+    );
     let mut cpu: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cpu ")).collect();
     cpu.sort();
     assert_eq!(
         cpu,
         [
-            "cpu block_sum entry_null=false",
-            "cpu fill<float> entry_null=false",
-            "cpu saxpy entry_null=false"
+            "cpu block_sum entry_null=false regions",
+            "cpu fill<float> entry_null=false regions",
+            "cpu saxpy entry_null=false regions"
         ],
         "{stdout}"
     );
@@ -462,8 +477,8 @@ fn a_clang_without_its_offload_bundler_is_passed_over_for_the_next_compiler() {
         ("ROCM_PATH", rocm.as_str()),
     ]);
     let objs = objects(&stdout);
-    assert_eq!(objs.len(), 1, "{stdout}");
-    assert_eq!(objs[0][5], "magic=true", "{stdout}");
+    assert_eq!(objs.len(), 2, "one object per target: {stdout}");
+    assert!(objs.iter().all(|o| o[5] == "magic=true"), "{stdout}");
     let run = f.last_run("kernels");
     let expected = format!("amd compiler {rocm}/bin/clang++-19 ");
     assert!(run.iter().any(|l| l.starts_with(&expected)), "{run:?}");
@@ -512,4 +527,50 @@ fn no_complete_compiler_names_the_missing_package_or_skips_amd_when_not_asked_fo
     );
     assert!(stderr.contains("clang-tools-19"), "{stderr}");
     assert!(stdout.contains("cpu scale"), "{stdout}");
+}
+
+/// A template kernel instantiated in the source gets one name in the library, the same for the
+/// cpu build (which reads the source) and the AMD objects (whose symbols are demangled):
+/// `k<16>`, never `k<16u>` or `k<(unsigned int)16>`.
+#[testkit::test(needs = [needs::AMD_CLANG_19])]
+fn a_template_kernel_has_one_name_on_every_backend() {
+    let f = Fixture::new(
+        "rk_template",
+        BUILD_RS,
+        &[(
+            "kernels/t.hip",
+            "#include <hip/hip_runtime.h>\n\
+             template <unsigned N> __global__ void k(float* y) { y[threadIdx.x] = N; }\n\
+             template __global__ void k<16u>(float*);\n",
+        )],
+        "",
+    );
+    let (stdout, _) = f.run_ok(&[
+        ("ROCM_BACKENDS", "cpu,amd"),
+        ("ROCM_OFFLOAD_ARCH", "gfx90a,gfx1030"),
+        ("ROCM_HIP_COMPILER", "clang++-19"),
+    ]);
+    let kernels: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("kernel "))
+        .collect();
+    assert_eq!(kernels.len(), 1, "{stdout}");
+    assert!(
+        kernels[0].starts_with("kernel k<16> kernels/t.hip"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("cpu k<16> entry_null=false")),
+        "{stdout}"
+    );
+    for target in ["gfx90a", "gfx1030"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l == format!("symbol k<16> {target} _Z1kILj16EEvPf")),
+            "{target}: {stdout}"
+        );
+    }
 }

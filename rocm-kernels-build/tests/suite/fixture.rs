@@ -43,15 +43,18 @@ static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("k
 fn main() {
     println!("library {}", KERNELS.name);
     for o in KERNELS.code_objects {
-        let magic = o.bytes.starts_with(b"__CLANG_OFFLOAD_BUNDLE__");
-        println!("object {} {} {} {} {} magic={magic}", o.backend, o.source, o.targets, o.format, o.bytes.len());
+        let magic = o.bytes.starts_with(b"\x7fELF");
+        println!("object {} {} {} {} {} magic={magic}", o.backend, o.source, o.target, o.format, o.bytes.len());
     }
     for k in KERNELS.kernels {
         let params: Vec<String> = k.params.iter().map(|p| format!("{}:{}:{}:{:?}", p.name, p.type_name.replace(' ', "_"), p.size, p.kind)).collect();
         println!("kernel {} {} {}", k.name, k.source, params.join(","));
-    }
-    for c in KERNELS.cpu_kernels {
-        println!("cpu {} entry_null={}", c.name, c.entry.is_null());
+        for s in k.symbols {
+            println!("symbol {} {} {}", k.name, KERNELS.code_objects[s.object as usize].target, s.symbol);
+        }
+        if let Some(cpu) = k.cpu {
+            println!("cpu {} entry_null={} {}", k.name, cpu.entry.is_null(), cpu.execution);
+        }
     }
 }
 "#;

@@ -39,7 +39,9 @@ impl Module {
 
     /// Names of the kernels this module holds on its device.
     pub fn kernel_names(&self) -> Vec<String> {
-        self.inner.kernel_names()
+        let mut names = self.inner.kernel_names();
+        names.sort();
+        names
     }
 
     /// The kernel called `name` (`saxpy`, or `scale<float>` for a template instantiation).
@@ -48,12 +50,11 @@ impl Module {
             Some(function) => Ok(Kernel {
                 name: name.to_string(),
                 device: self.device.clone(),
-                decl: self.library.kernels.iter().find(|k| k.name == name),
+                decl: self.library.kernel(name),
                 function,
             }),
             None => {
-                let mut names = self.kernel_names();
-                names.sort();
+                let names = self.kernel_names();
                 Err(RuntimeError::KernelNotFound {
                     name: name.to_string(),
                     library: self.library.name.to_string(),

@@ -1,13 +1,14 @@
-//! The offload-bundle reader on bundles clang really writes (`clang++ -x hip --cuda-device-only`
-//! with several `--offload-arch`s).
+//! Offload bundles clang really writes (`clang++ -x hip --cuda-device-only` with several
+//! `--offload-arch`s), split into one code object per target as the build embeds them, and the
+//! one a device loads.
 
 use crate::amd_common as common;
 
 use common::*;
-use rocm_kernels::runtime::backend::amd::{read_bundle, select_entry, TargetId};
+use rocm_kernels::library::TargetId;
 
 #[testkit::test(needs = [HIP_BUNDLER])]
-fn clang_bundles_are_read_and_the_device_entry_chosen() {
+fn clang_bundles_split_per_target_and_the_device_object_is_chosen() {
     let clang = clang();
     let dir = tempfile::tempdir().unwrap();
     let bytes = hip_bundle(
@@ -16,35 +17,33 @@ fn clang_bundles_are_read_and_the_device_entry_chosen() {
         &["gfx90a:xnack-", "gfx90a:xnack+", "gfx1030"],
         dir.path(),
     );
-    let entries = read_bundle(&bytes).unwrap();
-    let ids: Vec<&str> = entries.iter().map(|e| e.id).collect();
-    assert!(ids.iter().any(|id| id.starts_with("host-")), "{ids:?}");
-    let mut targets: Vec<String> = entries
-        .iter()
-        .filter_map(|e| e.target().map(|t| t.to_string()))
-        .collect();
+    let objects = rocm_code_object::target_objects(&bytes).unwrap();
+    let mut targets: Vec<String> = objects.iter().map(|o| o.target.clone()).collect();
     targets.sort();
     assert_eq!(targets, ["gfx1030", "gfx90a:xnack+", "gfx90a:xnack-"]);
-    for entry in &entries {
-        if let Some(target) = entry.target() {
-            assert!(entry.bytes.starts_with(b"\x7fELF"), "{}", entry.id);
-            let mach = if target.processor == "gfx90a" {
-                MACH_GFX90A
-            } else {
-                MACH_GFX1030
-            };
-            assert_eq!(elf_mach(entry.bytes), mach, "{}", entry.id);
-        }
+    for object in &objects {
+        assert!(object.elf.starts_with(b"\x7fELF"), "{}", object.target);
+        let mach = if object.target.starts_with("gfx90a") {
+            MACH_GFX90A
+        } else {
+            MACH_GFX1030
+        };
+        assert_eq!(elf_mach(&object.elf), mach, "{}", object.target);
+        assert_eq!(object.kernels.len(), 3, "{}", object.target);
     }
 
-    let device = TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
-    let chosen = select_entry(&entries, &device).unwrap();
-    assert_eq!(chosen.target().unwrap().to_string(), "gfx90a:xnack-");
-    let chosen = select_entry(&entries, &TargetId::parse("gfx1030").unwrap()).unwrap();
-    assert_eq!(elf_mach(chosen.bytes), MACH_GFX1030);
-    let missing = select_entry(&entries, &TargetId::parse("gfx1100").unwrap()).unwrap_err();
-    assert!(
-        missing.contains("gfx1030") && missing.contains("gfx90a:xnack-"),
-        "{missing}"
+    let ids: Vec<TargetId> = objects
+        .iter()
+        .map(|o| TargetId::parse(&o.target).unwrap())
+        .collect();
+    let choose = |device: &str| {
+        let device = TargetId::parse(device).unwrap();
+        TargetId::best_for(&device, objects.iter().zip(&ids)).map(|o| o.target.clone())
+    };
+    assert_eq!(
+        choose("gfx90a:sramecc+:xnack-").as_deref(),
+        Some("gfx90a:xnack-")
     );
+    assert_eq!(choose("gfx1030").as_deref(), Some("gfx1030"));
+    assert_eq!(choose("gfx1100"), None);
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocm_kernels::library::{EmbeddedObject, KernelDecl, ParamDecl};
+use rocm_kernels::library::{CodeObject, KernelDecl, ObjectFormat, ObjectSymbol, ParamDecl};
 use rocm_kernels::{Backend, KernelLibrary};
 
 /// Kernels compiled for the tests: an `extern "C"` one, a template instantiation and a plain
@@ -142,41 +142,52 @@ const SAXPY_PARAMS: &[ParamDecl] = &[
     },
 ];
 
-/// A kernel library holding one AMD object with `bytes`, as a build script would embed it.
-pub fn amd_library(
-    name: &str,
-    targets: &str,
-    format: &str,
-    bytes: Vec<u8>,
-) -> &'static KernelLibrary {
-    let objects: &'static [EmbeddedObject] = Box::leak(Box::new([EmbeddedObject {
-        backend: Backend::Amd,
-        targets: Box::leak(targets.to_string().into_boxed_str()),
-        source: "src/kernels.hip",
-        format: Box::leak(format.to_string().into_boxed_str()),
-        bytes: Box::leak(bytes.into_boxed_slice()),
-    }]));
-    let kernels: &'static [KernelDecl] = Box::leak(Box::new([
-        KernelDecl {
-            name: "saxpy",
+/// A kernel library of the AMD code objects in `bundle` (one per target), with every kernel's
+/// symbol in each, as a build script embeds them.
+pub fn amd_library(name: &str, bundle: &[u8]) -> &'static KernelLibrary {
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let split = rocm_code_object::target_objects(bundle).expect("a readable bundle");
+    let objects: Vec<CodeObject> = split
+        .iter()
+        .map(|o| CodeObject {
+            backend: Backend::Amd,
+            format: ObjectFormat::AmdgpuElf,
+            target: leak(&o.target),
             source: "src/kernels.hip",
-            params: SAXPY_PARAMS,
-        },
-        KernelDecl {
-            name: "scale<float>",
-            source: "src/kernels.hip",
-            params: &[],
-        },
-        KernelDecl {
-            name: "plain",
-            source: "src/kernels.hip",
-            params: &[],
-        },
-    ]));
+            bytes: Box::leak(o.elf.clone().into_boxed_slice()),
+        })
+        .collect();
+    let mut kernels: Vec<KernelDecl> = Vec::new();
+    for (index, object) in split.iter().enumerate() {
+        for k in &object.kernels {
+            let kernel_name = rocm_code_object::symbols::kernel_name(&k.name);
+            let symbol = ObjectSymbol {
+                object: index as u32,
+                symbol: leak(&k.name),
+            };
+            match kernels.iter_mut().find(|d| d.name == kernel_name) {
+                Some(d) => {
+                    let mut symbols = d.symbols.to_vec();
+                    symbols.push(symbol);
+                    d.symbols = Box::leak(symbols.into_boxed_slice());
+                }
+                None => kernels.push(KernelDecl {
+                    name: leak(&kernel_name),
+                    source: "src/kernels.hip",
+                    params: if kernel_name == "saxpy" {
+                        SAXPY_PARAMS
+                    } else {
+                        &[]
+                    },
+                    symbols: Box::leak(Box::new([symbol])),
+                    cpu: None,
+                }),
+            }
+        }
+    }
     Box::leak(Box::new(KernelLibrary {
-        name: Box::leak(name.to_string().into_boxed_str()),
-        code_objects: objects,
-        kernels,
-        cpu_kernels: &[],
+        name: leak(name),
+        code_objects: Box::leak(objects.into_boxed_slice()),
+        kernels: Box::leak(kernels.into_boxed_slice()),
     }))
 }

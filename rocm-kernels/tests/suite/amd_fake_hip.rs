@@ -118,12 +118,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
         &["gfx90a:xnack-", "gfx1030"],
         dir.path(),
     );
-    let library = amd_library(
-        "demo",
-        "gfx90a:xnack-,gfx1030",
-        "hip-offload-bundle",
-        bundle,
-    );
+    let library = amd_library("demo", &bundle);
     let (fake, devices) = fake_devices(dir.path(), "libfake-modules.so", &[]);
 
     let radeon = devices[1].load(library).unwrap();
@@ -131,7 +126,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
     let module = devices[0].load(library).unwrap();
     assert_eq!(counter(&fake, "fake_loaded_mach") as u32, MACH_GFX90A);
 
-    // Names come from the code object's kernel symbols, demangled.
+    // Names are the library's (the build demangled the code object's symbols); a symbol works too.
     assert_eq!(module.kernel_names(), ["plain", "saxpy", "scale<float>"]);
     module.kernel("scale<float>").unwrap();
     module.kernel("plain").unwrap();
@@ -206,7 +201,6 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
         name: "cpu-only",
         code_objects: &[],
         kernels: &[],
-        cpu_kernels: &[],
     }));
     match devices[0].load(no_amd) {
         Err(RuntimeError::LibraryMissing { backend, hint, .. }) => {
@@ -223,12 +217,7 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
         &["gfx942", "gfx90a:xnack+"],
         dir.path(),
     );
-    let library = amd_library(
-        "elsewhere",
-        "gfx942,gfx90a:xnack+",
-        "hip-offload-bundle",
-        other_archs,
-    );
+    let library = amd_library("elsewhere", &other_archs);
     let error = devices[0].load(library).unwrap_err();
     match &error {
         RuntimeError::NoMatchingCodeObject {
@@ -246,11 +235,9 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
     );
     assert_eq!(counter(&fake, "fake_loaded_mach"), -1, "nothing was loaded");
 
-    // A bare ELF code object is matched by the targets the build recorded.
+    // A code object is matched by the target the build recorded.
     let bundle = hip_bundle(&clang, KERNELS_HIP, &["gfx1030"], dir.path());
-    let entries = amd::read_bundle(&bundle).unwrap();
-    let elf = entries.iter().find(|e| e.target().is_some()).unwrap();
-    let bare = amd_library("bare", "gfx1030", "amdgpu-elf", elf.bytes.to_vec());
+    let bare = amd_library("bare", &bundle);
     devices[1].load(bare).unwrap();
     assert_eq!(counter(&fake, "fake_loaded_mach") as u32, MACH_GFX1030);
     // No gfx90a code at all: the processor is the target to add.

@@ -182,8 +182,9 @@ static GPU_ONLY: KernelLibrary = KernelLibrary {
         name: "k",
         source: "k.hip",
         params: &[],
+        symbols: &[],
+        cpu: None,
     }],
-    cpu_kernels: &[],
 };
 
 #[testkit::test]

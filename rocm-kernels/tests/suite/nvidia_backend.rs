@@ -1,7 +1,7 @@
 //! The nvidia backend on a real GPU: cubin, PTX and NVRTC images, faults and recovery.
 //! Ignored (with the reason) where no NVIDIA device, nvcc or NVRTC is available, as on CI.
 
-use rocm_kernels::library::{EmbeddedObject, KernelLibrary};
+use rocm_kernels::library::{CodeObject, KernelDecl, KernelLibrary, ObjectFormat, ObjectSymbol};
 use rocm_kernels::runtime::{Device, LaunchConfig, RuntimeError};
 use rocm_kernels::Backend;
 use rocm_toolkit::nvcc::{self, NvccJob};
@@ -94,23 +94,56 @@ fn compiled(arch: &str) -> &'static [u8] {
     Box::leak(std::fs::read(&out).unwrap().into_boxed_slice())
 }
 
+/// A library of one NVIDIA object, with its kernels' symbols read as the build reads them.
 fn library(
-    format: &'static str,
-    targets: &'static str,
+    format: ObjectFormat,
+    target: &'static str,
     bytes: &'static [u8],
 ) -> &'static KernelLibrary {
-    let objects = Box::leak(Box::new([EmbeddedObject {
+    let symbols: Vec<String> = match format {
+        ObjectFormat::Cubin => rocm_code_object::nvidia::cubin_entries(bytes).unwrap(),
+        ObjectFormat::Ptx => rocm_code_object::nvidia::ptx_entries(&String::from_utf8_lossy(bytes)),
+        // NVRTC names them at load time.
+        _ => Vec::new(),
+    };
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let kernels: Vec<KernelDecl> = if symbols.is_empty() {
+        ["saxpy", "wave_sum", "fault"]
+            .iter()
+            .map(|name| KernelDecl {
+                name,
+                source: "k.hip",
+                params: &[],
+                symbols: &[],
+                cpu: None,
+            })
+            .collect()
+    } else {
+        symbols
+            .iter()
+            .map(|symbol| KernelDecl {
+                name: leak(&rocm_code_object::symbols::kernel_name(symbol)),
+                source: "k.hip",
+                params: &[],
+                symbols: Box::leak(Box::new([ObjectSymbol {
+                    object: 0,
+                    symbol: leak(symbol),
+                }])),
+                cpu: None,
+            })
+            .collect()
+    };
+    let objects = Box::leak(Box::new([CodeObject {
         backend: Backend::Nvidia,
-        targets,
-        source: "k.hip",
         format,
+        target,
+        source: "k.hip",
         bytes,
     }]));
     Box::leak(Box::new(KernelLibrary {
         name: "nvidia-test",
         code_objects: objects,
-        kernels: &[],
-        cpu_kernels: &[],
+        kernels: Box::leak(kernels.into_boxed_slice()),
     }))
 }
 
@@ -141,15 +174,21 @@ fn cubin_and_ptx_images_run_saxpy() {
     let device = device();
     assert_eq!(device.info().wave_size, 32);
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
-    run_saxpy(&device, library("cubin", arch, compiled(arch)));
+    run_saxpy(&device, library(ObjectFormat::Cubin, arch, compiled(arch)));
     let compute: &'static str = Box::leak(arch.replace("sm_", "compute_").into_boxed_str());
-    run_saxpy(&device, library("ptx", compute, compiled(compute)));
+    run_saxpy(
+        &device,
+        library(ObjectFormat::Ptx, compute, compiled(compute)),
+    );
 }
 
 #[testkit::test(needs = [NVIDIA_GPU, NVRTC])]
 fn nvrtc_images_run_saxpy() {
     let device = device();
-    run_saxpy(&device, library("cuda-source", "", SOURCE.as_bytes()));
+    run_saxpy(
+        &device,
+        library(ObjectFormat::CudaSource, "", SOURCE.as_bytes()),
+    );
 }
 
 #[testkit::test(needs = [NVIDIA_GPU, NVCC])]
@@ -157,7 +196,9 @@ fn warp_collectives_use_a_wave_of_32() {
     let device = device();
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
     let cubin = compiled(arch);
-    let module = device.load(library("cubin", arch, cubin)).unwrap();
+    let module = device
+        .load(library(ObjectFormat::Cubin, arch, cubin))
+        .unwrap();
     let x = device.upload(&[1.0f32; 256]).unwrap();
     let mut out = device.upload(&[0.0f32]).unwrap();
     let stream = device.stream().unwrap();
@@ -179,7 +220,7 @@ fn a_faulting_kernel_reports_the_cuda_error_and_later_work_is_recovered_or_not_r
     let device = device();
     let arch: &'static str = Box::leak(device.info().arch.clone().into_boxed_str());
     let cubin = compiled(arch);
-    let lib = library("cubin", arch, cubin);
+    let lib = library(ObjectFormat::Cubin, arch, cubin);
     let module = device.load(lib).unwrap();
     let p = device.upload(&[1.0f32; 32]).unwrap();
     let stream = device.stream().unwrap();

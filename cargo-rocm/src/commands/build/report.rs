@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use rocm_code_object::CodeObjectError;
-use rocm_kernels_core::manifest::{BuildManifest, ManifestObject, ObjectFormat};
+use rocm_kernels_core::manifest::{BuildManifest, ManifestObject};
+use rocm_kernels_core::ObjectFormat;
 use serde::Serialize;
 
 /// One kernel on one target.
@@ -108,7 +109,7 @@ pub struct ObjectNote {
     pub source: String,
     pub backend: String,
     pub format: String,
-    pub targets: Vec<String>,
+    pub target: String,
     pub note: String,
 }
 
@@ -134,19 +135,16 @@ pub struct CpuExecution {
 }
 
 /// The cpu build's report beside a manifest (`<name>/cpu/cpu-execution.txt`), if there is one.
-fn cpu_execution(manifest_path: &Path, name: &str) -> Vec<CpuExecution> {
-    let path = manifest_path
-        .with_file_name(name)
-        .join("cpu")
-        .join("cpu-execution.txt");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(k, how)| CpuExecution {
-            kernel: k.to_owned(),
-            execution: how.to_owned(),
+/// How the cpu build runs each kernel, as the manifest records it.
+fn cpu_execution(manifest: &BuildManifest) -> Vec<CpuExecution> {
+    manifest
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            Some(CpuExecution {
+                kernel: k.name.clone(),
+                execution: k.cpu.as_ref()?.execution.clone(),
+            })
         })
         .collect()
 }
@@ -181,11 +179,11 @@ pub fn library_report(
         kernels: Vec::new(),
         nvidia_kernels: Vec::new(),
         notes: Vec::new(),
-        cpu: cpu_execution(manifest_path, &manifest.name),
+        cpu: cpu_execution(manifest),
     };
     for object in &manifest.objects {
         match object.format {
-            ObjectFormat::HipOffloadBundle | ObjectFormat::AmdgpuElf => {
+            ObjectFormat::AmdgpuElf => {
                 report.kernels.extend(amd_rows(manifest_path, object)?);
             }
             ObjectFormat::Cubin => match nvidia_rows(object) {
@@ -212,7 +210,7 @@ fn note(object: &ManifestObject, text: &str) -> ObjectNote {
         source: object.source.clone(),
         backend: object.backend.to_string(),
         format: object.format.as_str().to_owned(),
-        targets: object.targets.clone(),
+        target: object.target.clone(),
         note: text.to_owned(),
     }
 }
@@ -222,7 +220,7 @@ fn nvidia_rows(object: &ManifestObject) -> Option<Vec<NvidiaRow>> {
     let path = rocm_kernels_build::nvidia_resources_path(&object.path);
     let text = std::fs::read_to_string(path).ok()?;
     let kernels: Vec<rocm_toolkit::nvcc::KernelResources> = serde_json::from_str(&text).ok()?;
-    let target = object.targets.join(",");
+    let target = object.target.clone();
     Some(
         kernels
             .into_iter()
@@ -342,11 +340,7 @@ pub fn render(lib: &LibraryReport) -> String {
         let _ = writeln!(
             out,
             "  {} ({}, {} for {}): {}",
-            note.source,
-            note.backend,
-            note.format,
-            note.targets.join(","),
-            note.note
+            note.source, note.backend, note.format, note.target, note.note
         );
     }
     if !lib.cpu.is_empty() {
@@ -498,7 +492,7 @@ mod tests {
                 source: "src/k.hip".into(),
                 backend: "nvidia".into(),
                 format: "ptx".into(),
-                targets: vec!["compute_90".into()],
+                target: "compute_90".into(),
                 note: "PTX is compiled by the driver at load time".into(),
             }],
             cpu: vec![

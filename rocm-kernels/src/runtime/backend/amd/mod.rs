@@ -9,12 +9,11 @@
 //! * `device` and `module`: the backend traits over those ([`AmdDevice`] per HIP ordinal, streams,
 //!   events, modules loaded from embedded code objects, kernels found by their demangled names).
 //!
-//! [`bundle`] reads clang offload bundles so a module loads the entry for the device's gfx target
-//! (or says up front which targets the library has). See `docs/amd-backend.md` for what has and
-//! has not been run on AMD hardware.
+//! The build splits offload bundles into one code object per target, so a module loads the one
+//! for the device's gfx target (or says up front which targets the library has). See
+//! `docs/amd-backend.md` for what has and has not been run on AMD hardware.
 
 mod arch;
-pub mod bundle;
 mod device;
 pub mod library;
 mod module;
@@ -24,7 +23,7 @@ pub mod sys;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use bundle::{read_bundle, select_entry, BundleEntry, TargetId};
+pub use crate::library::TargetId;
 pub use device::AmdDevice;
 pub use library::{library_candidates, HipLibrary, HIP_LIB_ENV};
 

@@ -1,108 +1,49 @@
-//! Loading a library's AMD code objects on a device (`hipModuleLoadData`), finding kernels by the
-//! names people use (`saxpy`, `scale<float>`), and launching them (`hipModuleLaunchKernel`).
+//! Loading a library's AMD code objects on a device (`hipModuleLoadData`) and launching its
+//! kernels (`hipModuleLaunchKernel`). The build split every offload bundle into one AMDGPU ELF per
+//! target and recorded each kernel's symbol in each: this picks, per source, the object whose
+//! target the device runs (the most specific one) and looks kernels up by those symbols.
 
-use std::collections::BTreeMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use super::bundle::{self, COMPRESSED_BUNDLE_MAGIC};
 use super::device::{amd_stream_of, AmdDevice, Handle};
 use super::library::HipLibrary;
-use super::TargetId;
-use crate::library::{Backend, EmbeddedObject, KernelLibrary};
+use crate::library::{Backend, CodeObject, KernelLibrary, TargetId};
 use crate::runtime::backend::{FunctionBackend, ModuleBackend, ParamLayout, StreamBackend};
 use crate::runtime::{LaunchConfig, Result, RuntimeError};
 
-const ELF_MAGIC: &[u8] = b"\x7fELF";
-
-/// The image of one embedded object to hand to HIP for a device.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Image<'a> {
-    /// An AMDGPU ELF code object (a bundle's matching entry, or a bare ELF).
-    Elf(&'a [u8]),
-    /// A compressed bundle: only HIP (≥ 6.2) can open it and pick the entry.
-    Compressed(&'a [u8]),
-}
-
-/// Why an object has nothing a device can load.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct NoImage {
-    /// What the object has, for people: `gfx942, gfx90a:xnack+`.
-    pub has: String,
-    /// Some target has the device's processor but other feature settings (`xnack+` for an
-    /// `xnack-` device): then the full target id is what the build must add.
-    pub same_processor: bool,
-}
-
-/// What a device can load from `object`, or what the object has instead.
-pub(crate) fn image_for<'a>(
-    object: &'a EmbeddedObject,
+/// Per source of the library, the index of the object a device with target `device` loads, or
+/// (as the error) what the library has for the sources it cannot run and whether some target
+/// has the device's processor with other feature settings.
+pub(crate) fn objects_for(
+    library: &'static KernelLibrary,
     device: &TargetId,
-) -> std::result::Result<Image<'a>, NoImage> {
-    let bytes = object.bytes;
-    let no_image = |targets: &[TargetId], has: String| NoImage {
-        has,
-        same_processor: targets.iter().any(|t| t.processor == device.processor),
-    };
-    if bytes.starts_with(bundle::BUNDLE_MAGIC) {
-        let entries = bundle::read_bundle(bytes)
-            .map_err(|e| no_image(&[], format!("{} (unreadable bundle: {e})", object.targets)))?;
-        return bundle::select_entry(&entries, device)
-            .map(|entry| Image::Elf(entry.bytes))
-            .map_err(|has| {
-                let targets: Vec<TargetId> = entries.iter().filter_map(|e| e.target()).collect();
-                no_image(&targets, has)
-            });
-    }
-    if bytes.starts_with(COMPRESSED_BUNDLE_MAGIC) {
-        return Ok(Image::Compressed(bytes));
-    }
-    if bytes.starts_with(ELF_MAGIC) {
-        // A bare code object is for the targets the build recorded.
-        let targets: Vec<TargetId> = object
-            .targets
-            .split(',')
-            .filter_map(TargetId::parse)
-            .collect();
-        if targets.is_empty() || targets.iter().any(|t| t.runs_on(device)) {
-            return Ok(Image::Elf(bytes));
+) -> std::result::Result<Vec<usize>, (String, bool)> {
+    let amd: Vec<(usize, &'static CodeObject, TargetId)> = library
+        .objects_of(Backend::Amd)
+        .filter_map(|(i, o)| Some((i, o, o.amd_target()?)))
+        .collect();
+    let mut sources: Vec<&str> = amd.iter().map(|(_, o, _)| o.source).collect();
+    sources.dedup();
+    let mut chosen = Vec::new();
+    let mut missing = Vec::new();
+    let mut same_processor = false;
+    for source in sources {
+        let of_source = || amd.iter().filter(move |(_, o, _)| o.source == source);
+        match TargetId::best_for(device, of_source().map(|(i, _, t)| (*i, t))) {
+            Some(index) => chosen.push(index),
+            None => {
+                same_processor |= of_source().any(|(_, _, t)| t.processor == device.processor);
+                let has: Vec<&str> = of_source().map(|(_, o, _)| o.target).collect();
+                missing.push(format!("{source}: {}", has.join(", ")));
+            }
         }
-        return Err(no_image(&targets, object.targets.to_string()));
     }
-    Err(no_image(
-        &[],
-        format!(
-            "{} (format `{}` is neither an offload bundle nor an ELF code object)",
-            object.targets, object.format
-        ),
-    ))
-}
-
-/// Kernel symbols of an AMDGPU code object by the name people use: the demangled name without
-/// parameters (`saxpy`, `scale<float>`) → the symbol (`_Z5scaleIfEvPT_S0_`). A kernel is a
-/// symbol with a `<name>.kd` kernel descriptor beside it.
-pub(crate) fn kernel_symbols(
-    elf: &[u8],
-) -> std::result::Result<BTreeMap<String, Vec<String>>, String> {
-    use object::{Object, ObjectSymbol};
-    let file = object::File::parse(elf).map_err(|e| format!("not a readable ELF: {e}"))?;
-    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for symbol in file.symbols() {
-        let Some(kernel) = symbol.name().ok().and_then(|n| n.strip_suffix(".kd")) else {
-            continue;
-        };
-        kernels
-            .entry(short_name(kernel))
-            .or_default()
-            .push(kernel.to_string());
+    if missing.is_empty() {
+        Ok(chosen)
+    } else {
+        Err((missing.join("; "), same_processor))
     }
-    Ok(kernels)
-}
-
-/// `scale<float>` for `_Z5scaleIfEvPT_S0_`; unmangled (`extern "C"`) names stay as they are.
-/// Shared with the nvidia backend so every backend names kernels alike.
-pub(crate) fn short_name(symbol: &str) -> String {
-    rocm_code_object::symbols::kernel_name(symbol)
 }
 
 /// One code object loaded with `hipModuleLoadData`; unloaded when the last kernel taken from it
@@ -112,9 +53,8 @@ struct LoadedObject {
     hip: &'static HipLibrary,
     ordinal: i32,
     raw: Handle,
-    source: &'static str,
-    /// Kernels by short name, when the code object could be read (not for compressed bundles).
-    kernels: Option<BTreeMap<String, Vec<String>>>,
+    /// Its index in the library's code objects (the kernels' symbols name it).
+    index: usize,
     /// The image HIP was given, kept alive (and 8-byte aligned) for as long as the module.
     _image: Vec<u64>,
 }
@@ -137,70 +77,46 @@ pub(crate) struct AmdModule {
 
 impl AmdModule {
     pub(crate) fn load(device: &AmdDevice, library: &'static KernelLibrary) -> Result<AmdModule> {
-        let amd: Vec<&EmbeddedObject> = library
-            .code_objects
-            .iter()
-            .filter(|o| o.backend == Backend::Amd)
-            .collect();
-        if amd.is_empty() {
+        if library.objects_of(Backend::Amd).next().is_none() {
             return Err(RuntimeError::LibraryMissing {
                 library: library.name.to_string(),
                 backend: Backend::Amd,
                 hint: format!(
                     "it was built without the amd backend; enable it in the build script's \
-                     `rocm_kernels::Build` with the target `{}`",
+                     `rocm_kernels_build::Build` with the target `{}`",
                     device.target.processor
                 ),
             });
         }
-        // Choose every image before loading any, so a missing target is reported up front.
-        let mut images = Vec::new();
-        let mut missing = Vec::new();
-        let mut same_processor = false;
-        for object in &amd {
-            match image_for(object, &device.target) {
-                Ok(image) => images.push((*object, image)),
-                Err(no) => {
-                    same_processor |= no.same_processor;
-                    missing.push(format!("{}: {}", object.source, no.has));
+        // Choose every object before loading any, so a missing target is reported up front.
+        let chosen =
+            objects_for(library, &device.target).map_err(|(available, same_processor)| {
+                RuntimeError::NoMatchingCodeObject {
+                    library: library.name.to_string(),
+                    // The plain processor (`gfx90a`) is the target to add, unless the library has it
+                    // with feature settings this device does not run (`gfx90a:xnack+`).
+                    arch: if same_processor {
+                        device.target.to_string()
+                    } else {
+                        device.target.processor.clone()
+                    },
+                    available,
                 }
-            }
-        }
-        if !missing.is_empty() {
-            return Err(RuntimeError::NoMatchingCodeObject {
-                library: library.name.to_string(),
-                // The plain processor (`gfx90a`) is the target to add, unless the library has it
-                // with feature settings this device does not run (`gfx90a:xnack+`).
-                arch: if same_processor {
-                    device.target.to_string()
-                } else {
-                    device.target.processor.clone()
-                },
-                available: missing.join("; "),
-            });
-        }
+            })?;
         let mut objects = Vec::new();
-        for (object, image) in images {
-            let compressed = matches!(image, Image::Compressed(_));
-            let (bytes, kernels) = match image {
-                Image::Elf(elf) => (elf, kernel_symbols(elf).ok()),
-                Image::Compressed(bytes) => (bytes, None),
-            };
-            let aligned = aligned_copy(bytes);
-            // Safety: a complete code object (or bundle), kept alive in `LoadedObject`.
+        for index in chosen {
+            let object = &library.code_objects[index];
+            let aligned = aligned_copy(object.bytes);
+            // Safety: a complete code object, kept alive in `LoadedObject`.
             let raw = unsafe { device.hip.module_load_data(aligned.as_ptr().cast()) }.map_err(
                 |error| match error {
                     RuntimeError::Api { message, .. } => RuntimeError::Api {
                         backend: Backend::Amd,
-                        call: format!("hipModuleLoadData({} for {})", object.source, device.target),
-                        message: if compressed {
-                            format!(
-                                "{message}; this is a compressed offload bundle, which needs \
-                                 ROCm 6.2 or newer (or build without --offload-compress)"
-                            )
-                        } else {
-                            message
-                        },
+                        call: format!(
+                            "hipModuleLoadData({} for {}, built for {})",
+                            object.source, device.target, object.target
+                        ),
+                        message,
                     },
                     other => other,
                 },
@@ -209,8 +125,7 @@ impl AmdModule {
                 hip: device.hip,
                 ordinal: device.ordinal,
                 raw: Handle(raw),
-                source: object.source,
-                kernels,
+                index,
                 _image: aligned,
             }));
         }
@@ -231,69 +146,31 @@ fn aligned_copy(bytes: &[u8]) -> Vec<u64> {
 
 impl ModuleBackend for AmdModule {
     fn kernel_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for object in &self.objects {
-            match &object.kernels {
-                Some(kernels) => names.extend(kernels.keys().cloned()),
-                // Unreadable code object: trust the build's list for that source.
-                None => names.extend(
-                    self.library
-                        .kernels
-                        .iter()
-                        .filter(|k| k.source == object.source)
-                        .map(|k| k.name.to_string()),
-                ),
-            }
-        }
-        names.sort();
-        names.dedup();
-        names
+        self.library
+            .kernels
+            .iter()
+            .filter(|k| self.objects.iter().any(|o| k.symbol_in(o.index).is_some()))
+            .map(|k| k.name.to_string())
+            .collect()
     }
 
     fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>> {
-        // (object, symbol) pairs that the name could mean.
-        let mut candidates: Vec<(&Arc<LoadedObject>, String)> = Vec::new();
-        for object in &self.objects {
-            match &object.kernels {
-                Some(kernels) => {
-                    if let Some(symbols) = kernels.get(name) {
-                        candidates.extend(symbols.iter().map(|s| (object, s.clone())));
-                    } else if kernels.values().flatten().any(|s| s == name) {
-                        // A mangled name given directly.
-                        candidates.push((object, name.to_string()));
-                    }
-                }
-                None => candidates.push((object, name.to_string())),
-            }
-        }
-        let symbols: Vec<&str> = {
-            let mut s: Vec<&str> = candidates.iter().map(|(_, s)| s.as_str()).collect();
-            s.sort();
-            s.dedup();
-            s
+        let Some(kernel) = self.library.kernel(name) else {
+            return Ok(None);
         };
-        let readable = self.objects.iter().all(|o| o.kernels.is_some());
-        if readable && symbols.len() > 1 {
-            return Err(RuntimeError::Api {
-                backend: Backend::Amd,
-                call: format!("hipModuleGetFunction(`{name}`)"),
-                message: format!(
-                    "`{name}` names {} kernels ({}); pass the symbol of the one you mean",
-                    symbols.len(),
-                    symbols.join(", ")
-                ),
-            });
-        }
-        for (object, symbol) in candidates {
-            let c_symbol = CString::new(symbol.as_str()).map_err(|_| RuntimeError::Api {
+        for object in &self.objects {
+            let Some(symbol) = kernel.symbol_in(object.index) else {
+                continue;
+            };
+            let c_symbol = CString::new(symbol).map_err(|_| RuntimeError::Api {
                 backend: Backend::Amd,
                 call: "hipModuleGetFunction".into(),
-                message: format!("kernel name `{name}` contains a NUL byte"),
+                message: format!("the symbol of `{}` contains a NUL byte", kernel.name),
             })?;
             object.hip.set_device(object.ordinal)?;
             if let Some(raw) = object.hip.module_get_function(object.raw.0, &c_symbol)? {
                 return Ok(Some(Arc::new(AmdFunction {
-                    name: name.to_string(),
+                    name: kernel.name.to_string(),
                     raw: Handle(raw),
                     object: object.clone(),
                 })));
@@ -342,38 +219,73 @@ impl FunctionBackend for AmdFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::library::{KernelDecl, ObjectFormat};
 
-    #[test]
-    fn kernels_are_named_as_in_the_source() {
-        assert_eq!(short_name("saxpy"), "saxpy");
-        assert_eq!(short_name("_Z5plainPi"), "plain");
-        assert_eq!(short_name("_Z5scaleIfEvPT_S0_"), "scale<float>");
-        assert_eq!(
-            short_name("_ZN2ns6reduceILi256EEEvPKfPfi"),
-            "ns::reduce<256>"
-        );
+    fn object(target: &'static str, source: &'static str) -> CodeObject {
+        CodeObject {
+            backend: Backend::Amd,
+            format: ObjectFormat::AmdgpuElf,
+            target,
+            source,
+            bytes: b"",
+        }
     }
 
     #[test]
-    fn unreadable_objects_are_refused_with_what_they_are() {
-        let object = EmbeddedObject {
-            backend: Backend::Amd,
-            targets: "gfx90a",
-            source: "k.hip",
-            format: "mystery",
-            bytes: b"garbage",
+    fn each_source_loads_its_most_specific_compatible_object() {
+        static OBJECTS: [CodeObject; 5] = [
+            CodeObject {
+                backend: Backend::Amd,
+                format: ObjectFormat::AmdgpuElf,
+                target: "gfx1030",
+                source: "a.hip",
+                bytes: b"",
+            },
+            CodeObject {
+                backend: Backend::Amd,
+                format: ObjectFormat::AmdgpuElf,
+                target: "gfx90a",
+                source: "a.hip",
+                bytes: b"",
+            },
+            CodeObject {
+                backend: Backend::Amd,
+                format: ObjectFormat::AmdgpuElf,
+                target: "gfx90a:xnack-",
+                source: "a.hip",
+                bytes: b"",
+            },
+            CodeObject {
+                backend: Backend::Nvidia,
+                format: ObjectFormat::Cubin,
+                target: "sm_90",
+                source: "a.hip",
+                bytes: b"",
+            },
+            CodeObject {
+                backend: Backend::Amd,
+                format: ObjectFormat::AmdgpuElf,
+                target: "gfx90a:xnack+",
+                source: "b.hip",
+                bytes: b"",
+            },
+        ];
+        static LIB: KernelLibrary = KernelLibrary {
+            name: "t",
+            code_objects: &OBJECTS,
+            kernels: &[] as &[KernelDecl],
         };
-        let device = TargetId::parse("gfx90a").unwrap();
-        let error = image_for(&object, &device).unwrap_err();
-        assert!(error.has.contains("neither an offload bundle"), "{error:?}");
-        let compressed = EmbeddedObject {
-            bytes: b"CCOB\x01\x00",
-            ..object
-        };
-        assert_eq!(
-            image_for(&compressed, &device),
-            Ok(Image::Compressed(b"CCOB\x01\x00"))
-        );
-        assert!(kernel_symbols(b"\x7fELF broken").is_err());
+        let xnack_off = TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
+        // b.hip has only an xnack+ build: the device's full target id is what to add.
+        let (available, same_processor) = objects_for(&LIB, &xnack_off).unwrap_err();
+        assert_eq!(available, "b.hip: gfx90a:xnack+");
+        assert!(same_processor);
+        let xnack_on = TargetId::parse("gfx90a:xnack+").unwrap();
+        assert_eq!(objects_for(&LIB, &xnack_on), Ok(vec![1, 4]));
+        let other = TargetId::parse("gfx942").unwrap();
+        let (available, same_processor) = objects_for(&LIB, &other).unwrap_err();
+        assert!(available.starts_with("a.hip: gfx1030, gfx90a, gfx90a:xnack-"));
+        assert!(!same_processor);
+        let _ = object("gfx90a", "c.hip");
     }
 }

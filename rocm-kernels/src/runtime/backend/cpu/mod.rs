@@ -323,12 +323,12 @@ impl DeviceBackend for CpuDevice {
     }
 
     fn load_module(&self, library: &'static KernelLibrary) -> Result<Arc<dyn ModuleBackend>> {
-        if library.cpu_kernels.is_empty() && !library.kernels.is_empty() {
+        if !library.has_cpu() && !library.kernels.is_empty() {
             return Err(RuntimeError::LibraryMissing {
                 library: library.name.to_string(),
                 backend: Backend::Cpu,
                 hint: "it was built without the cpu backend; enable it in the build script's \
-                       `rocm_kernels::Build`"
+                       `rocm_kernels_build::Build`"
                     .to_string(),
             });
         }
@@ -352,32 +352,34 @@ struct CpuModule {
 impl ModuleBackend for CpuModule {
     fn kernel_names(&self) -> Vec<String> {
         self.library
-            .cpu_kernels
+            .kernels
             .iter()
+            .filter(|k| k.cpu.is_some())
             .map(|k| k.name.to_string())
             .collect()
     }
 
     fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>> {
-        let Some(kernel) = self.library.cpu_kernels.iter().find(|k| k.name == name) else {
+        let Some(kernel) = self.library.kernel(name) else {
             return Ok(None);
         };
+        let Some(cpu) = kernel.cpu else {
+            return Ok(None);
+        };
+        let name = kernel.name;
         // Safety: the build generated `entry` with the `rk_entry_fn` signature.
-        let entry: ffi::RkEntry = unsafe { std::mem::transmute(kernel.entry) };
+        let entry: ffi::RkEntry = unsafe { std::mem::transmute(cpu.entry) };
         let (layout, region_form) = describe(entry).map_err(|message| RuntimeError::Api {
             backend: Backend::Cpu,
             call: format!("describe `{name}`"),
             message,
         })?;
         // Source names of the parameters, for reports, where the build recorded them.
-        let param_names = self
-            .library
-            .kernels
-            .iter()
-            .find(|k| k.name == name)
-            .filter(|k| k.params.len() == layout.len())
-            .map(|k| k.params.iter().map(|p| p.name).collect())
-            .unwrap_or_default();
+        let param_names = if kernel.params.len() == layout.len() {
+            kernel.params.iter().map(|p| p.name).collect()
+        } else {
+            Vec::new()
+        };
         Ok(Some(Arc::new(CpuFunction {
             name: name.to_string(),
             entry,

@@ -1,51 +1,7 @@
-//! Which kernels a cubin or PTX image holds, and which image fits a device.
+//! Which of a library's NVIDIA images fits a device (the kernels each holds are in the library's
+//! table, read by the build).
 
-use object::elf;
-use object::read::elf::{ElfFile64, FileHeader, Sym};
-use object::Endianness;
-
-use crate::library::{Backend, EmbeddedObject};
-
-/// Symbols of the kernel entry points in `image` (a cubin, or PTX text).
-pub(crate) fn entry_symbols(format: &str, image: &[u8]) -> Result<Vec<String>, String> {
-    match format {
-        "ptx" => Ok(ptx_entries(&String::from_utf8_lossy(image))),
-        _ => cubin_entries(image),
-    }
-}
-
-/// Entry functions of a cubin: `STT_FUNC` symbols marked `STO_CUDA_ENTRY` (0x10) in `st_other`.
-fn cubin_entries(image: &[u8]) -> Result<Vec<String>, String> {
-    const STO_CUDA_ENTRY: u8 = 0x10;
-    let file = ElfFile64::<Endianness>::parse(image).map_err(|e| format!("not a cubin: {e}"))?;
-    let endian = file.endian();
-    let symbols = file
-        .elf_header()
-        .sections(endian, image)
-        .and_then(|s| s.symbols(endian, image, elf::SHT_SYMTAB))
-        .map_err(|e| format!("cubin symbol table: {e}"))?;
-    let mut names = Vec::new();
-    for sym in symbols.iter() {
-        if sym.st_type() == elf::STT_FUNC && sym.st_other().0 & STO_CUDA_ENTRY != 0 {
-            let name = sym
-                .name(endian, symbols.strings())
-                .map_err(|e| format!("cubin symbol name: {e}"))?;
-            names.push(String::from_utf8_lossy(name).into_owned());
-        }
-    }
-    Ok(names)
-}
-
-/// `.entry NAME(` declarations of PTX text.
-fn ptx_entries(ptx: &str) -> Vec<String> {
-    ptx.lines()
-        .filter_map(|line| {
-            let rest = line.trim().split(".entry").nth(1)?;
-            let name = rest.trim().split(['(', ' ']).next()?.trim();
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect()
-}
+use crate::library::{Backend, CodeObject, ObjectFormat};
 
 /// `(major, minor)` from `sm_90`, `sm_90a`, `compute_86`.
 pub(crate) fn parse_arch(target: &str) -> Option<(u32, u32)> {
@@ -64,14 +20,14 @@ pub(crate) fn parse_arch(target: &str) -> Option<(u32, u32)> {
 ///
 /// A cubin runs on its own major version with an equal or newer minor; arch-specific targets
 /// (`sm_90a`) only on exactly that chip. PTX is JIT-compiled by the driver for any newer device.
-pub(crate) fn fitness(object: &EmbeddedObject, cc: (u32, u32)) -> Option<u32> {
+pub(crate) fn fitness(object: &CodeObject, cc: (u32, u32)) -> Option<u32> {
     if object.backend != Backend::Nvidia {
         return None;
     }
     match object.format {
-        "cubin" => {
-            let arch = parse_arch(object.targets)?;
-            let specific = object.targets.ends_with('a');
+        ObjectFormat::Cubin => {
+            let arch = parse_arch(object.target)?;
+            let specific = object.target.ends_with('a');
             if arch == cc {
                 Some(400)
             } else if !specific && arch.0 == cc.0 && arch.1 <= cc.1 {
@@ -80,12 +36,12 @@ pub(crate) fn fitness(object: &EmbeddedObject, cc: (u32, u32)) -> Option<u32> {
                 None
             }
         }
-        "ptx" => {
-            let arch = parse_arch(object.targets)?;
+        ObjectFormat::Ptx => {
+            let arch = parse_arch(object.target)?;
             (arch <= cc).then_some(200 + arch.0 * 10 + arch.1)
         }
-        "cuda-source" => Some(100),
-        _ => None,
+        ObjectFormat::CudaSource => Some(100),
+        ObjectFormat::AmdgpuElf => None,
     }
 }
 
@@ -93,12 +49,16 @@ pub(crate) fn fitness(object: &EmbeddedObject, cc: (u32, u32)) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn object(format: &'static str, targets: &'static str) -> EmbeddedObject {
-        EmbeddedObject {
+    fn object(format: &'static str, target: &'static str) -> CodeObject {
+        CodeObject {
             backend: Backend::Nvidia,
-            targets,
+            format: match format {
+                "cubin" => ObjectFormat::Cubin,
+                "ptx" => ObjectFormat::Ptx,
+                _ => ObjectFormat::CudaSource,
+            },
+            target,
             source: "k.hip",
-            format,
             bytes: b"",
         }
     }
@@ -115,16 +75,5 @@ mod tests {
         assert_eq!(fitness(&object("cubin", "sm_90a"), (9, 0)), Some(400));
         assert_eq!(fitness(&object("cubin", "sm_90a"), (10, 0)), None);
         assert!(fitness(&object("cuda-source", ""), h100).is_some());
-    }
-
-    #[test]
-    fn ptx_entries_are_found() {
-        let ptx = ".version 9.0\n.target sm_90\n.visible .entry _Z5saxpyfPKfPfi(\n.param .f32 a\n)\n.entry red (\n";
-        assert_eq!(ptx_entries(ptx), vec!["_Z5saxpyfPKfPfi", "red"]);
-    }
-
-    #[test]
-    fn garbage_is_not_a_cubin() {
-        assert!(cubin_entries(b"not an elf").is_err());
     }
 }

@@ -29,7 +29,7 @@ pub fn check_nvrtc(arch: &str) -> crate::runtime::Result<String> {
             __syncthreads();\n\
             if (__activemask() != 0u) x[threadIdx.x] = __shfl_xor(v, 1);\n\
         }\n";
-    nvrtc::compile("probe.hip", PROBE.as_bytes(), arch)?;
+    nvrtc::compile("probe.hip", PROBE.as_bytes(), arch, &["rocm_kernels_probe"])?;
     nvrtc::library_name()
 }
 
@@ -46,9 +46,8 @@ use super::{
     DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
     ProbeResult, StreamBackend,
 };
-use crate::library::{Backend, KernelLibrary};
+use crate::library::{Backend, CodeObject, KernelLibrary, ObjectFormat};
 use crate::runtime::{DeviceInfo, LaunchConfig, Result, RuntimeError};
-use rocm_code_object::symbols::kernel_name;
 
 /// List NVIDIA devices, or say why there are none.
 pub(crate) fn probe() -> ProbeResult {
@@ -557,21 +556,17 @@ struct ModuleInner {
 unsafe impl Send for ModuleInner {}
 unsafe impl Sync for ModuleInner {}
 
+/// The code object of one source chosen for the device.
 #[derive(Debug, Clone)]
 struct Image {
-    source: &'static str,
-    target: &'static str,
-    format: &'static str,
-    bytes: &'static [u8],
+    /// Its index in the library's code objects (the kernels' symbols name it).
+    index: usize,
+    object: &'static CodeObject,
 }
 
 impl ModuleInner {
     fn new(device: Arc<Core>, library: &'static KernelLibrary) -> Result<Self> {
-        let ours: Vec<_> = library
-            .code_objects
-            .iter()
-            .filter(|o| o.backend == Backend::Nvidia)
-            .collect();
+        let ours: Vec<(usize, &'static CodeObject)> = library.objects_of(Backend::Nvidia).collect();
         if ours.is_empty() {
             return Err(RuntimeError::LibraryMissing {
                 library: library.name.to_string(),
@@ -583,27 +578,22 @@ impl ModuleInner {
             });
         }
         let cc = device.compute_capability;
-        let mut sources: Vec<&str> = ours.iter().map(|o| o.source).collect();
+        let mut sources: Vec<&str> = ours.iter().map(|(_, o)| o.source).collect();
         sources.dedup();
         let mut images = Vec::new();
         for source in sources {
             let best = ours
                 .iter()
-                .filter(|o| o.source == source)
-                .filter_map(|o| image::fitness(o, cc).map(|f| (f, *o)))
-                .max_by_key(|(f, _)| *f);
+                .filter(|(_, o)| o.source == source)
+                .filter_map(|&(index, o)| image::fitness(o, cc).map(|f| (f, index, o)))
+                .max_by_key(|(f, _, _)| *f);
             match best {
-                Some((_, o)) => images.push(Image {
-                    source: o.source,
-                    target: o.targets,
-                    format: o.format,
-                    bytes: o.bytes,
-                }),
+                Some((_, index, object)) => images.push(Image { index, object }),
                 None => {
                     let available: Vec<String> = ours
                         .iter()
-                        .filter(|o| o.source == source)
-                        .map(|o| format!("{} {}", o.format, o.targets))
+                        .filter(|(_, o)| o.source == source)
+                        .map(|(_, o)| format!("{} {}", o.format, o.target))
                         .collect();
                     return Err(RuntimeError::NoMatchingCodeObject {
                         library: library.name.to_string(),
@@ -640,22 +630,36 @@ impl ModuleInner {
     }
 
     fn load_image(&self, state: &mut Context, image: &Image) -> Result<Loaded> {
-        let (bytes, format): (Vec<u8>, &str) = match image.format {
-            "cuda-source" => {
+        let object = image.object;
+        // The kernels of this object and their symbols: from the build's table, or, for CUDA
+        // source, from NVRTC, which lowers each kernel's name as it compiles.
+        let kernels: Vec<&'static str> = self
+            .library
+            .kernels
+            .iter()
+            .filter(|k| k.source == object.source)
+            .map(|k| k.name)
+            .collect();
+        let (bytes, ptx, symbols): (Vec<u8>, bool, Vec<(&'static str, String)>) = match object
+            .format
+        {
+            ObjectFormat::CudaSource => {
                 let arch = &self.device.info.arch;
-                let ptx = nvrtc::compile(image.source, image.bytes, arch)?;
-                (ptx.into_bytes(), "ptx")
+                let (ptx, lowered) = nvrtc::compile(object.source, object.bytes, arch, &kernels)?;
+                (ptx.into_bytes(), true, lowered)
             }
-            format => (image.bytes.to_vec(), format),
+            format => {
+                let symbols = self
+                    .library
+                    .kernels
+                    .iter()
+                    .filter_map(|k| Some((k.name, k.symbol_in(image.index)?.to_owned())))
+                    .collect();
+                (object.bytes.to_vec(), format == ObjectFormat::Ptx, symbols)
+            }
         };
-        let symbols =
-            image::entry_symbols(format, &bytes).map_err(|message| RuntimeError::Api {
-                backend: Backend::Nvidia,
-                call: format!("read {} {} of {}", image.format, image.target, image.source),
-                message,
-            })?;
         // PTX must be NUL-terminated text for cuModuleLoadData.
-        let data = if format == "ptx" {
+        let data = if ptx {
             CString::new(bytes)
                 .map_err(|_| RuntimeError::Api {
                     backend: Backend::Nvidia,
@@ -680,7 +684,7 @@ impl ModuleInner {
                              supports; build with an nvcc that matches the driver (so a \
                              {} cubin is embedded), or upgrade the driver",
                             error_text(&e),
-                            image.source,
+                            object.source,
                             self.device.info.arch
                         ),
                     };
@@ -689,12 +693,12 @@ impl ModuleInner {
             }
         };
         let mut functions = HashMap::new();
-        for symbol in symbols {
+        for (name, symbol) in symbols {
             let c = CString::new(symbol.clone()).unwrap_or_default();
             // Safety: a module just loaded in the current context.
             let f = unsafe { cu::module::get_function(module, c) }
                 .map_err(|e| self.device.fail(state, "cuModuleGetFunction", e))?;
-            functions.insert(kernel_name(&symbol), (symbol, f));
+            functions.insert(name.to_string(), (symbol, f));
         }
         Ok(Loaded { module, functions })
     }
@@ -712,6 +716,11 @@ impl ModuleBackend for NvModule {
     }
 
     fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>> {
+        // The table's spelling of the name (`k<16>` for `k<16u>`).
+        let Some(kernel) = self.inner.library.kernel(name) else {
+            return Ok(None);
+        };
+        let name = kernel.name;
         self.inner.ensure_loaded()?;
         let loaded = self.inner.loaded.lock().unwrap_or_else(|p| p.into_inner());
         let found = loaded

@@ -36,6 +36,8 @@ struct Nvrtc {
     log_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
     log: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
     destroy: unsafe extern "C" fn(*mut Program) -> c_int,
+    add_name: unsafe extern "C" fn(Program, *const c_char) -> c_int,
+    lowered_name: unsafe extern "C" fn(Program, *const c_char, *mut *const c_char) -> c_int,
 }
 
 /// Library names tried, newest release first; then the same names in the usual toolkit folders
@@ -87,6 +89,8 @@ fn library() -> Result<&'static Nvrtc> {
                             log_size: *library.get(b"nvrtcGetProgramLogSize\0")?,
                             log: *library.get(b"nvrtcGetProgramLog\0")?,
                             destroy: *library.get(b"nvrtcDestroyProgram\0")?,
+                            add_name: *library.get(b"nvrtcAddNameExpression\0")?,
+                            lowered_name: *library.get(b"nvrtcGetLoweredName\0")?,
                             name: path.display().to_string(),
                             _library: library,
                             _builtins: Vec::new(),
@@ -140,8 +144,15 @@ pub(crate) fn library_name() -> Result<String> {
     library().map(|l| l.name.clone())
 }
 
-/// Compile `source` (the text of `name`) to PTX for `arch` (`sm_90`).
-pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
+/// Compile `source` (the text of `name`) to PTX for `arch` (`sm_90`), with the symbol NVRTC gives
+/// each of `kernels` (the library's names: `saxpy`, `scale<float>`; `&name` is the expression
+/// NVRTC lowers). Kernels it does not find are left out.
+pub(crate) fn compile<'k>(
+    name: &str,
+    source: &[u8],
+    arch: &str,
+    kernels: &[&'k str],
+) -> Result<(String, Vec<(&'k str, String)>)> {
     let nvrtc = library()?;
     // The HIP-on-CUDA headers, so `#include <hip/hip_runtime.h>` works.
     let dir = rocm_kernels_core::headers::nvidia_dir().map_err(|e| RuntimeError::Api {
@@ -182,6 +193,10 @@ pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
         .map(|o| CString::new(o.as_str()).expect("options have no NUL"))
         .collect();
     let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
+    let expressions: Vec<(&'k str, CString)> = kernels
+        .iter()
+        .filter_map(|k| Some((*k, CString::new(format!("&{k}")).ok()?)))
+        .collect();
 
     let mut program: Program = std::ptr::null_mut();
     // Safety: the pointers are valid NUL-terminated strings for the duration of the calls, and the
@@ -197,6 +212,9 @@ pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
         );
         if status != 0 {
             return Err(fail(format!("nvrtcCreateProgram returned {status}")));
+        }
+        for (_, e) in &expressions {
+            (nvrtc.add_name)(program, e.as_ptr());
         }
         let status = (nvrtc.compile)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr());
         let result = if status != 0 {
@@ -219,7 +237,18 @@ pub(crate) fn compile(name: &str, source: &[u8], arch: &str) -> Result<String> {
                     Err(fail("nvrtcGetPTX failed".into()))
                 } else {
                     buf.truncate(size - 1);
-                    Ok(String::from_utf8_lossy(&buf).into_owned())
+                    let mut lowered = Vec::new();
+                    for (kernel, e) in &expressions {
+                        let mut symbol: *const c_char = std::ptr::null();
+                        if (nvrtc.lowered_name)(program, e.as_ptr(), &mut symbol) == 0
+                            && !symbol.is_null()
+                        {
+                            // Owned by the program, copied before it is destroyed.
+                            let text = std::ffi::CStr::from_ptr(symbol);
+                            lowered.push((*kernel, text.to_string_lossy().into_owned()));
+                        }
+                    }
+                    Ok((String::from_utf8_lossy(&buf).into_owned(), lowered))
                 }
             }
         };
