@@ -78,7 +78,7 @@ fn main() {
     let saxpy = module.kernel("bench_saxpy").expect("kernel");
     let t_saxpy = best(|| {
         saxpy
-            .launch(LaunchConfig::for_elements(n, 256))
+            .launch(LaunchConfig::cover(n, 256))
             .arg(&2.0f32)
             .arg(&x)
             .arg(&mut y)
@@ -98,7 +98,7 @@ fn main() {
     let reduce = module.kernel("bench_block_reduce").expect("kernel");
     let t_reduce = best(|| {
         reduce
-            .launch(LaunchConfig::for_elements(n, 256))
+            .launch(LaunchConfig::cover(n, 256))
             .arg(&x)
             .arg(&mut out)
             .arg(&(n as i32))
@@ -107,7 +107,7 @@ fn main() {
     });
     let warp = module.kernel("bench_warp_reduce").expect("kernel");
     let t_warp = best(|| {
-        warp.launch(LaunchConfig::for_elements(n, 256))
+        warp.launch(LaunchConfig::cover(n, 256))
             .arg(&x)
             .arg(&mut out)
             .arg(&(n as i32))
@@ -117,7 +117,7 @@ fn main() {
     let warp_helper = module.kernel("bench_warp_reduce_helper").expect("kernel");
     let t_warp_helper = best(|| {
         warp_helper
-            .launch(LaunchConfig::for_elements(n, 256))
+            .launch(LaunchConfig::cover(n, 256))
             .arg(&x)
             .arg(&mut out)
             .arg(&(n as i32))
@@ -191,7 +191,7 @@ fn main() {
         let mut row = |name: &str, kernel: &str, with_scale: bool| {
             let k = module.kernel(kernel).expect("kernel");
             let t = best(|| {
-                let mut launch = k.launch(LaunchConfig::for_elements(n, 256));
+                let mut launch = k.launch(LaunchConfig::cover(n, 256));
                 if with_scale {
                     launch = launch.arg(&2.0f32).arg(&x).arg(&mut y);
                 } else {

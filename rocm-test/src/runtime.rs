@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rocm_kernels::library::{CodeObject, ObjectFormat, TargetId};
-use rocm_kernels::runtime::{Buffer, CpuOptions, Device, LaunchBuilder, LaunchConfig, Module};
+use rocm_kernels::runtime::{Buffer, CpuOptions, Device, LaunchBuilder, Module};
 use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
@@ -238,12 +238,8 @@ impl DeviceTarget {
         dev_args: &[DevArg],
         stream: &rocm_kernels::runtime::Stream,
     ) -> Result<(), String> {
-        let config = LaunchConfig::new(
-            (launch.grid.x, launch.grid.y, launch.grid.z),
-            (launch.block.x, launch.block.y, launch.block.z),
-        )
-        .shared_mem(launch.shared_bytes);
-        let mut builder = kernel.launch(config);
+        // The check's launch is the runtime's type: handed over as it is.
+        let mut builder = kernel.launch(*launch);
         for a in dev_args {
             builder = match a {
                 DevArg::Scalar(v) => push_scalar(v, builder),

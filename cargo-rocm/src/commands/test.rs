@@ -127,7 +127,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let target_dir = args
         .target_dir
         .clone()
-        .unwrap_or_else(|| meta.target_directory.clone());
+        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
     let results = target_dir.join("rocm").join("test");
     std::fs::create_dir_all(&results)
         .with_context(|| format!("cannot create {}", results.display()))?;

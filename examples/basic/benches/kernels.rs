@@ -31,7 +31,7 @@ fn saxpy(c: &mut Criterion) {
     group.bench_function("n=1M", |b| {
         b.iter(|| {
             kernel
-                .launch(LaunchConfig::for_elements(n, 256))
+                .launch(LaunchConfig::cover(n, 256))
                 .arg(&(n as i32))
                 .arg(&2.0f32)
                 .arg(&x)

@@ -40,6 +40,12 @@ impl From<(u32, u32, u32)> for Dim3 {
     }
 }
 
+impl std::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
@@ -47,30 +53,60 @@ pub struct LaunchConfig {
     pub grid: Dim3,
     /// Threads in a block (`blockDim`).
     pub block: Dim3,
-    /// Bytes of dynamic shared memory (`extern __shared__`).
-    pub shared_mem_bytes: u32,
+    /// Bytes of dynamic shared memory (`extern __shared__`) per block.
+    pub shared_bytes: u32,
 }
 
 impl LaunchConfig {
+    /// A fixed grid and block.
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
         LaunchConfig {
             grid: grid.into(),
             block: block.into(),
-            shared_mem_bytes: 0,
+            shared_bytes: 0,
         }
     }
 
-    /// A 1-D launch covering `n` elements with `block` threads a block (at least one block).
-    pub fn for_elements(n: usize, block: u32) -> Self {
+    /// One thread per element: blocks of `block` threads, as many as cover `n` (at least one).
+    ///
+    /// ```
+    /// use rocm_kernels::runtime::LaunchConfig;
+    /// let l = LaunchConfig::cover(1000, 256);
+    /// assert_eq!((l.grid.x, l.block.x), (4, 256));
+    /// ```
+    pub fn cover(n: usize, block: u32) -> Self {
         let block = block.max(1);
         let blocks = n.div_ceil(block as usize).max(1);
         LaunchConfig::new(u32::try_from(blocks).unwrap_or(u32::MAX), block)
     }
 
-    /// Set the dynamic shared memory size.
-    pub fn shared_mem(mut self, bytes: u32) -> Self {
-        self.shared_mem_bytes = bytes;
+    /// A 2-D version of [`LaunchConfig::cover`]: `(nx, ny)` elements in `(bx, by)` blocks.
+    pub fn cover_2d((nx, ny): (usize, usize), (bx, by): (u32, u32)) -> Self {
+        let gx = nx.div_ceil(bx.max(1) as usize).max(1);
+        let gy = ny.div_ceil(by.max(1) as usize).max(1);
+        LaunchConfig::new(
+            (
+                u32::try_from(gx).unwrap_or(u32::MAX),
+                u32::try_from(gy).unwrap_or(u32::MAX),
+            ),
+            (bx, by),
+        )
+    }
+
+    /// Dynamic shared memory per block, in bytes.
+    pub fn shared_bytes(mut self, bytes: u32) -> Self {
+        self.shared_bytes = bytes;
         self
+    }
+}
+
+impl std::fmt::Display for LaunchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "grid {} block {}", self.grid, self.block)?;
+        if self.shared_bytes > 0 {
+            write!(f, " shared {} B", self.shared_bytes)?;
+        }
+        Ok(())
     }
 }
 

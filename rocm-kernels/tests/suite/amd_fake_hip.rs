@@ -147,7 +147,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
     // Make the other device current on this thread: the launch must switch back.
     let _other = devices[1].upload(&[0.0f32; 4]).unwrap();
     saxpy
-        .launch(LaunchConfig::for_elements(n, 128))
+        .launch(LaunchConfig::cover(n, 128))
         .arg(&3.0f32)
         .arg(&x)
         .arg(&y)
@@ -160,7 +160,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
 
     // Launches are checked against the build's declaration before reaching HIP.
     let wrong = saxpy
-        .launch(LaunchConfig::for_elements(n, 128))
+        .launch(LaunchConfig::cover(n, 128))
         .arg(&3.0f32)
         .arg(&x)
         .run(&stream);
@@ -170,7 +170,7 @@ fn modules_load_the_entry_for_the_device_and_launch() {
     );
     let elsewhere = devices[1].upload(&vec![0.0f32; n]).unwrap();
     let wrong = saxpy
-        .launch(LaunchConfig::for_elements(n, 128))
+        .launch(LaunchConfig::cover(n, 128))
         .arg(&3.0f32)
         .arg(&elsewhere)
         .arg(&y)

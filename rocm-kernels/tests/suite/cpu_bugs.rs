@@ -29,7 +29,7 @@ fn still_works(device: &Device) {
     let mut y = device.upload(&[1.0f32; 300]).unwrap();
     m.kernel("saxpy")
         .unwrap()
-        .launch(LaunchConfig::for_elements(300, 128))
+        .launch(LaunchConfig::cover(300, 128))
         .arg(&3.0f32)
         .arg(&x)
         .arg(&mut y)
@@ -72,7 +72,7 @@ fn out_of_bounds_write_names_block_and_thread() {
     let err = m
         .kernel("oob_write")
         .unwrap()
-        .launch(LaunchConfig::for_elements(n + 24, 256))
+        .launch(LaunchConfig::cover(n + 24, 256))
         .arg(&mut out)
         .arg(&(n as i32))
         .run(&d.stream().unwrap())
@@ -581,7 +581,7 @@ fn race_check_reports_faults_of_either_run() {
         let err = m
             .kernel("oob_write")
             .unwrap()
-            .launch(LaunchConfig::for_elements(n + 24, 256))
+            .launch(LaunchConfig::cover(n + 24, 256))
             .arg(&mut out)
             .arg(&(n as i32))
             .run(&d.stream().unwrap())

@@ -117,7 +117,7 @@ fn saxpy() {
         let s = d.stream().unwrap();
         m.kernel("saxpy")
             .unwrap()
-            .launch(LaunchConfig::for_elements(n, 256))
+            .launch(LaunchConfig::cover(n, 256))
             .arg(&2.0f32)
             .arg(&xb)
             .arg(&mut yb)
@@ -181,7 +181,7 @@ fn static_shared_block_reduction() {
         let mut out = d.alloc::<f32>(blocks).unwrap();
         m.kernel("block_sum_static")
             .unwrap()
-            .launch(LaunchConfig::for_elements(n, 256))
+            .launch(LaunchConfig::cover(n, 256))
             .arg(&inb)
             .arg(&mut out)
             .arg(&(n as i32))
@@ -205,7 +205,9 @@ fn dynamic_shared_memory() {
         let mut out = d.alloc::<i32>(input.len()).unwrap();
         m.kernel("reverse_dynamic")
             .unwrap()
-            .launch(LaunchConfig::new(blocks as u32, threads as u32).shared_mem(4 * threads as u32))
+            .launch(
+                LaunchConfig::new(blocks as u32, threads as u32).shared_bytes(4 * threads as u32),
+            )
             .arg(&inb)
             .arg(&mut out)
             .run(&d.stream().unwrap())
@@ -222,7 +224,9 @@ fn dynamic_shared_memory() {
         let mut out = d.alloc::<f32>(inputf.len()).unwrap();
         m.kernel("dynamic_macro")
             .unwrap()
-            .launch(LaunchConfig::new(blocks as u32, threads as u32).shared_mem(8 * threads as u32))
+            .launch(
+                LaunchConfig::new(blocks as u32, threads as u32).shared_bytes(8 * threads as u32),
+            )
             .arg(&inb)
             .arg(&mut out)
             .run(&d.stream().unwrap())

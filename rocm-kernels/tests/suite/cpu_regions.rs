@@ -25,7 +25,7 @@ fn run(m: &Module, kernel: &str, grid: u32, block: Dim3, shared: u32) -> Vec<u32
     let inb = d.upload(&input).unwrap();
     let mut out = d.upload(&vec![-7.0f32; N]).unwrap();
     let mut config = LaunchConfig::new(grid, block);
-    config.shared_mem_bytes = shared;
+    config.shared_bytes = shared;
     m.kernel(kernel)
         .unwrap()
         .launch(config)

@@ -106,7 +106,7 @@ fn events_time_work_on_a_stream() {
     let start = s.record().unwrap();
     m.kernel("saxpy")
         .unwrap()
-        .launch(LaunchConfig::for_elements(n, 256))
+        .launch(LaunchConfig::cover(n, 256))
         .arg(&1.0f32)
         .arg(&x)
         .arg(&mut y)
@@ -122,12 +122,12 @@ fn events_time_work_on_a_stream() {
 
 #[testkit::test]
 fn launch_config_helpers() {
-    let c = LaunchConfig::for_elements(1000, 256);
+    let c = LaunchConfig::cover(1000, 256);
     assert_eq!(c.grid, Dim3::new(4, 1, 1));
     assert_eq!(c.block, Dim3::new(256, 1, 1));
-    assert_eq!(LaunchConfig::for_elements(0, 256).grid.x, 1);
+    assert_eq!(LaunchConfig::cover(0, 256).grid.x, 1);
     assert_eq!(
-        LaunchConfig::new((2, 3), 8).shared_mem(64).shared_mem_bytes,
+        LaunchConfig::new((2, 3), 8).shared_bytes(64).shared_bytes,
         64
     );
     assert_eq!(Dim3::from((2, 3, 4)).count(), 24);
@@ -144,7 +144,7 @@ fn invalid_launches_are_refused() {
         (LaunchConfig::new(1, 2048), "at most 1024"),
         (LaunchConfig::new(0, 32), "no zero extent"),
         (
-            LaunchConfig::new(1, 32).shared_mem(1 << 20),
+            LaunchConfig::new(1, 32).shared_bytes(1 << 20),
             "dynamic shared memory",
         ),
     ] {

@@ -156,7 +156,7 @@ fn run_saxpy(device: &Device, lib: &'static KernelLibrary) {
     let mut ys = device.upload(&vec![1.0f32; n]).unwrap();
     let stream = device.stream().unwrap();
     saxpy
-        .launch(LaunchConfig::for_elements(n, 256))
+        .launch(LaunchConfig::cover(n, 256))
         .arg(&2.0f32)
         .arg(&xs)
         .arg(&mut ys)

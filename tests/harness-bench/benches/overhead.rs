@@ -60,7 +60,7 @@ fn overhead(c: &mut Criterion) {
                 let mut yd = device.upload(&y).unwrap();
                 let stream = device.stream().unwrap();
                 kernel
-                    .launch(LaunchConfig::for_elements(n, 256))
+                    .launch(LaunchConfig::cover(n, 256))
                     .arg(&(n as i32))
                     .arg(&xd)
                     .arg(&mut yd)

@@ -1,43 +1,13 @@
 //! Which test targets are rocm-test harnesses: `[[test]]` entries with `harness = false` in
-//! packages that depend on `rocm-test`, found through `cargo metadata` and the manifests.
+//! packages that depend on `rocm-test`, found through `cargo metadata` (the `cargo_metadata`
+//! crate) and the manifests (cargo metadata does not report `harness`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::Context;
-use serde::Deserialize;
+pub use cargo_metadata::{Metadata, Package};
 
 use crate::exit;
-
-/// What `cargo metadata --no-deps` says, as much as we need.
-#[derive(Debug, Deserialize)]
-pub struct Metadata {
-    pub packages: Vec<Package>,
-    pub workspace_members: Vec<String>,
-    #[serde(default)]
-    pub workspace_default_members: Vec<String>,
-    pub target_directory: PathBuf,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Package {
-    pub name: String,
-    pub id: String,
-    pub manifest_path: PathBuf,
-    pub dependencies: Vec<Dependency>,
-    pub targets: Vec<Target>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Dependency {
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Target {
-    pub name: String,
-    pub kind: Vec<String>,
-}
 
 /// One package's harness test targets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,30 +16,25 @@ pub struct HarnessTargets {
     pub tests: Vec<String>,
 }
 
-/// Run `cargo metadata` for the manifest (or the current directory).
+/// Run `cargo metadata --no-deps` for the manifest (or the current directory).
 pub fn metadata(cargo: &str, manifest_path: Option<&Path>) -> anyhow::Result<Metadata> {
-    let mut cmd = Command::new(cargo);
-    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    let mut cmd = cargo_metadata::MetadataCommand::new();
+    cmd.cargo_path(cargo).no_deps();
     if let Some(m) = manifest_path {
-        cmd.arg("--manifest-path").arg(m);
+        cmd.manifest_path(m);
     }
-    let out = cmd
-        .output()
-        .with_context(|| format!("could not run `{cargo} metadata`; is cargo on PATH?"))?;
-    if !out.status.success() {
-        return Err(exit::coded(
+    cmd.exec().map_err(|e| match e {
+        cargo_metadata::Error::CargoMetadata { stderr } => exit::coded(
             exit::INPUT,
-            format!(
-                "`cargo metadata` failed:\n{}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ),
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        exit::coded(
+            format!("`cargo metadata` failed:\n{}", stderr.trim_end()),
+        ),
+        cargo_metadata::Error::Io(e) => anyhow::Error::new(e).context(format!(
+            "could not run `{cargo} metadata`; is cargo on PATH?"
+        )),
+        other => exit::coded(
             exit::INTERNAL,
-            format!("could not read `cargo metadata` output: {e}"),
-        )
+            format!("could not read `cargo metadata` output: {other}"),
+        ),
     })
 }
 
@@ -94,7 +59,7 @@ pub fn selected<'m>(
                 members
                     .iter()
                     .copied()
-                    .find(|p| &p.name == name)
+                    .find(|p| p.name == name)
                     .ok_or_else(|| {
                         let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
                         exit::coded(
@@ -114,17 +79,21 @@ pub fn selected<'m>(
     let manifest = manifest
         .canonicalize()
         .unwrap_or_else(|_| manifest.to_owned());
-    if let Some(p) = members
-        .iter()
-        .find(|p| p.manifest_path.canonicalize().ok().as_deref() == Some(manifest.as_path()))
-    {
+    if let Some(p) = members.iter().find(|p| {
+        p.manifest_path.as_std_path().canonicalize().ok().as_deref() == Some(manifest.as_path())
+    }) {
         return Ok(vec![*p]);
     }
-    let defaults: Vec<&Package> = members
-        .iter()
-        .copied()
-        .filter(|p| meta.workspace_default_members.contains(&p.id))
-        .collect();
+    // Older cargo (< 1.71) does not report default members: then every member.
+    let defaults: Vec<&Package> = if meta.workspace_default_members.is_available() {
+        members
+            .iter()
+            .copied()
+            .filter(|p| meta.workspace_default_members.contains(&p.id))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(if defaults.is_empty() {
         members
     } else {
@@ -141,25 +110,21 @@ pub fn harness_targets(package: &Package) -> anyhow::Result<HarnessTargets> {
         let text = std::fs::read_to_string(&package.manifest_path).map_err(|e| {
             exit::coded(
                 exit::INPUT,
-                format!("cannot read {}: {e}", package.manifest_path.display()),
+                format!("cannot read {}: {e}", package.manifest_path),
             )
         })?;
-        tests = harness_false_tests(&text).map_err(|e| {
-            exit::coded(
-                exit::INPUT,
-                format!("{}: {e}", package.manifest_path.display()),
-            )
-        })?;
+        tests = harness_false_tests(&text)
+            .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", package.manifest_path)))?;
         // Only names cargo knows as test targets (a `[[test]]` can be disabled by a feature).
         tests.retain(|t| {
             package
                 .targets
                 .iter()
-                .any(|tg| &tg.name == t && tg.kind.iter().any(|k| k == "test"))
+                .any(|tg| &tg.name == t && tg.is_test())
         });
     }
     Ok(HarnessTargets {
-        package: package.name.clone(),
+        package: package.name.to_string(),
         tests,
     })
 }

@@ -209,7 +209,7 @@ impl FunctionBackend for AmdFunction {
             self.raw.0,
             [config.grid.x, config.grid.y, config.grid.z],
             [config.block.x, config.block.y, config.block.z],
-            config.shared_mem_bytes,
+            config.shared_bytes,
             stream.raw.0,
             args,
         )

@@ -520,10 +520,10 @@ impl FunctionBackend for CpuFunction {
                 config.block.count()
             )));
         }
-        if config.shared_mem_bytes > MAX_DYNAMIC_SHARED {
+        if config.shared_bytes > MAX_DYNAMIC_SHARED {
             return Err(self.invalid(format!(
                 "{} bytes of dynamic shared memory requested; at most {MAX_DYNAMIC_SHARED}",
-                config.shared_mem_bytes
+                config.shared_bytes
             )));
         }
         let desc = ffi::RkLaunchDesc {
@@ -531,7 +531,7 @@ impl FunctionBackend for CpuFunction {
             args: args.as_ptr(),
             grid: [config.grid.x, config.grid.y, config.grid.z],
             block: [config.block.x, config.block.y, config.block.z],
-            shared_bytes: config.shared_mem_bytes,
+            shared_bytes: config.shared_bytes,
             wave_size: options.wave_size,
             checked: u32::from(options.checked),
             has_seed: u32::from(options.shuffle_seed.is_some()),

@@ -794,12 +794,12 @@ impl FunctionBackend for NvFunction {
         let device = &self.module.device;
         let mut state = device.enter()?;
         device.check_generation(&state, stream.generation, "stream")?;
-        if config.shared_mem_bytes > 48 * 1024 {
+        if config.shared_bytes > 48 * 1024 {
             // Above 48 KiB a kernel must opt in to more dynamic shared memory.
             let _ = sys::cuFuncSetAttribute(
                 function,
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                config.shared_mem_bytes as i32,
+                config.shared_bytes as i32,
             );
         }
         state.last_launch = Some(self.name.clone());
@@ -808,7 +808,7 @@ impl FunctionBackend for NvFunction {
             function,
             (config.grid.x, config.grid.y, config.grid.z),
             (config.block.x, config.block.y, config.block.z),
-            config.shared_mem_bytes,
+            config.shared_bytes,
             stream.stream,
             &mut params,
         )

@@ -11,7 +11,7 @@
 //! let mut y = device.upload(&[2.0f32; 1024])?;
 //! let stream = device.stream()?;
 //! saxpy
-//!     .launch(LaunchConfig::for_elements(1024, 256))
+//!     .launch(LaunchConfig::cover(1024, 256))
 //!     .arg(&2.0f32)
 //!     .arg(&x)
 //!     .arg(&mut y)
