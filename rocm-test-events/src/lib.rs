@@ -69,6 +69,8 @@ pub mod env {
     pub const CASES: &str = "ROCM_TEST_CASES";
     /// Run every cpu launch twice in opposite thread orders and report races.
     pub const RACE_CHECK: &str = "ROCM_TEST_RACE_CHECK";
+    /// `0` runs trials in the harness's process instead of one process each.
+    pub const ISOLATE: &str = "ROCM_TEST_ISOLATE";
 }
 
 /// What a check measured of its kernel: the kernel and a device-to-device copy moving the same

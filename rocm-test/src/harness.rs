@@ -32,6 +32,7 @@ use crate::Suite;
 /// ```
 pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    crate::isolate::set_args(argv.iter().skip(1).cloned().collect());
     let (opts, rest) = match HarnessOptions::parse(argv, |k| std::env::var(k).ok()) {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -43,6 +44,24 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
     let mut suite = Suite::new(library);
     register(&mut suite);
     let slots = crate::runtime::discover(library, &opts);
+    // A child process the harness started to run one trial in isolation.
+    if let Some((trial, report)) = crate::isolate::child() {
+        let slots: Vec<TargetSlot> = slots
+            .into_iter()
+            .filter(|s| opts.selects(s.id.backend))
+            .collect();
+        let outcome = suite.run_in_this_process(&slots, &opts, &trial);
+        return match crate::isolate::write_report(&report, &outcome) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!(
+                    "error: cannot write the trial report {}: {e}",
+                    report.display()
+                );
+                ExitCode::from(2)
+            }
+        };
+    }
     run_suite(suite, &slots, &opts, &args)
 }
 

@@ -46,6 +46,7 @@ mod element;
 pub use rocm_test_events as events;
 pub mod gen;
 mod harness;
+mod isolate;
 mod launch;
 mod options;
 mod run;

@@ -10,6 +10,7 @@
 //! | `--cases N`               | `ROCM_TEST_CASES`            | generated cases per trial (default 32) |
 //! | `--events PATH`           | `ROCM_TEST_EVENTS`           | append one JSON object per finished trial to PATH |
 //! | `--race-check`            | `ROCM_TEST_RACE_CHECK=1`     | cpu trials run race-checked (`CpuOptions::race_check`: slower, reports missing barriers) |
+//! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
 //!
 //! A flag wins over its environment variable.
 
@@ -31,6 +32,8 @@ pub struct HarnessOptions {
     pub events: Option<PathBuf>,
     /// Run cpu trials with `CpuOptions::race_check`.
     pub race_check: bool,
+    /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
+    pub isolate: bool,
 }
 
 const FLAGS: [(&str, &str); 6] = [
@@ -52,10 +55,15 @@ impl HarnessOptions {
         let mut given: Vec<(&'static str, String)> = Vec::new();
         let mut rest = Vec::with_capacity(args.len());
         let mut race_flag = false;
+        let mut no_isolate_flag = false;
         let mut it = args.into_iter();
         while let Some(a) = it.next() {
             if a == "--race-check" {
                 race_flag = true;
+                continue;
+            }
+            if a == "--no-isolate" {
+                no_isolate_flag = true;
                 continue;
             }
             let Some((flag, inline)) = FLAGS.iter().find_map(|(f, _)| {
@@ -138,6 +146,11 @@ impl HarnessOptions {
             cases,
             events: last("--events", var::EVENTS).map(PathBuf::from),
             race_check: race_flag || env_switch(env(var::RACE_CHECK), var::RACE_CHECK)?,
+            isolate: !no_isolate_flag
+                && env(var::ISOLATE)
+                    .map(|v| env_switch(Some(v), var::ISOLATE))
+                    .transpose()?
+                    .unwrap_or(true),
         };
         Ok((opts, rest))
     }

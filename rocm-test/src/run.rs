@@ -176,6 +176,12 @@ fn run_case_inner(
     }
     {
         let mut args = launch_args(check, case, &mut device_bufs);
+        crate::isolate::note(|| {
+            format!(
+                "launching `{}` ({launch}) with sizes {:?}",
+                check.kernel, case.sizes
+            )
+        });
         target
             .launch(&check.kernel, &launch, &mut args)
             .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))?;

@@ -10,6 +10,7 @@ use libtest_mimic::{Completion, Failed, Trial};
 use rocm_kernels::KernelLibrary;
 
 use crate::events::{EventSink, TrialEvent, TrialOutcome};
+use crate::isolate::Report;
 use crate::options::HarnessOptions;
 use crate::run::{panic_message, run_check, RunConfig};
 use crate::target::{trial_name, Bandwidth, Target, TargetSlot};
@@ -105,15 +106,57 @@ impl Suite {
         sink: Option<Arc<EventSink>>,
         binary: &str,
     ) -> Vec<TrialBody> {
+        let recorder = Recorder {
+            sink,
+            binary: binary.to_owned(),
+        };
+        self.bodies(slots, opts)
+            .into_iter()
+            .map(|(meta, body)| recorder.trial(meta, body))
+            .collect()
+    }
+
+    /// In a child process of the harness ([`crate::isolate`]): run trial `name` here and say how
+    /// it ended.
+    pub(crate) fn run_in_this_process(
+        self,
+        slots: &[TargetSlot],
+        opts: &HarnessOptions,
+        name: &str,
+    ) -> Report {
+        let inline = HarnessOptions {
+            isolate: false,
+            ..opts.clone()
+        };
+        let Some((_, body)) = self
+            .bodies(slots, &inline)
+            .into_iter()
+            .find(|(meta, _)| meta.name == name)
+        else {
+            return Report::Failed {
+                message: format!("the harness has no trial named `{name}`"),
+            };
+        };
+        match catch_unwind(AssertUnwindSafe(body))
+            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))))
+        {
+            Ok(Done::Passed(cases, seed, bandwidth)) => Report::Passed {
+                cases,
+                seed,
+                bandwidth,
+            },
+            Ok(Done::Ignored(reason)) => Report::Ignored { reason },
+            Err(message) => Report::Failed { message },
+        }
+    }
+
+    /// Every trial's description and body.
+    fn bodies(self, slots: &[TargetSlot], opts: &HarnessOptions) -> Vec<(Meta, Body)> {
         let cfg = Arc::new(RunConfig {
             seed: opts.seed,
             cases: opts.cases.unwrap_or(crate::run::DEFAULT_CASES),
             ..RunConfig::default()
         });
-        let recorder = Recorder {
-            sink,
-            binary: binary.to_owned(),
-        };
         let lib = self.library;
         let checked: Vec<String> = self.checks.iter().map(|c| c.kernel.clone()).collect();
         let mut trials = Vec::new();
@@ -153,6 +196,19 @@ impl Suite {
                         );
                         Box::new(move || Err(msg))
                     }
+                    // A process of its own, so a kernel that kills it fails only this trial.
+                    (Ok(_), true) if opts.isolate => {
+                        let trial = name.clone();
+                        Box::new(move || match crate::isolate::run_in_child(&trial) {
+                            Report::Passed {
+                                cases,
+                                seed,
+                                bandwidth,
+                            } => Ok(Done::Passed(cases, seed, bandwidth)),
+                            Report::Ignored { reason } => Ok(Done::Ignored(reason)),
+                            Report::Failed { message } => Err(message),
+                        })
+                    }
                     (Ok(target), true) => {
                         let (target, check, cfg) = (target.clone(), check.clone(), cfg.clone());
                         let trial = name.clone();
@@ -162,7 +218,7 @@ impl Suite {
                         })
                     }
                 };
-                trials.push(recorder.trial(meta, body));
+                trials.push((meta, body));
             }
         }
         // Every kernel of the library needs a check (or an explicit opt-out).
@@ -176,9 +232,9 @@ impl Suite {
             };
             if let Some((_, reason)) = self.untested.iter().find(|(n, _)| n == k.name) {
                 let reason = format!("untested: {reason}");
-                trials.push(recorder.trial(
+                trials.push((
                     meta("untested"),
-                    Box::new(move || Ok(Done::Ignored(reason))),
+                    Box::new(move || Ok(Done::Ignored(reason))) as Body,
                 ));
             } else if !checked.iter().any(|c| c == k.name) {
                 let msg = format!(
@@ -186,7 +242,7 @@ impl Suite {
                      `s.untested(\"{}\", \"why\")` if another check covers it",
                     k.name, k.source, k.name, k.name
                 );
-                trials.push(recorder.trial(meta("no-check"), Box::new(move || Err(msg))));
+                trials.push((meta("no-check"), Box::new(move || Err(msg)) as Body));
             }
         }
         trials

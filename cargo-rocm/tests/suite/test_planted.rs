@@ -51,12 +51,12 @@ fn planted_bugs_fail_with_the_expected_messages() {
         .map(|v| serde_json::from_value::<TrialEvent>(v.clone()).unwrap())
         .map(|e| (e.name.clone(), e))
         .collect();
-    // 8 checks × 2 wave sizes, and `orphan` without a check. `missing_barrier` uses blocks of
+    // 9 checks × 2 wave sizes, and `orphan` without a check. `missing_barrier` uses blocks of
     // 64 threads: at wave 64 that is one wave, whose lanes run in lockstep as on AMD hardware, so
     // the missing barrier only shows at wave 32 (two waves), as on a GPU.
-    assert_eq!(events.len(), 17, "{:?}", events.keys());
+    assert_eq!(events.len(), 19, "{:?}", events.keys());
     assert_eq!(summary["passed"], 5, "{summary}");
-    assert_eq!(summary["failed"], 12, "{summary}");
+    assert_eq!(summary["failed"], 14, "{summary}");
     assert_eq!(summary["skipped"], 0, "{summary}");
 
     let expect = |name: &str, outcome: TrialOutcome, needles: &[&str]| {
@@ -71,6 +71,15 @@ fn planted_bugs_fail_with_the_expected_messages() {
     };
     for w in ["w32", "w64"] {
         let t = |k: &str| format!("{k}::cpu/{w}");
+        // A kernel that kills its process fails as itself, saying how and what it was doing.
+        expect(
+            &t("aborts"),
+            TrialOutcome::Failed,
+            &[
+                "the trial's process was killed by signal 6 (SIGABRT) while launching `aborts`",
+                "the other trials still run",
+            ],
+        );
         expect(&t("correct_copy"), TrialOutcome::Passed, &[]);
         expect(&t("sqrt_nan_allowed"), TrialOutcome::Passed, &[]);
         expect(
@@ -136,12 +145,12 @@ fn planted_bugs_fail_with_the_expected_messages() {
     // The JUnit file parses and agrees.
     let xml = std::fs::read_to_string(&junit_path).unwrap();
     let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
-    assert_eq!(report.tests, 17);
-    assert_eq!(report.failures, 12);
+    assert_eq!(report.tests, 19);
+    assert_eq!(report.failures, 14);
     assert_eq!(report.test_suites[0].name.as_str(), "planted");
     // And the copies under the target directory exist.
     let results = fixture_target_dir().join("rocm/test");
     assert!(results.join("junit.xml").is_file());
     assert!(results.join("events.jsonl").is_file());
-    assert!(stderr.contains("12 of 17 trials failed"), "{stderr}");
+    assert!(stderr.contains("14 of 19 trials failed"), "{stderr}");
 }
