@@ -14,6 +14,8 @@ fn main() {
         .cpp(true)
         .std("c++17")
         .file("cpu-runtime/runtime.cpp")
+        // The ABI as the compiler sees it, for the layout test in ffi.rs (unreferenced otherwise).
+        .file("cpu-runtime/abi_layout.cpp")
         .include(&cpu)
         .opt_level(2)
         .flag_if_supported("-fno-omit-frame-pointer")

@@ -221,6 +221,9 @@ impl Build {
                     for p in &cpu_out.rerun_if_changed {
                         out.watch(p);
                     }
+                    for w in &cpu_out.warnings {
+                        out.warn(w);
+                    }
                     cpu_kernels = cpu_out.kernels;
                 }
                 Done::Gpu(backend, Ok(compiled)) => {

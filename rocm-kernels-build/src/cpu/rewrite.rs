@@ -3,114 +3,39 @@
 //! compiles a copy of each source where those declarations are replaced, keeping every line where
 //! it was (a `#line` directive maps diagnostics back to the original file).
 
+use super::lex::{lex, Tokens};
+use super::scopes::Scopes;
+
 /// Replace the `extern __shared__` declarations of `source`; returns the new text and how many.
 pub fn rewrite_dynamic_shared(source: &str) -> (String, usize) {
-    let b = source.as_bytes();
+    let toks = lex(source);
     let mut out = String::with_capacity(source.len() + 64);
     let mut copied = 0;
     let mut count = 0;
-    // Scope stack: true for namespace-like scopes (namespace, extern "C"), false otherwise.
-    let mut scopes: Vec<bool> = Vec::new();
-    let mut last_words: Vec<String> = Vec::new();
+    let mut scopes = Scopes::default();
     let mut i = 0;
-    let mut line_start = true;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c == b' ' || c == b'\t' || c == b'\r' {
-            i += 1;
-            continue;
-        }
-        if line_start && c == b'#' {
-            // Preprocessor line (with continuations).
-            while i < b.len() && b[i] != b'\n' {
-                if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
-                    i += 1;
-                }
-                i += 1;
+    while i < toks.len() {
+        match toks.tok(i) {
+            "{" => {
+                scopes.enter(&toks, i);
             }
-            continue;
-        }
-        line_start = false;
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            i += 2;
-            while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                i += 1;
-            }
-            i += 2;
-            continue;
-        }
-        if c == b'"' || c == b'\'' {
-            let q = c;
-            i += 1;
-            while i < b.len() && b[i] != q {
-                if b[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
-            last_words.push("\"".into());
-            continue;
-        }
-        if c == b'{' {
-            let n = last_words.len();
-            let namespace_like = (n >= 1 && last_words[n - 1] == "namespace")
-                || (n >= 2 && last_words[n - 2] == "namespace")
-                || (n >= 2 && last_words[n - 1] == "\"" && last_words[n - 2] == "extern")
-                || last_words
-                    .iter()
-                    .rev()
-                    .take_while(|w| *w != ";")
-                    .any(|w| w == "namespace");
-            scopes.push(namespace_like);
-            last_words.clear();
-            i += 1;
-            continue;
-        }
-        if c == b'}' {
-            scopes.pop();
-            last_words.clear();
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_alphabetic() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            let word = &source[start..i];
-            if word == "extern" {
-                if let Some((end, replacement)) = dynamic_shared_decl(source, start, &scopes) {
+            "}" => scopes.leave(),
+            "extern" if toks.is(i + 1, "__shared__") => {
+                if let Some((semi, replacement)) = dynamic_shared_decl(&toks, i, &scopes) {
+                    let (start, end) = (toks.token(i).start, toks.token(semi).end);
                     out.push_str(&source[copied..start]);
                     out.push_str(&replacement);
                     // Keep the line count: re-emit the newlines the declaration spanned.
-                    for _ in source[start..end].matches('\n') {
+                    for _ in toks.token(i).line..toks.token(semi).line {
                         out.push('\n');
                     }
                     copied = end;
-                    i = end;
                     count += 1;
-                    last_words.clear();
+                    i = semi + 1;
                     continue;
                 }
             }
-            last_words.push(word.to_string());
-            continue;
-        }
-        if c == b';' {
-            last_words.clear();
-            last_words.push(";".into());
+            _ => {}
         }
         i += 1;
     }
@@ -118,55 +43,56 @@ pub fn rewrite_dynamic_shared(source: &str) -> (String, usize) {
     (out, count)
 }
 
-/// At `extern`: if this is `extern __shared__ [attrs] TYPE NAME[];`, the end offset (after `;`)
-/// and the replacement text.
-fn dynamic_shared_decl(source: &str, start: usize, scopes: &[bool]) -> Option<(usize, String)> {
-    let end = start + source[start..].find(';')? + 1;
-    let decl = &source[start..end - 1];
-    let mut rest = decl.strip_prefix("extern")?.trim_start();
-    rest = rest.strip_prefix("__shared__")?;
-    if !rest.starts_with(|c: char| c.is_whitespace()) {
-        return None;
-    }
-    // Drop alignment attributes: the runtime aligns dynamic shared memory to 256 bytes.
-    let mut text = rest.to_string();
-    for attr in ["__align__", "alignas", "__attribute__"] {
-        while let Some(at) = text.find(attr) {
-            let open = at + text[at..].find('(')?;
-            let mut depth = 0;
-            let mut close = open;
-            for (k, ch) in text[open..].char_indices() {
-                match ch {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            close = open + k;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            text.replace_range(at..=close, " ");
+/// At `extern __shared__`: if this is `extern __shared__ [attrs] TYPE NAME[];`, the index of its
+/// `;` and the replacement text.
+fn dynamic_shared_decl(toks: &Tokens, at: usize, scopes: &Scopes) -> Option<(usize, String)> {
+    let semi = (at..toks.len()).find(|&k| toks.is(k, ";"))?;
+    // Runs of tokens [a, b) between `__shared__` and `;` without alignment attributes: the
+    // runtime aligns dynamic shared memory to 256 bytes.
+    let mut runs = Vec::new();
+    let mut run = at + 2;
+    let mut k = at + 2;
+    while k < semi {
+        if matches!(toks.tok(k), "__align__" | "alignas" | "__attribute__") && toks.is(k + 1, "(") {
+            runs.push((run, k));
+            k = toks.close(k + 1)? + 1;
+            run = k;
+            continue;
         }
+        k += 1;
     }
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.strip_suffix(']')?.trim_end();
-    let text = text.strip_suffix('[')?.trim_end();
-    let name_start = text.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))? + 1;
-    let name = &text[name_start..];
-    let ty = text[..name_start].trim();
-    if name.is_empty() || ty.is_empty() {
+    runs.push((run, semi));
+    runs.retain(|&(a, b)| a < b);
+    // The last run ends with `NAME [ ]`.
+    let (last_start, last_end) = *runs.last()?;
+    if last_end < last_start + 3
+        || !toks.is(last_end - 1, "]")
+        || !toks.is(last_end - 2, "[")
+        || !toks.ident(last_end - 3)
+    {
         return None;
     }
-    let at_namespace_scope = scopes.iter().all(|&namespace_like| namespace_like);
+    let name = toks.tok(last_end - 3);
+    let len = runs.len();
+    runs[len - 1].1 = last_end - 3;
+    let ty = runs
+        .iter()
+        .map(|&(a, b)| toks.text(a, b))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if ty.is_empty() {
+        return None;
+    }
+    let at_namespace_scope = scopes.namespaces().is_some();
     let replacement = if at_namespace_scope {
         format!("static rk::dynamic_shared<{ty}> {name};")
     } else {
         format!("{ty} *const {name} = static_cast<{ty} *>(rk_dynamic_shared());")
     };
-    Some((end, replacement))
+    Some((semi, replacement))
 }
 
 #[cfg(test)]
@@ -201,5 +127,18 @@ mod tests {
     fn other_externs_are_untouched() {
         let src = "extern \"C\" {\nextern int x;\n}\n__shared__ float t[4];\n";
         assert_eq!(rewrite_dynamic_shared(src), (src.to_string(), 0));
+    }
+
+    #[test]
+    fn attributes_anywhere_are_dropped_and_literals_do_not_confuse() {
+        let src = "const char* s = \"extern __shared__ int no[];\";\n\
+                   __global__ void k() {\n  extern __shared__ float d[] __attribute__((aligned(16)));\n}\n";
+        let (out, n) = rewrite_dynamic_shared(src);
+        assert_eq!(n, 1, "{out}");
+        assert!(out.contains("\"extern __shared__ int no[];\""), "{out}");
+        assert!(
+            out.contains("float *const d = static_cast<float *>(rk_dynamic_shared());"),
+            "{out}"
+        );
     }
 }

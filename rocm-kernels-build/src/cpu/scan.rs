@@ -1,6 +1,14 @@
-//! Finding kernels in preprocessed C++: the cpu header defines `__global__` as `__rk_kernel__`
-//! when `RK_SCAN` is set, so after `-E` every kernel definition, template and explicit
-//! instantiation carries that marker (or, for instantiations, names a marked template).
+//! Finding the kernels to launch in a preprocessed translation unit: the cpu header defines
+//! `__global__` as `__rk_kernel__` when `RK_SCAN` is set, so after `-E` every kernel definition,
+//! template and explicit instantiation carries that marker (or, for instantiations, names a
+//! marked template). Only tokens at namespace scope are looked at: the bodies of functions and
+//! classes (all of libstdc++'s) are stepped over by their matched braces.
+
+use super::lex::{Kind, Tokens};
+use super::scopes::Scopes;
+
+/// The marker `__global__` becomes under `RK_SCAN`.
+pub const KERNEL_MARK: &str = "__rk_kernel__";
 
 /// A kernel found in a translation unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,151 +21,47 @@ pub struct ScannedKernel {
     pub params: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Word(String),
-    Punct(char),
-    Literal(String),
+/// Names, numbers and literals: tokens a space separates from each other.
+fn wordlike(toks: &Tokens, i: usize) -> bool {
+    matches!(toks.kind(i), Some(Kind::Ident | Kind::Number))
 }
 
-fn tokenize(text: &str) -> Vec<Tok> {
-    let mut toks = Vec::new();
-    let b = text.as_bytes();
-    let mut i = 0;
-    let mut line_start = true;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
-        if line_start && c == b'#' {
-            // Line markers and pragmas.
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        line_start = false;
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            i += 2;
-            while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                i += 1;
-            }
-            i += 2;
-            continue;
-        }
-        if c == b'"' || c == b'\'' {
-            let start = i;
-            i += 1;
-            while i < b.len() && b[i] != c {
-                if b[i] == b'\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
-            toks.push(Tok::Literal(text[start..i.min(b.len())].to_string()));
-            continue;
-        }
-        if c.is_ascii_alphanumeric() || c == b'_' {
-            let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
-                // `.` keeps numbers like 1.5f whole; identifiers never contain it after -E.
-                if b[i] == b'.' && !text[start..i].starts_with(|ch: char| ch.is_ascii_digit()) {
-                    break;
-                }
-                i += 1;
-            }
-            toks.push(Tok::Word(text[start..i].to_string()));
-            continue;
-        }
-        toks.push(Tok::Punct(c as char));
-        i += 1;
-    }
-    toks
-}
-
-fn is_word(t: &Tok, w: &str) -> bool {
-    matches!(t, Tok::Word(x) if x == w)
-}
-
-/// Join tokens as C++ a person would write them: `const float*`, `scale<float>`.
-fn join(toks: &[Tok]) -> String {
+/// Tokens [a, b) joined as C++ a person would write them: `const float*`, `scale<float>`.
+fn join(toks: &Tokens, a: usize, b: usize) -> String {
     let mut out = String::new();
-    let mut prev: Option<&Tok> = None;
-    for t in toks {
-        let text = match t {
-            Tok::Word(w) | Tok::Literal(w) => w.as_str(),
-            Tok::Punct(_) => "",
-        };
-        let space = matches!(
-            (prev, t),
-            (
-                Some(Tok::Word(_) | Tok::Punct('*' | '&' | ',')),
-                Tok::Word(_)
-            )
-        );
+    for i in a..b {
+        let space = i > a
+            && wordlike(toks, i)
+            && (wordlike(toks, i - 1) || matches!(toks.tok(i - 1), "*" | "&" | "&&" | ","));
         if space {
             out.push(' ');
         }
-        match t {
-            Tok::Punct(c) => out.push(*c),
-            _ => out.push_str(text),
-        }
-        prev = Some(t);
+        out.push_str(toks.tok(i));
     }
     out
 }
 
-/// Index of the token closing the bracket opened at `open`.
-fn matching(toks: &[Tok], open: usize, l: char, r: char) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, t) in toks.iter().enumerate().skip(open) {
-        if *t == Tok::Punct(l) {
-            depth += 1;
-        } else if *t == Tok::Punct(r) {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
-
-/// Split a parameter list on top-level commas.
-fn split_params(toks: &[Tok]) -> Vec<&[Tok]> {
+/// Split a parameter list [a, b) on top-level commas; `()` and `(void)` have none.
+fn split_params(toks: &Tokens, a: usize, b: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut depth = 0i32;
-    let mut start = 0;
-    for (i, t) in toks.iter().enumerate() {
-        match t {
-            Tok::Punct('(' | '[' | '{' | '<') => depth += 1,
-            Tok::Punct(')' | ']' | '}' | '>') => depth -= 1,
-            Tok::Punct(',') if depth == 0 => {
-                out.push(&toks[start..i]);
+    let mut start = a;
+    for i in a..b {
+        match toks.tok(i) {
+            "(" | "[" | "{" | "<" => depth += 1,
+            ")" | "]" | "}" | ">" => depth -= 1,
+            ">>" => depth -= 2,
+            "," if depth == 0 => {
+                out.push((start, i));
                 start = i + 1;
             }
             _ => {}
         }
     }
-    if start < toks.len() {
-        out.push(&toks[start..]);
+    if start < b {
+        out.push((start, b));
     }
-    // `()` and `(void)` have no parameters.
-    out.retain(|p| !(p.is_empty() || p.len() == 1 && is_word(&p[0], "void")));
+    out.retain(|&(p, q)| !(p == q || q == p + 1 && toks.is(p, "void")));
     out
 }
 
@@ -179,78 +83,47 @@ const TYPE_WORDS: &[&str] = &[
     "restrict",
 ];
 
-/// `(type, name)` of one parameter's tokens (`const float* __restrict__ x` → (`const float*
-/// __restrict__`, `x`); `float*` → (`float*`, ``)).
-fn param(toks: &[Tok]) -> (String, String) {
-    let toks = match toks.iter().position(|t| *t == Tok::Punct('=')) {
-        Some(eq) => &toks[..eq],
-        None => toks,
-    };
+/// `(type, name)` of one parameter's tokens [a, b) (`const float* __restrict__ x` → (`const
+/// float* __restrict__`, `x`); `float*` → (`float*`, ``)).
+fn param(toks: &Tokens, a: usize, b: usize) -> (String, String) {
+    let b = (a..b).find(|&i| toks.is(i, "=")).unwrap_or(b);
     // `T name[]` / `T name[N]` is a pointer.
-    let (toks, array) = match toks.iter().position(|t| *t == Tok::Punct('[')) {
-        Some(at) => (&toks[..at], true),
-        None => (toks, false),
+    let (b, array) = match (a..b).find(|&i| toks.is(i, "[")) {
+        Some(at) => (at, true),
+        None => (b, false),
     };
-    let named = toks.len() > 1
-        && matches!(toks.last(), Some(Tok::Word(w)) if !TYPE_WORDS.contains(&w.as_str()))
-        && matches!(
-            toks[toks.len() - 2],
-            Tok::Word(_) | Tok::Punct('*' | '&' | '>')
-        );
+    let named = b > a + 1
+        && toks.ident(b - 1)
+        && !TYPE_WORDS.contains(&toks.tok(b - 1))
+        && (wordlike(toks, b - 2) || matches!(toks.tok(b - 2), "*" | "&" | "&&" | ">" | ">>"));
     let (ty, name) = if named {
-        let Some(Tok::Word(name)) = toks.last() else {
-            unreachable!()
-        };
-        (join(&toks[..toks.len() - 1]), name.clone())
+        (join(toks, a, b - 1), toks.tok(b - 1).to_string())
     } else {
-        (join(toks), String::new())
+        (join(toks, a, b), String::new())
     };
     (if array { format!("{ty}*") } else { ty }, name)
 }
 
+fn params(toks: &Tokens, open: usize, close: usize) -> Vec<(String, String)> {
+    split_params(toks, open + 1, close)
+        .into_iter()
+        .map(|(p, q)| param(toks, p, q))
+        .collect()
+}
+
 /// The kernels of a preprocessed translation unit.
-pub fn scan(preprocessed: &str) -> Vec<ScannedKernel> {
-    const MARK: &str = "__rk_kernel__";
-    let toks = tokenize(preprocessed);
+pub fn scan(toks: &Tokens) -> Vec<ScannedKernel> {
     let mut kernels: Vec<ScannedKernel> = Vec::new();
     // Marked templates by qualified name: their parameters (for names in instantiations).
     let mut templates: Vec<(String, Vec<(String, String)>)> = Vec::new();
-    // Scope stack: Some(name) for a namespace (empty for anonymous), None for anything else.
-    let mut scopes: Vec<Option<String>> = Vec::new();
+    let mut scopes = Scopes::default();
     let mut i = 0;
     while i < toks.len() {
-        match &toks[i] {
-            Tok::Punct('{') => {
-                // `namespace a {`, `namespace a::b {`, `namespace {`, `extern "C" {`.
-                let mut j = i;
-                let mut parts = Vec::new();
-                while j > 0 {
-                    match &toks[j - 1] {
-                        Tok::Word(w) if w == "namespace" => break,
-                        Tok::Word(w) => parts.push(w.clone()),
-                        Tok::Punct(':') => {}
-                        _ => {
-                            parts.clear();
-                            j = 0;
-                            break;
-                        }
-                    }
-                    j -= 1;
-                }
-                if j > 0 && is_word(&toks[j - 1], "namespace") {
-                    parts.reverse();
-                    scopes.push(Some(parts.join("::")));
-                } else if i >= 2 && is_word(&toks[i - 2], "extern") {
-                    scopes.push(Some(String::new()));
-                } else {
-                    scopes.push(None);
-                }
-            }
-            Tok::Punct('}') => {
-                scopes.pop();
-            }
-            Tok::Word(w) if w == MARK || w == "template" => {
-                if let Some((kernel, next)) = kernel_at(&toks, i, &scopes, &mut templates) {
+        match toks.tok(i) {
+            "{" => i = scopes.enter_or_skip(toks, i),
+            "}" => scopes.leave(),
+            w if (w == KERNEL_MARK || w == "template") && toks.ident(i) => {
+                if let Some((kernel, next)) = kernel_at(toks, i, &scopes, &mut templates) {
                     if let Some(k) = kernel {
                         if !kernels.iter().any(|x| x.name == k.name) {
                             kernels.push(k);
@@ -267,57 +140,37 @@ pub fn scan(preprocessed: &str) -> Vec<ScannedKernel> {
     kernels
 }
 
-fn qualified(scopes: &[Option<String>], name: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    for s in scopes {
-        match s {
-            Some(ns) if !ns.is_empty() => parts.push(ns.as_str()),
-            Some(_) => {}
-            None => return None, // inside a function or class: not a kernel definition
-        }
-    }
-    parts.push(name);
-    Some(parts.join("::"))
-}
-
 /// At a marker or `template`: parse the declaration. Returns the kernel (if it is one that can
 /// be launched: not a primary template) and where to continue, or None when it is not a kernel.
 fn kernel_at(
-    toks: &[Tok],
+    toks: &Tokens,
     at: usize,
-    scopes: &[Option<String>],
+    scopes: &Scopes,
     templates: &mut Vec<(String, Vec<(String, String)>)>,
 ) -> Option<(Option<ScannedKernel>, usize)> {
-    const MARK: &str = "__rk_kernel__";
-    let is_template_kw = is_word(&toks[at], "template");
-    if is_template_kw {
+    if toks.is(at, "template") {
         // `template <...> __rk_kernel__ ...` (a primary template) or `template ... NAME<..>(..);`
         // (an explicit instantiation).
-        if toks.get(at + 1) == Some(&Tok::Punct('<')) {
-            let close = matching(toks, at + 1, '<', '>')?;
+        if toks.is(at + 1, "<") {
+            let close = toks.close_angle(at + 1)?;
             let mark = close + 1;
             // The marker may follow other specifiers: `template <..> static __global__ void`.
-            let mark = (mark..toks.len().min(mark + 4)).find(|&k| is_word(&toks[k], MARK))?;
-            let (name_toks, open) = declarator(toks, mark + 1)?;
-            let close_paren = matching(toks, open, '(', ')')?;
-            let name = join(name_toks);
-            let params = split_params(&toks[open + 1..close_paren])
-                .into_iter()
-                .map(param)
-                .collect();
-            templates.push((qualified(scopes, &name)?, params));
+            let mark = (mark..toks.len().min(mark + 4)).find(|&k| toks.is(k, KERNEL_MARK))?;
+            let (name, open) = declarator(toks, mark + 1)?;
+            let close_paren = toks.close(open)?;
+            let name = join(toks, name, open);
+            templates.push((scopes.qualify(&name)?, params(toks, open, close_paren)));
             return Some((None, close_paren + 1));
         }
         // Explicit instantiation.
-        let (name_toks, open) = declarator(toks, at + 1)?;
-        let close_paren = matching(toks, open, '(', ')')?;
-        let display = join(name_toks);
+        let (name, open) = declarator(toks, at + 1)?;
+        let close_paren = toks.close(open)?;
+        let display = join(toks, name, open);
         let base = display.split('<').next()?.to_string();
-        let base_q = qualified(scopes, &base)?;
+        let base_q = scopes.qualify(&base)?;
         let (_, tparams) = templates.iter().find(|(n, _)| *n == base_q)?;
-        let params: Vec<(String, String)> = split_params(&toks[open + 1..close_paren])
+        let params: Vec<(String, String)> = params(toks, open, close_paren)
             .into_iter()
-            .map(param)
             .enumerate()
             .map(|(k, (ty, name))| {
                 let name = if name.is_empty() {
@@ -328,7 +181,7 @@ fn kernel_at(
                 (ty, name)
             })
             .collect();
-        let name = qualified(scopes, &display)?;
+        let name = scopes.qualify(&display)?;
         return Some((
             Some(ScannedKernel {
                 cpp_ref: name.clone(),
@@ -339,39 +192,36 @@ fn kernel_at(
         ));
     }
     // A plain kernel: `__rk_kernel__ void name(params) {` (or `;` for a declaration).
-    if at > 0 && is_word(&toks[at - 1], "template") {
+    if at > 0 && toks.is(at - 1, "template") {
         return None; // handled by the `template` branch
     }
-    let (name_toks, open) = declarator(toks, at + 1)?;
-    let close_paren = matching(toks, open, '(', ')')?;
-    let name = qualified(scopes, &join(name_toks))?;
-    let params = split_params(&toks[open + 1..close_paren])
-        .into_iter()
-        .map(param)
-        .collect();
+    let (name, open) = declarator(toks, at + 1)?;
+    let close_paren = toks.close(open)?;
+    let name = scopes.qualify(&join(toks, name, open))?;
     Some((
         Some(ScannedKernel {
             cpp_ref: name.clone(),
             name,
-            params,
+            params: params(toks, open, close_paren),
         }),
         close_paren + 1,
     ))
 }
 
 /// From `start` (after the marker or `template`): skip specifiers up to `void`, then the name
-/// (with template arguments) up to its `(`. Returns the name's tokens and the `(` index.
-fn declarator(toks: &[Tok], start: usize) -> Option<(&[Tok], usize)> {
-    let void_at = (start..toks.len().min(start + 8)).find(|&k| is_word(&toks[k], "void"))?;
+/// (with template arguments) up to its `(`. Returns where the name starts and the `(` index.
+fn declarator(toks: &Tokens, start: usize) -> Option<(usize, usize)> {
+    let void_at = (start..toks.len().min(start + 8)).find(|&k| toks.is(k, "void"))?;
     let name_start = void_at + 1;
     let mut k = name_start;
     let mut angle = 0i32;
     while k < toks.len() {
-        match &toks[k] {
-            Tok::Punct('<') => angle += 1,
-            Tok::Punct('>') => angle -= 1,
-            Tok::Punct('(') if angle == 0 => break,
-            Tok::Punct(';' | '{' | '}') => return None,
+        match toks.tok(k) {
+            "<" => angle += 1,
+            ">" => angle -= 1,
+            ">>" => angle -= 2,
+            "(" if angle == 0 => break,
+            ";" | "{" | "}" => return None,
             _ => {}
         }
         k += 1;
@@ -381,20 +231,25 @@ fn declarator(toks: &[Tok], start: usize) -> Option<(&[Tok], usize)> {
     }
     // Attributes between the name and `(` are not expected after -E; `__launch_bounds__` expands
     // to nothing.
-    Some((&toks[name_start..k], k))
+    Some((name_start, k))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::lex::lex;
     use super::*;
 
+    fn scan_text(src: &str) -> Vec<ScannedKernel> {
+        scan(&lex(src))
+    }
+
     fn names(src: &str) -> Vec<String> {
-        scan(src).into_iter().map(|k| k.name).collect()
+        scan_text(src).into_iter().map(|k| k.name).collect()
     }
 
     #[test]
     fn finds_plain_kernels_with_params() {
-        let k = scan("# 1 \"x.hip\"\n__rk_kernel__ void saxpy(float a, const float* __restrict__ x, float *y, int n) { y[0] = a; }");
+        let k = scan_text("# 1 \"x.hip\"\n__rk_kernel__ void saxpy(float a, const float* __restrict__ x, float *y, int n) { y[0] = a; }");
         assert_eq!(k.len(), 1);
         assert_eq!(k[0].name, "saxpy");
         assert_eq!(
@@ -413,7 +268,7 @@ mod tests {
         let src = "template <typename T> __rk_kernel__ void scale(T* x, T s) { }\n\
                    template __rk_kernel__ void scale<float>(float*, float);\n\
                    template void scale<double>(double*, double);\n";
-        let k = scan(src);
+        let k = scan_text(src);
         assert_eq!(names(src), vec!["scale<float>", "scale<double>"]);
         assert_eq!(
             k[1].params,
@@ -431,19 +286,37 @@ mod tests {
                    extern \"C\" { __rk_kernel__ void c_kernel(unsigned int n) {} }\n\
                    __rk_kernel__ void none() {}";
         assert_eq!(names(src), vec!["a::k", "c_kernel", "none"]);
-        assert!(scan(src)[2].params.is_empty());
+        assert!(scan_text(src)[2].params.is_empty());
         assert_eq!(
-            scan(src)[1].params,
+            scan_text(src)[1].params,
             vec![("unsigned int".into(), "n".into())]
         );
     }
 
     #[test]
     fn arrays_are_pointers_and_unnamed_params_have_no_name() {
-        let k = scan("__rk_kernel__ void k(float x[], int) {}");
+        let k = scan_text("__rk_kernel__ void k(float x[], int) {}");
         assert_eq!(
             k[0].params,
             vec![("float*".into(), "x".into()), ("int".into(), String::new())]
+        );
+    }
+
+    #[test]
+    fn literals_and_nested_templates_do_not_hide_kernels() {
+        // A digit separator and a raw string with a brace in it, which the scanner's own
+        // tokenizer once read as the start of a character literal and as a scope.
+        let src = "constexpr int big = 1'000; const char* s = R\"(}\")\";\n\
+                   template <typename T> struct W {};\n\
+                   template <typename T> __rk_kernel__ void k(W<W<T>>* p, T n) { }\n\
+                   template __rk_kernel__ void k<int>(W<W<int>>*, int);";
+        assert_eq!(names(src), ["k<int>"]);
+        assert_eq!(
+            scan_text(src)[0].params,
+            [
+                ("W<W<int>>*".to_string(), "p".to_string()),
+                ("int".to_string(), "n".to_string())
+            ]
         );
     }
 }

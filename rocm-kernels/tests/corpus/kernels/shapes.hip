@@ -1,4 +1,4 @@
-// Kernel shapes the cpu backend's region form (rocm-kernels/src/build/cpu/region.rs) rewrites:
+// Kernel shapes the cpu backend's region form (rocm-kernels-build/src/cpu/region.rs) rewrites:
 // tests/cpu_regions.rs runs each in region form and with per-thread fibers and compares.
 #include <hip/hip_runtime.h>
 

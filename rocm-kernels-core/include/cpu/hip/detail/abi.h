@@ -1,7 +1,10 @@
 /* The binary interface between kernels compiled for the cargo-rocm cpu backend and its runtime
  * (rocm-kernels/cpu-runtime, linked once into every binary). Kernel translation units include it
- * through <hip/hip_runtime.h>; the runtime includes it directly; the Rust side mirrors the
- * structs in rocm-kernels/src/runtime/backend/cpu/ffi.rs. Bump RK_ABI_VERSION on any change. */
+ * through <hip/hip_runtime.h>; the runtime includes it directly; the Rust side mirrors the host
+ * structs and constants in rocm-kernels/src/runtime/backend/cpu/ffi.rs, whose test compares them
+ * with what the C++ compiler makes of this file (rocm-kernels/cpu-runtime/abi_layout.cpp lists
+ * every size, alignment, offset and constant), so the two cannot drift apart. Bump
+ * RK_ABI_VERSION on any change. */
 #ifndef RK_CPU_ABI_H
 #define RK_CPU_ABI_H
 
@@ -37,9 +40,24 @@ enum rk_call_op {
     RK_CALL_RUN = 0,
     /* Fill *info with the parameter layout. */
     RK_CALL_DESCRIBE = 1,
-    /* Run blocks [begin, end) (linear block ids) of the launch, each whole: only entries whose
-     * region form runs whole blocks (block_entry 2), which never wait. */
+    /* Run blocks [begin, end) (linear block ids) of the launch, each whole: only entries that
+     * run whole blocks (RK_ENTRY_WHOLE_BLOCKS, or any region form with rk_cur.exec_blocks),
+     * which never wait. */
     RK_CALL_RUN_BLOCKS = 2
+};
+
+/* What an entry's region form runs per call (rk_param_info::block_entry). The build's region
+ * form is rocm-kernels-build/src/cpu/region.rs; with rk_cur.exec_fibers an entry runs per-thread
+ * fibers whatever it reports. */
+enum rk_block_entry {
+    /* No region form: the entry runs threads (rk::entry). */
+    RK_ENTRY_THREADS = 0,
+    /* One wave of a block per call: the runtime schedules the block's waves as its threads. */
+    RK_ENTRY_WAVES = 1,
+    /* A whole block per call (and chunks of blocks through RK_CALL_RUN_BLOCKS): the kernel has no
+     * barriers or collectives, or the build proved that the order of its threads between
+     * barriers cannot change its results. */
+    RK_ENTRY_WHOLE_BLOCKS = 2
 };
 
 typedef struct rk_param_info {
@@ -47,8 +65,7 @@ typedef struct rk_param_info {
     uint32_t count;
     uint32_t size[RK_MAX_PARAMS];
     uint8_t is_pointer[RK_MAX_PARAMS];
-    /* 1 when the entry runs whole blocks in region form (rocm-kernels/src/build/cpu/region.rs)
-     * unless rk_cur.exec_fibers asks for per-thread fibers. */
+    /* rk_block_entry: what the entry's region form runs. */
     uint32_t block_entry;
 } rk_param_info;
 

@@ -111,8 +111,7 @@ template <auto K, auto B, bool WHOLE, class... P, std::size_t... I>
 inline void run_block(void (*)(P...), const rk_call *c, std::index_sequence<I...> seq) {
     if (c->op == RK_CALL_DESCRIBE || rk_cur.exec_fibers) {
         run<K>(K, c, seq);
-        /* 2: the region form runs whole blocks (no barriers, no collectives); 1: waves. */
-        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = WHOLE ? 2 : 1;
+        if (c->op == RK_CALL_DESCRIBE) c->info->block_entry = WHOLE ? RK_ENTRY_WHOLE_BLOCKS : RK_ENTRY_WAVES;
         return;
     }
     std::tuple<std::decay_t<P>...> args{*static_cast<const std::decay_t<P> *>(c->args[I])...};

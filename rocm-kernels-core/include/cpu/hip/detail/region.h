@@ -1,4 +1,4 @@
-/* Support for the region form of kernels (see rocm-kernels/src/build/cpu/region.rs).
+/* Support for the region form of kernels (see rocm-kernels-build/src/cpu/region.rs).
  *
  * The build rewrites a kernel whose barriers and warp collectives sit in its own body into a
  * function that runs one *wave* of a block, the way a GPU runs it: the wave's lanes in lockstep

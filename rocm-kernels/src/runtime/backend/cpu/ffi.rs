@@ -1,14 +1,26 @@
-//! Declarations of the C++ runtime (`rocm-kernels/cpu-runtime`), mirroring
-//! `include/cpu/hip/detail/abi.h`.
+//! Declarations of the C++ runtime (`rocm-kernels/cpu-runtime`), mirroring the host side of
+//! `include/cpu/hip/detail/abi.h` (in `rocm-kernels-core`). The test below holds the two
+//! together: it compares every size, alignment, field offset and constant here with what the C++
+//! compiler made of the header (`cpu-runtime/abi_layout.cpp`, linked in by `build.rs`).
 
 use std::ffi::c_void;
 
 pub const RK_ABI_VERSION: u32 = 3;
 pub const RK_MAX_PARAMS: usize = 64;
 
+/// `rk_call_op`: fill `RkCall::info` with the parameter layout.
 pub const RK_CALL_DESCRIBE: u32 = 1;
 
-/// `rk_thread_order`: threads of a block ascending, or waves last to first (race check).
+/// `rk_block_entry`, in `RkParamInfo::block_entry`: what an entry's region form runs per call.
+/// No region form (the entry runs threads).
+pub const RK_ENTRY_THREADS: u32 = 0;
+/// One wave: the runtime schedules the block's waves as its threads.
+pub const RK_ENTRY_WAVES: u32 = 1;
+/// A whole block (no barriers or collectives, or the build proved that thread order between
+/// barriers cannot change the results), and chunks of blocks per call.
+pub const RK_ENTRY_WHOLE_BLOCKS: u32 = 2;
+
+/// `rk_thread_order`: the threads of a block ascending, or descending (the race check runs both).
 pub const RK_ORDER_FORWARD: u32 = 0;
 pub const RK_ORDER_REVERSED: u32 = 1;
 
@@ -119,4 +131,145 @@ extern "C" {
 pub fn c_text(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::ffi::{c_char, CStr};
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// One entry of `rk_abi_layout` (`cpu-runtime/abi_layout.cpp`).
+    #[repr(C)]
+    struct Fact {
+        name: *const c_char,
+        value: u64,
+    }
+
+    extern "C" {
+        static rk_abi_layout: Fact;
+        static rk_abi_layout_len: u64;
+    }
+
+    /// What the C++ compiler made of `abi.h`.
+    fn cpp_facts() -> BTreeMap<String, u64> {
+        // Safety: the table and its length are constants of abi_layout.cpp.
+        let facts = unsafe {
+            std::slice::from_raw_parts(&raw const rk_abi_layout, rk_abi_layout_len as usize)
+        };
+        facts
+            .iter()
+            .map(|f| {
+                // Safety: names are string literals.
+                let name = unsafe { CStr::from_ptr(f.name) };
+                (name.to_string_lossy().into_owned(), f.value)
+            })
+            .collect()
+    }
+
+    /// The same facts of this file, named as abi_layout.cpp names them.
+    fn rust_facts() -> BTreeMap<String, u64> {
+        let mut facts = BTreeMap::new();
+        macro_rules! layout {
+            ($c:literal, $t:ty, [$($field:ident),* $(,)?]) => {
+                facts.insert(format!("sizeof({})", $c), size_of::<$t>() as u64);
+                facts.insert(format!("alignof({})", $c), align_of::<$t>() as u64);
+                $(facts.insert(
+                    format!("offsetof({}, {})", $c, stringify!($field)),
+                    offset_of!($t, $field) as u64,
+                );)*
+            };
+        }
+        macro_rules! constants {
+            ($($name:ident),* $(,)?) => {
+                $(facts.insert(stringify!($name).to_string(), $name as u64);)*
+            };
+        }
+        layout!(
+            "rk_param_info",
+            RkParamInfo,
+            [abi_version, count, size, is_pointer, block_entry]
+        );
+        layout!("rk_call", RkCall, [op, begin, end, args, info]);
+        layout!(
+            "rk_launch_desc",
+            RkLaunchDesc,
+            [
+                entry,
+                args,
+                grid,
+                block,
+                shared_bytes,
+                wave_size,
+                checked,
+                has_seed,
+                seed,
+                time_limit_ns,
+                exec_fibers,
+                region_waves,
+                thread_order,
+                whole_blocks,
+                exec_blocks,
+                watch_len,
+                watch_addr,
+            ]
+        );
+        layout!(
+            "rk_launch_result",
+            RkLaunchResult,
+            [
+                status,
+                block,
+                thread,
+                access,
+                address,
+                message,
+                watch_changes,
+                watch_block,
+                watch_thread,
+            ]
+        );
+        constants!(
+            RK_ABI_VERSION,
+            RK_MAX_PARAMS,
+            RK_CALL_DESCRIBE,
+            RK_ENTRY_THREADS,
+            RK_ENTRY_WAVES,
+            RK_ENTRY_WHOLE_BLOCKS,
+            RK_ORDER_FORWARD,
+            RK_ORDER_REVERSED,
+            RK_OK,
+            RK_FAULT,
+            RK_MEMORY_FAULT,
+            RK_PARTIAL_BARRIER,
+            RK_TIMEOUT,
+            RK_INVALID,
+            RK_STACK_OVERFLOW,
+        );
+        facts
+    }
+
+    #[test]
+    fn the_rust_mirror_matches_what_the_cpp_compiler_makes_of_abi_h() {
+        let cpp = cpp_facts();
+        let rust = rust_facts();
+        assert!(cpp.len() > 40, "the C++ table lists {} facts", cpp.len());
+        let mut wrong = Vec::new();
+        for name in cpp
+            .keys()
+            .chain(rust.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            match (cpp.get(name), rust.get(name)) {
+                (Some(c), Some(r)) if c == r => {}
+                (c, r) => wrong.push(format!("{name}: C++ {c:?}, Rust {r:?}")),
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "abi.h and ffi.rs disagree (fix the side that is wrong, and bump RK_ABI_VERSION):\n{}",
+            wrong.join("\n")
+        );
+    }
 }

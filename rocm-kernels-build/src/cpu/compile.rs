@@ -1,0 +1,134 @@
+//! Compiling the generated units into the kernel library, and what happens when a region form
+//! does not compile (a C++ construct the rewrite mishandles): only the kernels of that form fall
+//! back to per-thread fibers, each with the compiler's first error as the reason, and a warning
+//! per kernel says so (the build shows it with its other warnings). Finding them costs compiler runs only on that failure path: each unit that
+//! fails is checked (`-fsyntax-only`) without its forms, then with each form alone.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::generated::GeneratedUnit;
+use super::{base_build, io, CpuBuildError, CpuBuildRequest, CpuKernelGen};
+
+/// Compile the units into `lib<lib_name>.a`, dropping the region forms that do not compile.
+/// Returns a warning for each kernel that lost its region form.
+pub fn compile(
+    req: &CpuBuildRequest,
+    lib_name: &str,
+    units: &mut [GeneratedUnit],
+    kernels: &mut [CpuKernelGen],
+) -> Result<Vec<String>, CpuBuildError> {
+    let lib = |units: &[GeneratedUnit], quiet: bool| {
+        let mut build = base_build(req);
+        for u in units {
+            build.file(&u.file);
+            if let Some(dir) = u.source.parent() {
+                build.include(dir);
+            }
+        }
+        if quiet {
+            build.cargo_warnings(false).cargo_output(false);
+        }
+        build.try_compile(lib_name)
+    };
+    let loud = |units: &[GeneratedUnit]| {
+        lib(units, false).map_err(|e| CpuBuildError::Compile {
+            message: e.to_string(),
+        })
+    };
+    let mut warnings = Vec::new();
+    if units.iter().any(GeneratedUnit::uses_forms) {
+        if lib(units, true).is_ok() {
+            return Ok(warnings);
+        }
+        for u in units.iter_mut().filter(|u| u.uses_forms()) {
+            drop_failing_forms(req, u, kernels, &mut warnings)?;
+        }
+    }
+    loud(units)?;
+    Ok(warnings)
+}
+
+/// Take out of `u` the region forms that do not compile, and say so for each of their kernels.
+/// Nothing changes when the unit compiles, or when it does not even without region forms (the
+/// final compile then reports that error).
+fn drop_failing_forms(
+    req: &CpuBuildRequest,
+    u: &mut GeneratedUnit,
+    kernels: &mut [CpuKernelGen],
+    warnings: &mut Vec<String>,
+) -> Result<(), CpuBuildError> {
+    if syntax_check(req, &u.file, &u.source).is_ok() {
+        return Ok(());
+    }
+    let probe = u.file.with_extension("probe.cpp");
+    let source = u.source.clone();
+    let check = |text: String| -> Result<Result<(), String>, CpuBuildError> {
+        std::fs::write(&probe, text).map_err(io(&probe))?;
+        Ok(syntax_check(req, &probe, &source))
+    };
+    if check(u.text_with(|_| false))?.is_err() {
+        std::fs::remove_file(&probe).map_err(io(&probe))?;
+        return Ok(());
+    }
+    let mut failed: Vec<(usize, String)> = Vec::new();
+    for f in (0..u.forms.len()).filter(|&f| u.forms[f].in_use) {
+        if let Err(first_error) = check(u.text_with(|g| g == f))? {
+            failed.push((f, first_error));
+        }
+    }
+    for (f, _) in &failed {
+        u.forms[*f].in_use = false;
+    }
+    // Forms that compile alone but not together: none of them is used.
+    if let Err(first_error) = check(u.text())? {
+        for (f, form) in u.forms.iter_mut().enumerate().filter(|(_, f)| f.in_use) {
+            form.in_use = false;
+            failed.push((
+                f,
+                format!("{first_error} (with the unit's other region forms)"),
+            ));
+        }
+    }
+    std::fs::remove_file(&probe).map_err(io(&probe))?;
+    for (f, first_error) in &failed {
+        for k in 0..u.kernels.len() {
+            if u.form_of(k) != Some(*f) {
+                continue;
+            }
+            let kernel = &mut kernels[u.kernels.start + k];
+            kernel.region_form = Err(format!("its region form did not compile: {first_error}"));
+            warnings.push(format!(
+                "rocm-kernels: the cpu backend runs kernel `{}` of {} with per-thread fibers \
+                 (slower): its barrier-region form did not compile ({first_error}); please report \
+                 this",
+                kernel.name,
+                u.source.display()
+            ));
+        }
+    }
+    std::fs::write(&u.file, u.text()).map_err(io(&u.file))
+}
+
+/// `-fsyntax-only` on a unit: Err(first error line) when it does not compile.
+fn syntax_check(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<(), String> {
+    let mut build = base_build(req);
+    build.cargo_metadata(false).warnings(false);
+    let compiler = build.try_get_compiler().map_err(|e| e.to_string())?;
+    let mut cmd: Command = compiler.to_command();
+    if let Some(dir) = source.parent() {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-fsyntax-only").arg("-x").arg("c++").arg(file);
+    let output = cmd.output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Err(stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("unknown error")
+        .trim()
+        .to_string())
+}

@@ -1,0 +1,903 @@
+//! The C++ text of a kernel's region form: a function `rk_block_<kernel>` that runs one wave
+//! of a block (or a whole block) as loops over its lanes between barriers, written against the
+//! spellings of the cpu header `detail/region.h` (`rk::region`, `RK_LANES`, `RK_ALL_LANES`,
+//! `rkr.barrier`, `rk::scope`...). The decisions it follows (slots, uniform loops, liveness,
+//! whole blocks) come from `analysis`; the statements from `parse`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::lex::{Kind, Tokens};
+use super::analysis::{self, lanes_can_leave, param_mutated, settle_liveness, whole_block, Decl};
+use super::parse::{
+    collective_calls, declares_in_condition, has_collective, param_names, CollectiveCall, DeclVar,
+    Init, PResult, Parser, St, Stmt,
+};
+use super::unit::KernelDef;
+
+/// The generator of one kernel's region form: the text so far and where it stands.
+struct Gen<'s, 'a> {
+    src: &'s Tokens<'a>,
+    out: String,
+    /// Lane variables in scope, innermost scope last: (name, storage).
+    scopes: Vec<Vec<(String, String)>>,
+    /// Barrier-level loops enclosing the code being generated.
+    loops: usize,
+    next_id: usize,
+    /// Lane loop labels: (id, used).
+    labels: Vec<(usize, bool)>,
+    /// Inside code run under a mask (a branch, a loop with a per-lane condition).
+    masked: usize,
+    /// Some lane may have returned (lane code with `return` was emitted).
+    returned: bool,
+    /// The lane loop being generated contains a `return`.
+    returned_here: bool,
+}
+
+/// Inside lane code: what a `break`/`continue` binds to.
+#[derive(Clone, Copy)]
+struct LaneCtx {
+    in_loop: bool,
+    in_switch: bool,
+}
+
+impl Gen<'_, '_> {
+    fn id(&mut self) -> usize {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn push(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+
+    fn sync(&self, s: &Stmt) -> bool {
+        has_collective(self.src, s.start, s.end)
+    }
+
+    fn is_lane_var(&self, name: &str) -> bool {
+        self.scopes.iter().any(|s| s.iter().any(|(n, _)| n == name))
+    }
+
+    // ---- decisions, asked with the lane variables in scope here ----
+
+    fn classify(&self, a: usize, end: usize) -> PResult<Decl> {
+        analysis::classify(self.src, a, end, &|n| self.is_lane_var(n))
+    }
+
+    fn lockstep_loop(&self, s: &Stmt) -> PResult<bool> {
+        analysis::lockstep_loop(self.src, s, &|n| self.is_lane_var(n))
+    }
+
+    fn uniform_for(
+        &self,
+        init: (usize, usize),
+        cond: (usize, usize),
+        inc: (usize, usize),
+        body: &Stmt,
+    ) -> PResult<bool> {
+        analysis::uniform_for(self.src, init, cond, inc, body, &|n| self.is_lane_var(n))
+    }
+
+    // ---- declarations ----
+
+    /// Emit slots for the lane variables of a declaration; returns (name, storage) pairs.
+    fn slots(
+        &mut self,
+        ty: &Option<String>,
+        vars: &[DeclVar],
+        pending: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for v in vars {
+            let id = self.id();
+            let storage = format!("rk_v{id}_{}", v.name);
+            match ty {
+                Some(ty) => self.push(&format!(
+                    "\nauto *const {storage} = rkr.alloc<{ty}{}>();",
+                    v.dims
+                )),
+                None => {
+                    // `auto`: the type of the initializer, found by a lambda that is never called
+                    // (it sees lane 0's variables under their names).
+                    let Init::Expr(x, y) = v.init else {
+                        unreachable!("classify checked it")
+                    };
+                    let mut refs = String::new();
+                    for (n, s) in self.scopes.iter().flatten().chain(pending).chain(&out) {
+                        refs.push_str(&format!("auto &{n} = {s}[0]; (void){n}; "));
+                    }
+                    self.push(&format!(
+                        "\nauto rk_ty{id} = [&]() {{ {refs}return ({}); }};\
+                         \nauto *const {storage} = rkr.alloc<std::decay_t<decltype(rk_ty{id}())>>();",
+                        self.src.text(x, y)
+                    ));
+                }
+            }
+            out.push((v.name.clone(), storage));
+        }
+        out
+    }
+
+    /// The lane code of a declaration: bind each name to its slot, then initialize it.
+    fn decl_lane_code(
+        &self,
+        ty: &Option<String>,
+        vars: &[DeclVar],
+        storage: &[(String, String)],
+        reps: &[(usize, usize, String)],
+    ) -> String {
+        let mut s = String::from("\n");
+        for (v, (_, st)) in vars.iter().zip(storage) {
+            s.push_str(&format!("auto &{} = {st}[rk_t]; ", v.name));
+            match (&v.init, ty) {
+                (Init::None, _) => {}
+                (Init::Expr(x, y), _) => {
+                    s.push_str(&format!("{} = {};", v.name, self.text_with(*x, *y, reps)))
+                }
+                (Init::Args(x, y, brace), Some(ty)) => {
+                    let (l, r) = if *brace { ("{", "}") } else { ("(", ")") };
+                    s.push_str(&format!(
+                        "{} = {ty}{l}{}{r};",
+                        v.name,
+                        self.text_with(*x, *y, reps)
+                    ))
+                }
+                (Init::Args(..), None) => unreachable!("classify refuses it"),
+            }
+        }
+        s
+    }
+
+    /// Source text of [a, b) with token ranges replaced.
+    fn text_with(&self, a: usize, b: usize, reps: &[(usize, usize, String)]) -> String {
+        let mut s = String::new();
+        let mut i = a;
+        for (x, y, r) in reps.iter().filter(|(x, _, _)| *x >= a && *x < b) {
+            s.push_str(self.src.text(i, *x));
+            s.push(' ');
+            s.push_str(r);
+            s.push(' ');
+            i = *y;
+        }
+        s.push_str(self.src.text(i, b));
+        s
+    }
+
+    // ---- lane loops ----
+
+    /// Every lane of the block runs the code being generated (no mask, nobody returned): lane
+    /// loops need not test the mask and barriers need no check.
+    fn full(&self) -> bool {
+        self.masked == 0 && !self.returned
+    }
+
+    /// Lane code reads the lane's coordinates from a local rather than the thread-local
+    /// `rk_cur` (which is still set, for functions the kernel calls).
+    fn push_lane(&mut self, code: &str) {
+        self.out
+            .push_str(&code.replace("(rk_cur.thread_idx)", "(rk_tidx)"));
+    }
+
+    fn open_lanes(&mut self) -> usize {
+        let id = self.id();
+        self.labels.push((id, false));
+        if self.full() {
+            self.push("\nRK_ALL_LANES(rkr) {");
+        } else {
+            self.push("\nRK_LANES(rkr) {");
+        }
+        self.push("\nrkr.lane<rk_pub, RK_TLS>(rk_tidx); (void)rk_t;");
+        let scopes = self.scopes.clone();
+        for scope in &scopes {
+            self.push("\n{ ");
+            for (n, s) in scope {
+                self.push(&format!("auto &{n} = {s}[rk_t]; (void){n}; "));
+            }
+        }
+        self.push("\n{");
+        id
+    }
+
+    fn close_lanes(&mut self) {
+        self.push("\n}");
+        for _ in 0..self.scopes.len() {
+            self.push("}");
+        }
+        let (id, used) = self.labels.pop().expect("open_lanes pushed it");
+        if used {
+            self.push(&format!("\nrk_next_{id}:;"));
+        }
+        self.push("\n}");
+    }
+
+    fn leave_lane(&mut self, what: &str) -> String {
+        let last = self.labels.last_mut().expect("inside a lane loop");
+        last.1 = true;
+        format!("{{ {what}; goto rk_next_{}; }}", last.0)
+    }
+
+    /// Lane code for a statement without barriers.
+    fn lane_stmt(&mut self, s: &Stmt, cx: LaneCtx) -> PResult<String> {
+        let src = self.src;
+        let mut out = String::from("\n");
+        // A leading pragma stays on its own line.
+        let (start, pragma) = if src.kind(s.start) == Some(Kind::Pragma) {
+            (s.start + 1, format!("{}\n", src.tok(s.start)))
+        } else {
+            (s.start, String::new())
+        };
+        out.push_str(&pragma);
+        let inner = cx;
+        match &s.st {
+            St::Simple | St::Case => out.push_str(src.text(start, s.end)),
+            St::Other(what) => return Err(format!("{what} in a kernel with barriers")),
+            St::Return((a, b)) => {
+                let expr = if a < b {
+                    format!("(void)({}); ", src.text(*a, *b))
+                } else {
+                    String::new()
+                };
+                self.returned_here = true;
+                out.push_str(&self.leave_lane(&format!("{expr}rkr.ret(rk_t)")));
+            }
+            St::Break if cx.in_loop || cx.in_switch => out.push_str("break;"),
+            St::Continue if cx.in_loop => out.push_str("continue;"),
+            St::Break | St::Continue => {
+                if self.loops == 0 {
+                    return Err("`break`/`continue` outside a loop".into());
+                }
+                let d = self.loops - 1;
+                let what = if matches!(s.st, St::Break) {
+                    format!("rkr.brk(rk_t, {d})")
+                } else {
+                    format!("rkr.cont(rk_t, {d})")
+                };
+                out.push_str(&self.leave_lane(&what));
+            }
+            St::Block(body) => {
+                out.push('{');
+                for c in body {
+                    let c = self.lane_stmt(c, inner)?;
+                    out.push_str(&c);
+                }
+                out.push_str("\n}");
+            }
+            St::If { then, els, .. } => {
+                out.push_str(src.text(start, then.start));
+                out.push_str(&self.lane_stmt(then, inner)?);
+                if let Some(e) = els {
+                    out.push_str("\nelse ");
+                    out.push_str(&self.lane_stmt(e, inner)?);
+                }
+            }
+            St::For { body, .. } | St::While { body, .. } => {
+                out.push_str(src.text(start, body.start));
+                let lc = LaneCtx {
+                    in_loop: true,
+                    in_switch: false,
+                };
+                out.push_str(&self.lane_stmt(body, lc)?);
+            }
+            St::Do { body, .. } => {
+                out.push_str("do ");
+                let lc = LaneCtx {
+                    in_loop: true,
+                    in_switch: false,
+                };
+                out.push_str(&self.lane_stmt(body, lc)?);
+                out.push('\n');
+                out.push_str(src.text(body.end, s.end));
+            }
+            St::Switch { body } => {
+                out.push_str(src.text(start, body.start));
+                let lc = LaneCtx {
+                    in_switch: true,
+                    ..cx
+                };
+                out.push_str(&self.lane_stmt(body, lc)?);
+            }
+        }
+        Ok(out)
+    }
+
+    // ---- barrier-level code ----
+
+    /// A sequence of statements at barrier level.
+    ///
+    /// `live_until`: where the scope of variables declared here ends (token index); a variable
+    /// needs a slot per lane only if it is named again after its own stretch of code.
+    fn seq(&mut self, stmts: &[Stmt], live_until: usize) -> PResult<()> {
+        // Assignments that begin a variable's life anew: statement start -> (type, name).
+        let mut reborn: BTreeMap<usize, (String, String)> = BTreeMap::new();
+        let mut i = 0;
+        while i < stmts.len() {
+            if self.sync(&stmts[i]) {
+                self.sync_stmt(&stmts[i])?;
+                i += 1;
+                continue;
+            }
+            // A run of statements without barriers is one lane loop; hoisted declarations split
+            // it.
+            let mut run: Vec<(&Stmt, Decl)> = Vec::new();
+            while i < stmts.len() && !self.sync(&stmts[i]) {
+                let s = &stmts[i];
+                if self.lockstep_loop(s)? {
+                    break;
+                }
+                let decl = if let Some((ty, name)) = reborn.get(&s.start) {
+                    Decl::Lanes {
+                        ty: Some(ty.clone()),
+                        vars: vec![DeclVar {
+                            name: name.clone(),
+                            init: Init::Expr(s.start + 2, s.end - 1),
+                            dims: String::new(),
+                        }],
+                        declared: false,
+                    }
+                } else if matches!(s.st, St::Simple) {
+                    self.classify(s.start, s.end)?
+                } else {
+                    Decl::No
+                };
+                if matches!(decl, Decl::Hoist) {
+                    break;
+                }
+                run.push((s, decl));
+                i += 1;
+            }
+            if !run.is_empty() {
+                reborn.extend(self.region(run, &stmts[i..], live_until)?);
+            } else if self.lockstep_loop(&stmts[i])? {
+                // A loop the same in every lane: the lanes step through it together.
+                let s = &stmts[i];
+                let St::For {
+                    parts: Some((init, cond, inc)),
+                    body,
+                } = &s.st
+                else {
+                    unreachable!("lockstep_loop checked it")
+                };
+                let head = self.for_head(*init, *cond, *inc);
+                self.push(&format!("\n{{ rk::scope rk_sc(rkr);{head}"));
+                self.branch(body)?;
+                self.push("\n}\n}");
+                i += 1;
+            } else {
+                // A hoisted declaration: once, between lane loops.
+                let s = &stmts[i];
+                let code = self.hoisted(s)?;
+                self.push(&code);
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// `for (init cond; inc) {` of a loop the wave runs once, opening the scope of one iteration.
+    fn for_head(&self, init: (usize, usize), cond: (usize, usize), inc: (usize, usize)) -> String {
+        let src = self.src;
+        format!(
+            "\nfor ({} {}; {}) {{ rk::scope rk_si(rkr);",
+            src.text(init.0, init.1),
+            src.text(cond.0, cond.1),
+            src.text(inc.0, inc.1)
+        )
+    }
+
+    /// A declaration made once per block. Static `__shared__` arrays (`thread_local` after
+    /// preprocessing) become references into the block's storage: plain memory is much cheaper
+    /// to address than thread-local storage in position-independent code.
+    fn hoisted(&self, s: &Stmt) -> PResult<String> {
+        let src = self.src;
+        if src.is(s.start, "thread_local") {
+            if let Decl::Lanes {
+                ty: Some(ty), vars, ..
+            } = self.classify(s.start + 1, s.end)?
+            {
+                if vars.iter().all(|v| matches!(v.init, Init::None)) {
+                    let mut out = String::new();
+                    for v in &vars {
+                        out.push_str(&format!(
+                            "\nauto &{} = rkr.shared<{ty}{}>();",
+                            v.name, v.dims
+                        ));
+                    }
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(format!("\n{}", src.text(s.start, s.end)))
+    }
+
+    /// One lane loop over statements without barriers, with slots for the variables it declares
+    /// that stay live after it. Returns the assignments after it that begin a variable's life
+    /// anew, to be treated as declarations (see [`settle_liveness`]).
+    fn region(
+        &mut self,
+        mut run: Vec<(&Stmt, Decl)>,
+        rest: &[Stmt],
+        live_until: usize,
+    ) -> PResult<Vec<(usize, (String, String))>> {
+        let reborn = settle_liveness(self.src, &mut run, rest, live_until);
+        // Slots for the lane variables declared here, before the loop.
+        let mut pending: Vec<(String, String)> = Vec::new();
+        let mut storages = Vec::new();
+        for (_, d) in &run {
+            if let Decl::Lanes { ty, vars, .. } = d {
+                let st = self.slots(ty, vars, &pending);
+                pending.extend(st.iter().cloned());
+                storages.push(st);
+            } else {
+                storages.push(Vec::new());
+            }
+        }
+        self.open_lanes();
+        let top = LaneCtx {
+            in_loop: false,
+            in_switch: false,
+        };
+        for ((s, d), st) in run.iter().zip(&storages) {
+            let code = match d {
+                Decl::Lanes { ty, vars, .. } => self.decl_lane_code(ty, vars, st, &[]),
+                Decl::Renewed(code) => format!("\n{code}"),
+                _ => self.lane_stmt(s, top)?,
+            };
+            self.push_lane(&code);
+        }
+        self.close_lanes();
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.extend(pending);
+        }
+        self.returned |= std::mem::take(&mut self.returned_here);
+        Ok(reborn)
+    }
+
+    fn sync_stmt(&mut self, s: &Stmt) -> PResult<()> {
+        match &s.st {
+            St::Simple => self.sync_simple(s),
+            St::Block(body) => {
+                self.push("\n{ rk::scope rk_sc(rkr);");
+                self.scopes.push(Vec::new());
+                self.seq(body, s.end)?;
+                self.scopes.pop();
+                self.push("\n}");
+                Ok(())
+            }
+            St::If {
+                cond,
+                then,
+                els,
+                constexpr,
+            } => {
+                if *constexpr {
+                    return Err("`if constexpr` around a barrier".into());
+                }
+                let id = self.id();
+                self.push(&format!(
+                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save(); uint8_t *rk_c{id} = rkr.bytes();"
+                ));
+                self.cond(*cond, &format!("rk_c{id}"))?;
+                self.push(&format!(
+                    "\nrkr.take_branch(rk_m{id}, rk_c{id}, 1);\nif (rkr.any()) {{"
+                ));
+                self.masked += 1;
+                let r = self.branch(then);
+                self.masked -= 1;
+                r?;
+                self.push("\n}");
+                if let Some(e) = els {
+                    self.push(&format!(
+                        "\nrkr.take_branch(rk_m{id}, rk_c{id}, 0);\nif (rkr.any()) {{"
+                    ));
+                    self.masked += 1;
+                    let r = self.branch(e);
+                    self.masked -= 1;
+                    r?;
+                    self.push("\n}");
+                }
+                self.push(&format!("\nrkr.restore(rk_m{id});\n}}"));
+                Ok(())
+            }
+            St::While { cond, body } => self.sync_loop(None, Some(*cond), None, body, false),
+            St::Do { body, cond } => self.sync_loop(None, Some(*cond), None, body, true),
+            St::For {
+                parts: Some((init, cond, inc)),
+                body,
+            } => self.sync_loop(Some(*init), Some(*cond), Some(*inc), body, false),
+            St::For { parts: None, .. } => Err("a range-`for` around a barrier".into()),
+            St::Switch { .. } => Err("a `switch` around a barrier".into()),
+            St::Other(what) => Err(format!("{what} around a barrier")),
+            St::Return(_) | St::Break | St::Continue | St::Case => {
+                Err("a barrier inside `return`".into())
+            }
+        }
+    }
+
+    /// The body of a branch taken under a mask: its own scope.
+    fn branch(&mut self, s: &Stmt) -> PResult<()> {
+        self.scopes.push(Vec::new());
+        let r = if let St::Block(body) = &s.st {
+            self.seq(body, s.end)
+        } else {
+            self.seq(std::slice::from_ref(s), s.end)
+        };
+        self.scopes.pop();
+        r
+    }
+
+    fn sync_loop(
+        &mut self,
+        init: Option<(usize, usize)>,
+        cond: Option<(usize, usize)>,
+        inc: Option<(usize, usize)>,
+        body: &Stmt,
+        do_while: bool,
+    ) -> PResult<()> {
+        let id = self.id();
+        let src = self.src;
+        // `return`, `break` or `continue` in the body can take lanes out of the loop.
+        let exits = lanes_can_leave(src, body);
+        if let (Some(i), Some(c), Some(n)) = (init, cond, inc) {
+            if self.uniform_for(i, c, n, body)? {
+                let d = self.loops;
+                let head = self.for_head(i, c, n);
+                self.push(&format!(
+                    "\n{{ rk::scope rk_sc(rkr); uint8_t *rk_m{id} = rkr.save();{head}"
+                ));
+                if exits {
+                    self.push(&format!(
+                        "\nif (!rkr.any()) break;\nuint8_t *rk_it{id} = rkr.save();"
+                    ));
+                    self.masked += 1;
+                }
+                self.loops += 1;
+                let r = self.branch(body);
+                self.loops -= 1;
+                if exits {
+                    self.masked -= 1;
+                    self.push(&format!("\nrkr.end_iteration(rk_it{id}, {d});"));
+                }
+                r?;
+                self.push(&format!("\n}}\nrkr.end_loop(rk_m{id}, {d});\n}}"));
+                return Ok(());
+            }
+        }
+        // Lanes leave the loop at different iterations: the body runs under a mask.
+        self.masked += 1;
+        let r = self.masked_loop(id, init, cond, inc, body, do_while);
+        self.masked -= 1;
+        r
+    }
+
+    fn masked_loop(
+        &mut self,
+        id: usize,
+        init: Option<(usize, usize)>,
+        cond: Option<(usize, usize)>,
+        inc: Option<(usize, usize)>,
+        body: &Stmt,
+        do_while: bool,
+    ) -> PResult<()> {
+        let d = self.loops;
+        self.push("\n{ rk::scope rk_sc(rkr);");
+        self.scopes.push(Vec::new());
+        if let Some((a, b)) = init {
+            if b > a + 1 {
+                // `init ;` is a statement of its own (a declaration's variables are lane
+                // variables of the loop's scope).
+                let parser = Parser { src: self.src };
+                let s = parser.stmt(a)?;
+                if s.end != b {
+                    return Err("unexpected `for` initializer".into());
+                }
+                self.seq(std::slice::from_ref(&s), body.end)?;
+            }
+        }
+        self.push(&format!(
+            "\nuint8_t *rk_m{id} = rkr.save();\nfor (;;) {{ rk::scope rk_si(rkr);"
+        ));
+        let test = |g: &mut Self| -> PResult<()> {
+            if let Some((a, b)) = cond {
+                if b > a {
+                    g.push(&format!("\nuint8_t *rk_c{id} = rkr.bytes();"));
+                    g.cond((a, b), &format!("rk_c{id}"))?;
+                    g.push(&format!("\nrkr.keep_if(rk_c{id});"));
+                }
+            }
+            g.push("\nif (!rkr.any()) break;");
+            Ok(())
+        };
+        if !do_while {
+            test(self)?;
+        }
+        self.push(&format!("\nuint8_t *rk_it{id} = rkr.save();"));
+        self.loops += 1;
+        let r = self.branch(body);
+        self.loops -= 1;
+        r?;
+        self.push(&format!("\nrkr.end_iteration(rk_it{id}, {d});"));
+        if let Some((a, b)) = inc {
+            if b > a {
+                self.phased(a, b, None, &|t| format!("{t};"))?;
+            }
+        }
+        if do_while {
+            test(self)?;
+        }
+        self.push(&format!("\n}}\nrkr.end_loop(rk_m{id}, {d});"));
+        self.scopes.pop();
+        self.push("\n}");
+        Ok(())
+    }
+
+    /// Evaluate a condition per active lane into the byte array `dst`.
+    fn cond(&mut self, (a, b): (usize, usize), dst: &str) -> PResult<()> {
+        if declares_in_condition(self.src, a, b) {
+            return Err("a declaration in the condition of a loop or `if` with a barrier".into());
+        }
+        let dst = dst.to_string();
+        self.phased(a, b, None, &move |t| {
+            format!("{dst}[rk_t] = static_cast<bool>({t}) ? 1 : 0;")
+        })
+    }
+
+    /// A barrier of the block (a new site id): with every lane of the wave known to run this
+    /// code there is nothing to check within the wave.
+    fn barrier_call(&mut self, value: &str) -> String {
+        let site = self.id();
+        if self.full() {
+            format!("rkr.barrier_full({site}, {value})")
+        } else {
+            format!("rkr.barrier({site}, {value})")
+        }
+    }
+
+    /// A statement with barriers in it at the top level: `__syncthreads();`, or collectives
+    /// inside an expression or a declaration's initializer.
+    fn sync_simple(&mut self, s: &Stmt) -> PResult<()> {
+        let src = self.src;
+        if src.text(s.start, s.end).replace(' ', "") == "__syncthreads();" {
+            let code = self.barrier_call("0");
+            self.push(&format!("\n{code};"));
+            return Ok(());
+        }
+        let decl = self.classify(s.start, s.end)?;
+        match decl {
+            Decl::Hoist | Decl::Renewed(_) => {
+                Err("a barrier in a static or constant declaration".into())
+            }
+            Decl::No => self.phased(s.start, s.end - 1, None, &|t| format!("{t};")),
+            Decl::Lanes { ty, vars, .. } => {
+                let storage = self.slots(&ty, &vars, &[]);
+                self.phased(s.start, s.end - 1, Some((&ty, &vars, &storage)), &|t| {
+                    format!("{t};")
+                })?;
+                if let Some(scope) = self.scopes.last_mut() {
+                    scope.extend(storage);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Run tokens [a, b) per active lane with the collectives in it resolved across lanes: one
+    /// lane loop stores every lane's operands, then the statement (`wrap`ped, or a declaration's
+    /// lane code) runs per lane with each collective replaced by its result.
+    #[allow(clippy::type_complexity)]
+    fn phased(
+        &mut self,
+        a: usize,
+        b: usize,
+        decl: Option<(&Option<String>, &[DeclVar], &[(String, String)])>,
+        wrap: &dyn Fn(String) -> String,
+    ) -> PResult<()> {
+        let src = self.src;
+        let calls = collective_calls(src, a, b)?;
+        let id = self.id();
+        self.push("\n{ rk::scope rk_sp(rkr);");
+        // Phase 1: operands.
+        let mut reps = Vec::new();
+        let mut stores = String::new();
+        let mut after = String::new();
+        for (k, call) in calls.iter().enumerate() {
+            let CollectiveCall {
+                name,
+                at,
+                close,
+                args,
+            } = call;
+            let x = format!("rk_x{id}_{k}");
+            let arg = |n: usize| -> PResult<&str> {
+                args.get(n)
+                    .map(|&(p, q)| src.text(p, q))
+                    .ok_or_else(|| format!("`{name}` with too few arguments"))
+            };
+            let sync_form = name.ends_with("_sync");
+            let v = usize::from(sync_form);
+            let rep = match *name {
+                "__syncthreads" => {
+                    let call = self.barrier_call("0");
+                    after.push_str(&format!("\n{call};"));
+                    "(void)0".to_string()
+                }
+                "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
+                    stores.push_str(&format!(
+                        "{x}[rk_t] = static_cast<uint64_t>(static_cast<int>({}) != 0); ",
+                        arg(0)?
+                    ));
+                    // The block's count comes back from the barrier (summed over its waves).
+                    let sum = format!("rk_sum{id}_{k}");
+                    let call = self.barrier_call(&format!("rkr.count({x})"));
+                    after.push_str(&format!("\nconst uint32_t {sum} = {call};"));
+                    match *name {
+                        "__syncthreads_count" => format!("static_cast<int>({sum})"),
+                        "__syncthreads_and" => format!("static_cast<int>({sum} == rkr.nblock)"),
+                        _ => format!("static_cast<int>({sum} != 0)"),
+                    }
+                }
+                "__activemask" => "static_cast<unsigned long long>(rkr.activemask(rk_t))".into(),
+                "__ballot" | "__ballot64" | "__ballot_sync" | "__any" | "__any_sync" | "__all"
+                | "__all_sync" => {
+                    stores.push_str(&format!(
+                        "{x}[rk_t] = static_cast<uint64_t>(static_cast<int>({}) != 0); ",
+                        arg(v)?
+                    ));
+                    after.push_str(&format!("\nrkr.reduce({x});"));
+                    if name.starts_with("__ballot") {
+                        format!("static_cast<unsigned long long>(rkr.ballot({x}, rk_t))")
+                    } else if name.starts_with("__any") {
+                        format!("static_cast<int>(rkr.ballot({x}, rk_t) != 0)")
+                    } else {
+                        format!("rkr.all({x}, rk_t)")
+                    }
+                }
+                _ => {
+                    // The shuffles.
+                    let value = arg(v)?;
+                    let op = match name.trim_end_matches("_sync") {
+                        "__shfl" => "RK_WARP_SHFL",
+                        "__shfl_up" => "RK_WARP_SHFL_UP",
+                        "__shfl_down" => "RK_WARP_SHFL_DOWN",
+                        _ => "RK_WARP_SHFL_XOR",
+                    };
+                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    let width = match args.get(v + 2) {
+                        Some(&(p, q)) => format!("static_cast<int>({})", src.text(p, q)),
+                        None => "warpSize".into(),
+                    };
+                    format!(
+                        "rkr.shfl<std::decay_t<decltype({value})>>({x}, rk_t, {op}, static_cast<int>({}), {width})",
+                        arg(v + 1)?
+                    )
+                }
+            };
+            if !matches!(*name, "__syncthreads" | "__activemask") {
+                self.push(&format!("\nuint64_t *{x} = rkr.xbuf();"));
+            }
+            reps.push((*at, close + 1, rep));
+        }
+        if !stores.is_empty() {
+            self.open_lanes();
+            self.push("\n");
+            self.push_lane(&stores);
+            self.close_lanes();
+        }
+        // Phase 2: barriers checked, ballots reduced per wave.
+        self.push(&after);
+        // Phase 3: the statement per lane.
+        self.open_lanes();
+        let code = match decl {
+            Some((ty, vars, storage)) => self.decl_lane_code(ty, vars, storage, &reps),
+            None => format!("\n{}", wrap(self.text_with(a, b, &reps))),
+        };
+        self.push_lane(&code);
+        self.close_lanes();
+        self.push("\n}");
+        Ok(())
+    }
+}
+
+/// The region form of kernel `def` (a function definition, in the kernel's namespaces), and
+/// whether it runs whole blocks ([`whole_block`]); Err(why) where the rewrite does not apply.
+/// `readers`: functions that read the running thread's coordinates (see `analysis`).
+pub fn block_function(
+    src: &Tokens,
+    def: &KernelDef,
+    readers: &BTreeSet<String>,
+) -> PResult<(String, bool)> {
+    let (ba, bb) = def.body;
+    let parser = Parser { src };
+    let body = parser.block(ba, bb)?;
+    // Parameters the body changes get a copy per lane.
+    let params = param_names(src, def.params);
+    let mutated: Vec<(String, usize)> = params
+        .into_iter()
+        .filter(|(n, _)| param_mutated(src, n, def.body))
+        .collect();
+    let mut sig = String::new();
+    let mut i = def.params.0;
+    for (n, at) in &mutated {
+        sig.push_str(src.text(i, *at));
+        sig.push_str(&format!(" rk_arg_{n}"));
+        i = at + 1;
+    }
+    sig.push_str(src.text(i, def.params.1));
+    let mut g = Gen {
+        src,
+        out: String::new(),
+        scopes: vec![Vec::new()],
+        loops: 0,
+        next_id: 0,
+        labels: Vec::new(),
+        masked: 0,
+        returned: false,
+        returned_here: false,
+    };
+    for (n, _) in &mutated {
+        g.push(&format!(
+            "\nauto *const rk_p_{n} = rkr.alloc<std::remove_cv_t<decltype(rk_arg_{n})>>();\
+             \nfor (uint32_t rk_t = 0; rk_t < rkr.n; ++rk_t) rk_p_{n}[rk_t] = rk_arg_{n};"
+        ));
+        g.scopes[0].push((n.clone(), format!("rk_p_{n}")));
+    }
+    g.seq(&body, bb)?;
+    // Whether functions the kernel calls read the running thread's coordinates from `rk_cur`
+    // (which then must be set for every lane even when faults need not name it).
+    let tls = (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.tok(i)));
+    // Without barriers or collectives a block's waves have nothing to interleave at: one call
+    // runs the whole block.
+    let whole = whole_block(src, def);
+    // Whether the code tracks active lanes at all (see rk::region).
+    let masks = [
+        "RK_LANES(",
+        "rkr.save",
+        "rkr.barrier(",
+        "rkr.ret",
+        "rkr.brk",
+        "rkr.cont",
+        "rkr.shfl",
+        "rkr.reduce",
+        "rkr.activemask",
+        "rkr.count",
+        "rkr.any",
+        "rkr.act",
+    ]
+    .iter()
+    .any(|m| g.out.contains(m));
+    let mut code = String::new();
+    for ns in &def.namespaces {
+        if ns.is_empty() {
+            // Anonymous namespaces and extern "C" blocks: the block function needs neither.
+            continue;
+        }
+        code.push_str(&format!("namespace {ns} {{ "));
+    }
+    code.push('\n');
+    // Lane loops of kernels indexed by threadIdx.x alone are unrolled (see RK_LANE_UNROLL in
+    // region.h: measured faster for 1-D kernels, slower for the 2-D tiled transpose).
+    let one_d = !g.out.contains("(rk_tidx).y") && !g.out.contains("(rk_tidx).z");
+    code.push_str(&format!(
+        "#undef RK_LANE_UNROLL\n#define RK_LANE_UNROLL{}\n",
+        if one_d { " RK_UNROLL_4" } else { "" }
+    ));
+    if let Some((x, y)) = def.template_head {
+        code.push_str(src.text(x, y));
+        code.push('\n');
+    }
+    code.push_str(&format!(
+        "RK_REGION_FN void rk_block_{}({sig}) {{\nrk::region rkr({masks}, {whole} || rk_cur.exec_blocks);\n\
+         // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
+         // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
+         auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
+         constexpr bool RK_TLS = {tls}; (void)RK_TLS;{}\n}};\n\
+         if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
+        def.name, g.out
+    ));
+    for ns in &def.namespaces {
+        if !ns.is_empty() {
+            code.push('}');
+        }
+    }
+    code.push('\n');
+    Ok((code, whole))
+}
