@@ -14,9 +14,13 @@ fn main() {
         .cpp(true)
         .std("c++17")
         .file("cpu-runtime/runtime.cpp")
+        // The race detector, which the race variant of kernels calls (rocm-kernels-build's
+        // cpu/race.rs renames their instrumentation to it).
+        .file("cpu-runtime/race.cpp")
         // The ABI as the compiler sees it, for the layout test in ffi.rs (unreferenced otherwise).
         .file("cpu-runtime/abi_layout.cpp")
         .include(&cpu)
+        .include("cpu-runtime")
         .opt_level(2)
         .flag_if_supported("-fno-omit-frame-pointer")
         .warnings(true)

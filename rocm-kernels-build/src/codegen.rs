@@ -49,6 +49,7 @@ pub(crate) fn manifest(
         join.kernels[i].0.cpu = Some(ManifestCpu {
             symbol: c.symbol.clone(),
             execution: c.execution(),
+            race_symbol: c.race_symbol.clone(),
         });
         let params = c
             .params
@@ -160,6 +161,12 @@ pub(crate) fn render(m: &BuildManifest) -> String {
                 "        #[link_name = {:?}]\n        fn __rocm_kernels_cpu_entry_{i}();",
                 c.symbol
             );
+            if let Some(race) = &c.race_symbol {
+                let _ = writeln!(
+                    s,
+                    "        #[link_name = {race:?}]\n        fn __rocm_kernels_cpu_race_{i}();"
+                );
+            }
         }
         s.push_str("    }\n");
     }
@@ -199,8 +206,13 @@ pub(crate) fn render(m: &BuildManifest) -> String {
                         other.strip_prefix("fibers: ").unwrap_or(other)
                     ),
                 };
+                let race = if c.race_symbol.is_some() {
+                    format!("Some(__rocm_kernels_cpu_race_{entry} as *const ())")
+                } else {
+                    "None".to_owned()
+                };
                 let text = format!(
-                    "Some({K}::library::CpuEntry {{ entry: __rocm_kernels_cpu_entry_{entry} as *const (), execution: {K}::library::CpuExecution::{execution} }})"
+                    "Some({K}::library::CpuEntry {{ entry: __rocm_kernels_cpu_entry_{entry} as *const (), execution: {K}::library::CpuExecution::{execution}, race: {race} }})"
                 );
                 entry += 1;
                 text
@@ -275,6 +287,7 @@ mod tests {
                 is_pointer: true,
             }],
             region_form: Ok(false),
+            race_symbol: None,
         }
     }
 

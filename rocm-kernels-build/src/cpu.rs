@@ -20,6 +20,7 @@
 mod compile;
 mod generated;
 mod lex;
+mod race;
 mod region;
 mod rewrite;
 mod scan;
@@ -57,6 +58,9 @@ pub struct CpuBuildRequest {
     pub opt_level: Option<u32>,
     /// Print `cargo:` directives (link lines, warnings). False outside build scripts.
     pub cargo_metadata: bool,
+    /// Also compile the race variant (instrumented per-thread entries for the runtime's race
+    /// detector, see [`race`]).
+    pub race_variant: bool,
 }
 
 /// One parameter as the build saw it in the source.
@@ -86,6 +90,8 @@ pub struct CpuKernelGen {
     /// How its blocks run: `Ok(true)` in region form (no fibers), `Ok(false)` with fibers only
     /// at barriers it never has, `Err(why)` with fibers because the region form does not apply.
     pub region_form: Result<bool, String>,
+    /// The race variant's entry (`rkrace_<symbol>`), when the build made one.
+    pub race_symbol: Option<String>,
 }
 
 impl CpuKernelGen {
@@ -388,6 +394,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             kernels.push(CpuKernelGen {
                 region_form: region_form(&regions, &kernel.cpp_ref),
                 name: kernel.name,
+                race_symbol: None,
                 symbol,
                 source_rel: source_rel.clone(),
                 params: kernel
@@ -400,11 +407,37 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
         std::fs::write(&unit.file, unit.text()).map_err(io(&unit.file))?;
         generated.push(unit);
     }
-    let warnings = if generated.is_empty() {
-        Vec::new()
-    } else {
-        compile::compile(req, &lib_name, &mut generated, &mut kernels)?
-    };
+    let mut warnings = Vec::new();
+    if !generated.is_empty() {
+        let race_objects = if req.race_variant {
+            match race::build(req, &generated) {
+                Ok(objects) => {
+                    for k in &mut kernels {
+                        k.race_symbol = Some(race::entry_symbol(&k.symbol));
+                    }
+                    objects
+                }
+                Err(why) => {
+                    warnings.push(format!(
+                        "rocm-kernels: no race variant of the cpu kernels of `{}`: {why}; the \
+                         race check falls back to comparing two thread orders, which sees fewer \
+                         races",
+                        req.name
+                    ));
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        warnings.extend(compile::compile(
+            req,
+            &lib_name,
+            &mut generated,
+            &mut kernels,
+            &race_objects,
+        )?);
+    }
     // How each kernel's blocks run, for people wondering why one is slow.
     let mut report = String::new();
     for k in &kernels {
@@ -441,6 +474,7 @@ mod tests {
             flags: vec![],
             opt_level: Some(0),
             cargo_metadata: false,
+            race_variant: true,
         }
     }
 

@@ -171,6 +171,7 @@ impl Build {
             flags: self.flags.clone(),
             opt_level: self.opt_level,
             cargo_metadata: self.cargo_metadata,
+            race_variant: self.cpu_race_variant,
         });
 
         // The cpu build goes first: it is one long job, and the amd files fill the other slots.

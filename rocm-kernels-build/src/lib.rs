@@ -81,6 +81,7 @@ pub struct Build {
     out_dir: Option<PathBuf>,
     compiler: Option<PathBuf>,
     toolchain: Option<Toolchain>,
+    cpu_race_variant: bool,
 }
 
 impl Default for Build {
@@ -179,7 +180,17 @@ impl Build {
             out_dir: None,
             compiler: None,
             toolchain: None,
+            cpu_race_variant: true,
         }
+    }
+
+    /// Whether the cpu build also compiles the kernels' race variant (default: yes; one more
+    /// compile per source, instrumented for the cpu backend's race detector, which `cargo rocm
+    /// test` runs on the first cases of every cpu trial). Without it the race check compares two
+    /// thread orders instead, and sees fewer races.
+    pub fn cpu_race_variant(&mut self, on: bool) -> &mut Build {
+        self.cpu_race_variant = on;
+        self
     }
 
     /// Adds a source file (relative paths are taken from the crate root).

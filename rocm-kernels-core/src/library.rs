@@ -232,6 +232,9 @@ pub struct CpuEntry {
     pub entry: *const (),
     /// How the cpu runtime runs its blocks.
     pub execution: CpuExecution,
+    /// The same kernel instrumented for the race detector (run per thread), when the build made
+    /// it (`rocm_kernels_build::Build::cpu_race_variant`).
+    pub race: Option<*const ()>,
 }
 
 // Safety: entry points are plain function pointers to code linked into the binary.

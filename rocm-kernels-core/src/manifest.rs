@@ -85,6 +85,9 @@ pub struct ManifestCpu {
     /// How it runs: `regions`, `per-thread loop`, `fibers: <why>` (see
     /// [`crate::library::CpuExecution`]).
     pub execution: String,
+    /// The race variant's entry (instrumented for the cpu race detector), when built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race_symbol: Option<String>,
 }
 
 impl BuildManifest {
@@ -196,6 +199,7 @@ mod tests {
                 }],
                 cpu: Some(ManifestCpu {
                     symbol: "rk_lib_0".into(),
+                    race_symbol: None,
                     execution: "regions".into(),
                 }),
             }],

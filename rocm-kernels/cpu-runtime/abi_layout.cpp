@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "hip/detail/abi.h"
+#include "race.h"
 
 namespace {
 struct fact {
@@ -82,6 +83,27 @@ extern "C" const fact rk_abi_layout[] = {
     RK_CONST(RK_TIMEOUT),
     RK_CONST(RK_INVALID),
     RK_CONST(RK_STACK_OVERFLOW),
+
+    // race.h: the race detector's host side.
+    RK_STRUCT(rk_race_range),
+    RK_FIELD(rk_race_range, start),
+    RK_FIELD(rk_race_range, len),
+    RK_STRUCT(rk_race_access),
+    RK_FIELD(rk_race_access, block),
+    RK_FIELD(rk_race_access, thread),
+    RK_FIELD(rk_race_access, pc),
+    RK_FIELD(rk_race_access, write),
+    RK_FIELD(rk_race_access, atomic),
+    RK_STRUCT(rk_race_report),
+    RK_FIELD(rk_race_report, address),
+    RK_FIELD(rk_race_report, space),
+    RK_FIELD(rk_race_report, count),
+    RK_FIELD(rk_race_report, offset),
+    RK_FIELD(rk_race_report, earlier),
+    RK_FIELD(rk_race_report, later),
+    RK_CONST(RK_RACE_GLOBAL),
+    RK_CONST(RK_RACE_SHARED),
+    RK_CONST(RK_RACE_STATIC_SHARED),
 };
 
 extern "C" const uint64_t rk_abi_layout_len = sizeof(rk_abi_layout) / sizeof(rk_abi_layout[0]);

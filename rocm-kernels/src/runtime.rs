@@ -31,7 +31,7 @@ mod memory;
 mod module;
 mod stream;
 
-pub use device::{CpuExec, CpuOptions, Device, DeviceInfo, Devices};
+pub use device::{CpuExec, CpuOptions, Device, DeviceInfo, Devices, RaceMethod};
 pub use error::{FaultSite, Result, RuntimeError};
 pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
 pub use memory::{Buffer, DeviceCopy};

@@ -67,8 +67,11 @@ pub mod env {
     pub const SEED: &str = "ROCM_TEST_SEED";
     /// Generated cases per trial.
     pub const CASES: &str = "ROCM_TEST_CASES";
-    /// Run every cpu launch twice in opposite thread orders and report races.
+    /// Which cpu launches run under the race detector: `first` (the first cases of each trial,
+    /// the default), a number of first cases, `all` (or `1`), `off` (or `0`).
     pub const RACE_CHECK: &str = "ROCM_TEST_RACE_CHECK";
+    /// How the cpu backend runs a block's threads: `regions` (default), `fibers`, `blocks`.
+    pub const CPU_EXEC: &str = "ROCM_CPU_EXEC";
     /// `0` runs trials in the harness's process instead of one process each.
     pub const ISOLATE: &str = "ROCM_TEST_ISOLATE";
 }
@@ -137,6 +140,55 @@ pub fn read_events(text: &str) -> Result<Vec<TrialEvent>, serde_json::Error> {
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect()
+}
+
+/// Cases of each cpu trial run under the race detector by default.
+pub const DEFAULT_RACE_CASES: u32 = 3;
+
+/// Which cpu launches of a trial run under the race detector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceCheck {
+    Off,
+    /// The first N cases, and every launch after a case failed (shrinking keeps the check that
+    /// found the failure).
+    First(u32),
+    All,
+}
+
+impl Default for RaceCheck {
+    fn default() -> Self {
+        RaceCheck::First(DEFAULT_RACE_CASES)
+    }
+}
+
+impl RaceCheck {
+    /// Whether launch number `case` (from 0) runs race-checked, `failed` once a case failed.
+    pub fn covers(self, case: u64, failed: bool) -> bool {
+        match self {
+            RaceCheck::Off => false,
+            RaceCheck::All => true,
+            RaceCheck::First(n) => failed || case < u64::from(n),
+        }
+    }
+
+    /// `first`, `all`, `off`, or a count of first cases.
+    pub fn parse(value: &str) -> Option<RaceCheck> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "first" => Some(RaceCheck::default()),
+            "all" | "1" | "on" | "true" | "yes" => Some(RaceCheck::All),
+            "off" | "0" | "false" | "no" | "none" => Some(RaceCheck::Off),
+            n => n.parse::<u32>().ok().map(RaceCheck::First),
+        }
+    }
+
+    /// The flag that selects this (for "reproduce with" lines).
+    pub fn flag(self) -> String {
+        match self {
+            RaceCheck::Off => "--race-check=off".into(),
+            RaceCheck::All => "--race-check=all".into(),
+            RaceCheck::First(n) => format!("--race-check={n}"),
+        }
+    }
 }
 
 #[cfg(test)]

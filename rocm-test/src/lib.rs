@@ -63,7 +63,7 @@ pub use compare::{compare, Failure, Mismatch};
 pub use element::{ElemType, ElemVerdict, Element, HostBuf, ScalarValue};
 pub use harness::main;
 pub use launch::{Dim3, Launch};
-pub use options::HarnessOptions;
+pub use options::{HarnessOptions, RaceCheck, DEFAULT_RACE_CASES};
 pub use run::DEFAULT_CASES;
 pub use suite::Suite;
 pub use target::{trial_name, Bandwidth, TrialPlace};

@@ -9,7 +9,8 @@
 //! | `--seed N`                | `ROCM_TEST_SEED`             | seed of the case generator (decimal or `0x…`; default: per check, stable) |
 //! | `--cases N`               | `ROCM_TEST_CASES`            | generated cases per trial (default 32) |
 //! | `--events PATH`           | `ROCM_TEST_EVENTS`           | append one JSON object per finished trial to PATH |
-//! | `--race-check`            | `ROCM_TEST_RACE_CHECK=1`     | cpu trials run race-checked (`CpuOptions::race_check`: slower, reports missing barriers) |
+//! | `--race-check[=WHEN]`     | `ROCM_TEST_RACE_CHECK=WHEN`  | which cpu launches run under the race detector (`CpuOptions::race_check`): `first` (default: the first 3 cases of each trial, and every launch once a case failed), `N` first cases, `all`, `off` (`--no-race-check`); `--race-check` alone is `all` |
+//! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
 //!
 //! A flag wins over its environment variable.
@@ -18,11 +19,36 @@ use std::path::PathBuf;
 
 use rocm_test_events::env as var;
 
+use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
+
+pub use rocm_test_events::{RaceCheck, DEFAULT_RACE_CASES};
+
+/// `regions`, `fibers` or `blocks`.
+pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "regions" => Some(CpuExec::Regions),
+        "fibers" => Some(CpuExec::Fibers),
+        "blocks" => Some(CpuExec::Blocks),
+        _ => None,
+    }
+}
+
+fn cpu_exec_name(exec: CpuExec) -> &'static str {
+    match exec {
+        CpuExec::Regions => "regions",
+        CpuExec::Fibers => "fibers",
+        CpuExec::Blocks => "blocks",
+    }
+}
 
 /// Parsed harness options.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HarnessOptions {
+    /// Which cpu launches run under the race detector.
+    pub race_check: RaceCheck,
+    /// How cpu trials run a block's threads; `None`: the runtime's default.
+    pub cpu_exec: Option<CpuExec>,
     /// `None`: every backend.
     pub backends: Option<Vec<Backend>>,
     pub require: Vec<Backend>,
@@ -30,13 +56,13 @@ pub struct HarnessOptions {
     pub seed: Option<u64>,
     pub cases: Option<u32>,
     pub events: Option<PathBuf>,
-    /// Run cpu trials with `CpuOptions::race_check`.
-    pub race_check: bool,
     /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
     pub isolate: bool,
 }
 
-const FLAGS: [(&str, &str); 6] = [
+const FLAGS: [(&str, &str); 8] = [
+    ("--race-check", var::RACE_CHECK),
+    ("--cpu-exec", var::CPU_EXEC),
     ("--backend", var::BACKEND),
     ("--require-backend", var::REQUIRE_BACKEND),
     ("--wave-size", var::WAVE_SIZE),
@@ -54,12 +80,16 @@ impl HarnessOptions {
     ) -> Result<(HarnessOptions, Vec<String>), String> {
         let mut given: Vec<(&'static str, String)> = Vec::new();
         let mut rest = Vec::with_capacity(args.len());
-        let mut race_flag = false;
         let mut no_isolate_flag = false;
         let mut it = args.into_iter();
         while let Some(a) = it.next() {
+            // `--race-check` alone takes no value: it means all launches.
             if a == "--race-check" {
-                race_flag = true;
+                given.push(("--race-check", "all".into()));
+                continue;
+            }
+            if a == "--no-race-check" {
+                given.push(("--race-check", "off".into()));
                 continue;
             }
             if a == "--no-isolate" {
@@ -145,7 +175,25 @@ impl HarnessOptions {
             seed,
             cases,
             events: last("--events", var::EVENTS).map(PathBuf::from),
-            race_check: race_flag || env_switch(env(var::RACE_CHECK), var::RACE_CHECK)?,
+            race_check: match last("--race-check", var::RACE_CHECK) {
+                None => RaceCheck::default(),
+                Some(v) => RaceCheck::parse(&v).ok_or_else(|| {
+                    format!(
+                        "--race-check / {}: `{v}` is not first, all, off or a number of cases",
+                        var::RACE_CHECK
+                    )
+                })?,
+            },
+            cpu_exec: last("--cpu-exec", var::CPU_EXEC)
+                .map(|v| {
+                    parse_cpu_exec(&v).ok_or_else(|| {
+                        format!(
+                            "--cpu-exec / {}: `{v}` is not regions, fibers or blocks",
+                            var::CPU_EXEC
+                        )
+                    })
+                })
+                .transpose()?,
             isolate: !no_isolate_flag
                 && env(var::ISOLATE)
                     .map(|v| env_switch(Some(v), var::ISOLATE))
@@ -153,6 +201,23 @@ impl HarnessOptions {
                     .unwrap_or(true),
         };
         Ok((opts, rest))
+    }
+
+    /// The flags that make a "reproduce with" line run cpu trials as these options did: the race
+    /// check, execution mode and case count when they are not the defaults.
+    pub fn reproduce_flags(&self) -> String {
+        let mut flags = String::new();
+        if self.race_check != RaceCheck::default() {
+            flags.push(' ');
+            flags.push_str(&self.race_check.flag());
+        }
+        if let Some(exec) = self.cpu_exec {
+            flags.push_str(&format!(" --cpu-exec={}", cpu_exec_name(exec)));
+        }
+        if let Some(cases) = self.cases {
+            flags.push_str(&format!(" --cases={cases}"));
+        }
+        flags
     }
 
     /// Whether trials of `backend` are wanted.
@@ -216,11 +281,31 @@ mod tests {
         assert_eq!(o.wave_sizes, vec![32]);
         assert_eq!(o.seed, Some(42));
         assert!(o.selects(Backend::Nvidia));
-        assert!(!o.race_check);
+        assert_eq!(o.race_check, RaceCheck::First(DEFAULT_RACE_CASES));
+        assert_eq!(o.reproduce_flags(), "");
         let (o, rest) =
             HarnessOptions::parse(args(&["bin", "--race-check", "saxpy"]), |_| None).unwrap();
-        assert!(o.race_check);
+        assert_eq!(o.race_check, RaceCheck::All);
         assert_eq!(rest, args(&["bin", "saxpy"]));
+        let (o, _) = HarnessOptions::parse(
+            args(&[
+                "bin",
+                "--no-race-check",
+                "--cpu-exec",
+                "fibers",
+                "--cases=4",
+            ]),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(o.race_check, RaceCheck::Off);
+        assert_eq!(o.cpu_exec, Some(CpuExec::Fibers));
+        assert_eq!(
+            o.reproduce_flags(),
+            " --race-check=off --cpu-exec=fibers --cases=4"
+        );
+        let (o, _) = HarnessOptions::parse(args(&["bin", "--race-check=10"]), |_| None).unwrap();
+        assert_eq!(o.race_check, RaceCheck::First(10));
     }
 
     #[test]
@@ -237,16 +322,25 @@ mod tests {
         assert_eq!(o.cases, Some(5));
         assert_eq!(o.wave_sizes, vec![32, 64]);
         assert_eq!(o.events, Some(PathBuf::from("/tmp/e.jsonl")));
-        assert!(!o.race_check);
+        assert_eq!(o.race_check, RaceCheck::default());
         let race = |v: &str| {
             let v = v.to_owned();
             HarnessOptions::parse(args(&["bin"]), move |k| {
                 (k == "ROCM_TEST_RACE_CHECK").then(|| v.clone())
             })
         };
-        assert!(race("1").unwrap().0.race_check);
-        assert!(!race("0").unwrap().0.race_check);
+        assert_eq!(race("1").unwrap().0.race_check, RaceCheck::All);
+        assert_eq!(race("all").unwrap().0.race_check, RaceCheck::All);
+        assert_eq!(race("0").unwrap().0.race_check, RaceCheck::Off);
+        assert_eq!(race("first").unwrap().0.race_check, RaceCheck::default());
+        assert_eq!(race("7").unwrap().0.race_check, RaceCheck::First(7));
         assert!(race("maybe").unwrap_err().contains("ROCM_TEST_RACE_CHECK"));
+        let exec = HarnessOptions::parse(args(&["bin"]), |k| {
+            (k == "ROCM_CPU_EXEC").then(|| "blocks".to_owned())
+        })
+        .unwrap()
+        .0;
+        assert_eq!(exec.cpu_exec, Some(CpuExec::Blocks));
         let (o, _) = HarnessOptions::parse(args(&["bin", "--backend", "amd"]), env).unwrap();
         assert_eq!(o.backends, Some(vec![Backend::Amd]));
     }
@@ -258,5 +352,7 @@ mod tests {
         assert!(err(&["b", "--wave-size", "16"]).contains("not a wave size"));
         assert!(err(&["b", "--cases", "0"]).contains("not a positive number"));
         assert!(err(&["b", "--seed"]).contains("`--seed` needs a value"));
+        assert!(err(&["b", "--cpu-exec", "threads"]).contains("not regions, fibers or blocks"));
+        assert!(err(&["b", "--race-check=sometimes"]).contains("not first, all, off"));
     }
 }

@@ -2,6 +2,7 @@
 //! compare, and on failure shrink the input with proptest and say how to reproduce it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use proptest::strategy::{Just, SBoxedStrategy, Strategy, ValueTree};
@@ -11,6 +12,7 @@ use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Ro
 use crate::compare::compare;
 use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
+use crate::options::RaceCheck;
 use crate::target::{Bandwidth, LaunchArg, Target};
 
 /// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
@@ -22,6 +24,11 @@ pub(crate) struct RunConfig {
     pub cases: u32,
     /// Upper bound on shrinking steps (each one is a launch).
     pub max_shrink_iters: u32,
+    /// Which launches run under the cpu race detector (targets that have none ignore it).
+    pub race: RaceCheck,
+    /// Flags for the "reproduce with" line, so it runs as this run did (race check, cpu execution
+    /// mode, cases: [`crate::HarnessOptions::reproduce_flags`]).
+    pub reproduce_flags: String,
 }
 
 impl Default for RunConfig {
@@ -30,6 +37,8 @@ impl Default for RunConfig {
             seed: None,
             cases: DEFAULT_CASES,
             max_shrink_iters: 512,
+            race: RaceCheck::default(),
+            reproduce_flags: String::new(),
         }
     }
 }
@@ -61,8 +70,13 @@ pub(crate) fn run_check(
             .new_tree(&mut runner)
             .map_err(|e| format!("could not build the inputs: {e}"))?
             .current();
-        let bandwidth =
-            run_case(check, target, &case).map_err(|e| format!("{e}  input: {case:?}\n"))?;
+        let race = cfg.race.covers(0, false);
+        let bandwidth = run_case(check, target, &case, race).map_err(|e| {
+            format!(
+                "{e}  input: {case:?}\n  reproduce with: cargo rocm test{} -- '{trial}' --exact\n",
+                cfg.reproduce_flags
+            )
+        })?;
         return Ok(RunOk {
             cases: 1,
             seed: None,
@@ -79,8 +93,17 @@ pub(crate) fn run_check(
         ..Config::default()
     };
     let measured = std::sync::Mutex::new(None);
+    // Launches so far, and whether one failed: the first cases run race-checked, and once a case
+    // failed every launch does, so shrinking keeps the check that found the failure.
+    let launches = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
     let test = |case: Case| {
-        let bandwidth = run_case(check, target, &case).map_err(TestCaseError::fail)?;
+        let n = launches.fetch_add(1, Ordering::Relaxed);
+        let race = cfg.race.covers(n, failed.load(Ordering::Relaxed));
+        let bandwidth = run_case(check, target, &case, race).map_err(|e| {
+            failed.store(true, Ordering::Relaxed);
+            TestCaseError::fail(e)
+        })?;
         if bandwidth.is_some() {
             *measured.lock().unwrap_or_else(|e| e.into_inner()) = bandwidth;
         }
@@ -116,8 +139,9 @@ pub(crate) fn run_check(
         _ => (reason, case),
     };
     Err(format!(
-        "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: ROCM_TEST_SEED={seed:#x} cargo rocm test -- '{trial}' --exact\n",
-        reason.message()
+        "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: cargo rocm test --seed={seed:#x}{} -- '{trial}' --exact\n",
+        reason.message(),
+        cfg.reproduce_flags
     ))
 }
 
@@ -130,8 +154,11 @@ pub(crate) fn run_case(
     check: &Check,
     target: &dyn Target,
     case: &Case,
+    race: bool,
 ) -> Result<Option<Bandwidth>, String> {
-    match catch_unwind(AssertUnwindSafe(|| run_case_inner(check, target, case))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        run_case_inner(check, target, case, race)
+    })) {
         Ok(r) => r,
         Err(payload) => Err(format!("panicked: {}\n", panic_message(&*payload))),
     }
@@ -141,6 +168,7 @@ fn run_case_inner(
     check: &Check,
     target: &dyn Target,
     case: &Case,
+    race: bool,
 ) -> Result<Option<Bandwidth>, String> {
     let inputs = Inputs { case };
     let launch_fn = check
@@ -178,12 +206,14 @@ fn run_case_inner(
         let mut args = launch_args(check, case, &mut device_bufs);
         crate::isolate::note(|| {
             format!(
-                "launching `{}` ({launch}) with sizes {:?}",
-                check.kernel, case.sizes
+                "launching `{}` ({launch}{}) with sizes {:?}",
+                check.kernel,
+                if race { ", race-checked" } else { "" },
+                case.sizes
             )
         });
         target
-            .launch(&check.kernel, &launch, &mut args)
+            .launch(&check.kernel, &launch, &mut args, race)
             .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))?;
     }
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rocm_kernels::library::{CodeObject, ObjectFormat, TargetId};
-use rocm_kernels::runtime::{Buffer, CpuOptions, Device, LaunchBuilder, Module};
+use rocm_kernels::runtime::{Buffer, CpuExec, CpuOptions, Device, LaunchBuilder, Module};
 use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
@@ -29,7 +29,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                 target: format!("w{wave_size}"),
             };
             let target: Result<Arc<dyn Target>, String> = if cpu_built {
-                Ok(cpu_target(lib, wave_size, opts.race_check))
+                Ok(cpu_target(lib, wave_size, opts.cpu_exec))
             } else {
                 Err(format!(
                     "library `{}` was built without the cpu backend (enable it in build.rs)",
@@ -123,20 +123,72 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     slots
 }
 
-/// The cpu backend with this wave size, in checked mode, with a time limit, race-checked if asked.
+/// The cpu backend with this wave size, in checked mode, with a time limit: one device for plain
+/// launches and one for race-checked ones (its race detector, or two thread orders for kernels
+/// built without their race variant).
 pub(crate) fn cpu_target(
     lib: &'static KernelLibrary,
     wave_size: u32,
-    race_check: bool,
+    exec: Option<CpuExec>,
 ) -> Arc<dyn Target> {
-    let device = Device::cpu(CpuOptions {
-        wave_size,
-        checked: true,
-        time_limit: Some(CPU_TIME_LIMIT),
-        race_check,
-        ..CpuOptions::default()
-    });
-    Arc::new(DeviceTarget::new(device, lib))
+    let device = |race_check: bool| {
+        Device::cpu(CpuOptions {
+            wave_size,
+            checked: true,
+            time_limit: Some(CPU_TIME_LIMIT),
+            race_check,
+            exec: exec.unwrap_or_else(CpuExec::from_env),
+            ..CpuOptions::default()
+        })
+    };
+    Arc::new(CpuTarget {
+        plain: DeviceTarget::new(device(false), lib),
+        race: DeviceTarget::new(device(true), lib),
+    })
+}
+
+/// Race-checked launches whose buffers hold more than this run plain instead: the detector keeps
+/// 12 bytes of shadow per byte of device memory a launch touches.
+const RACE_CHECK_MAX_BYTES: usize = 64 << 20;
+
+/// The cpu backend's two devices (see [`cpu_target`]).
+struct CpuTarget {
+    plain: DeviceTarget,
+    race: DeviceTarget,
+}
+
+impl Target for CpuTarget {
+    fn launch(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+        race: bool,
+    ) -> Result<(), String> {
+        let bytes: usize = args
+            .iter()
+            .map(|a| match a {
+                LaunchArg::Buffer { data, .. } => data.as_bytes().len(),
+                LaunchArg::Scalar(_) => 0,
+            })
+            .sum();
+        if race && bytes <= RACE_CHECK_MAX_BYTES {
+            self.race.launch(kernel, launch, args, true)
+        } else {
+            self.plain.launch(kernel, launch, args, false)
+        }
+    }
+
+    fn time(
+        &self,
+        kernel: &str,
+        launch: &Launch,
+        args: &mut [LaunchArg<'_>],
+        bytes: u64,
+        reps: u32,
+    ) -> Result<Bandwidth, String> {
+        self.plain.time(kernel, launch, args, bytes, reps)
+    }
 }
 
 /// Formats compiled for the device at load time rather than ahead of it.
@@ -268,6 +320,7 @@ impl Target for DeviceTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        _race: bool,
     ) -> Result<(), String> {
         let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
         let dev_args = self.upload(args)?;

@@ -72,7 +72,7 @@ impl Suite {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(wave_size)
-            .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size, false))
+            .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size, None))
             .clone();
         let trial = trial_name(
             &check.name,
@@ -155,6 +155,8 @@ impl Suite {
         let cfg = Arc::new(RunConfig {
             seed: opts.seed,
             cases: opts.cases.unwrap_or(crate::run::DEFAULT_CASES),
+            race: opts.race_check,
+            reproduce_flags: opts.reproduce_flags(),
             ..RunConfig::default()
         });
         let lib = self.library;

@@ -39,12 +39,14 @@ pub(crate) trait Target: Send + Sync {
     }
 
     /// Upload the buffers, launch `kernel` once, wait, and download the `read_back` buffers.
+    /// `race`: run it under the race detector where the target has one (the cpu backend).
     /// The error is the runtime's own message (launch failure, out-of-bounds access, timeout…).
     fn launch(
         &self,
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        race: bool,
     ) -> Result<(), String>;
 }
 

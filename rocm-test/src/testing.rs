@@ -25,6 +25,7 @@ impl Target for RustTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        _race: bool,
     ) -> Result<(), String> {
         let k = self
             .0
@@ -226,7 +227,10 @@ fn planted_bugs_fail_with_actionable_reports() {
     );
     assert!(m.contains("worst: y[7]"), "{m}");
     assert!(m.contains("input (shrunk): size n = 8, n = 8i32"), "{m}");
-    assert!(m.contains("reproduce with: ROCM_TEST_SEED=0x"), "{m}");
+    assert!(
+        m.contains("reproduce with: cargo rocm test --seed=0x"),
+        "{m}"
+    );
     assert!(m.contains("-- 'saxpy_wrong_index::cpu/w64' --exact"), "{m}");
 
     let m = msg("saxpy_over_tolerance::cpu/w64");

@@ -79,6 +79,19 @@ pub struct TestArgs {
     #[arg(long, value_name = "N")]
     pub cases: Option<u32>,
 
+    /// Which cpu launches run under the race detector: first (default: the first 3 cases of each
+    /// trial, and all launches once one failed), N (first cases), all, off; alone: all
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "all", value_parser = parse_race_check)]
+    pub race_check: Option<String>,
+
+    /// Run no cpu launch under the race detector (--race-check=off)
+    #[arg(long, conflicts_with = "race_check")]
+    pub no_race_check: bool,
+
+    /// How cpu trials run a block's threads: regions (default), fibers, blocks
+    #[arg(long, value_name = "MODE", value_parser = clap::builder::PossibleValuesParser::new(["regions", "fibers", "blocks"]))]
+    pub cpu_exec: Option<String>,
+
     #[command(flatten)]
     pub format: FormatArgs,
 
@@ -327,7 +340,22 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     if let Some(n) = args.cases {
         env.push((var::CASES, n.to_string()));
     }
+    if args.no_race_check {
+        env.push((var::RACE_CHECK, "off".to_owned()));
+    } else if let Some(when) = &args.race_check {
+        env.push((var::RACE_CHECK, when.clone()));
+    }
+    if let Some(mode) = &args.cpu_exec {
+        env.push((var::CPU_EXEC, mode.clone()));
+    }
     env
+}
+
+/// `--race-check`'s value: first, all, off, or a number of first cases.
+fn parse_race_check(value: &str) -> Result<String, String> {
+    rocm_test_events::RaceCheck::parse(value)
+        .map(|_| value.to_owned())
+        .ok_or_else(|| format!("`{value}` is not first, all, off or a number of cases"))
 }
 
 #[cfg(test)]
@@ -400,7 +428,13 @@ mod tests {
         assert!(env.contains(&("ROCM_TEST_WAVE_SIZE", "32".into())));
         assert!(env.contains(&("ROCM_TEST_SEED", "0x2a".into())));
         assert!(env.contains(&("ROCM_TEST_CASES", "4".into())));
+        assert!(!env.iter().any(|(k, _)| *k == "ROCM_TEST_RACE_CHECK"));
         assert_eq!(build_env(&a), [("ROCM_BACKENDS", "cpu".to_owned())]);
+        let env_of = |v: &[&str]| harness_env(&parse(v), Path::new("/e"));
+        assert!(env_of(&["--race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "all".into())));
+        assert!(env_of(&["--race-check=5"]).contains(&("ROCM_TEST_RACE_CHECK", "5".into())));
+        assert!(env_of(&["--no-race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "off".into())));
+        assert!(env_of(&["--cpu-exec", "fibers"]).contains(&("ROCM_CPU_EXEC", "fibers".into())));
         assert!(build_env(&parse(&[])).is_empty());
     }
 

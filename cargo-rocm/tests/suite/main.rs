@@ -6,6 +6,7 @@ mod cli;
 mod harness_common;
 mod test_example;
 mod test_planted;
+mod test_races;
 mod toolchain_build;
 mod toolchain_e2e;
 mod toolchain_interrupt;

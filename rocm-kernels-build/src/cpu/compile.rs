@@ -4,21 +4,23 @@
 //! per kernel says so (the build shows it with its other warnings). Finding them costs compiler runs only on that failure path: each unit that
 //! fails is checked (`-fsyntax-only`) without its forms, then with each form alone.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::generated::GeneratedUnit;
 use super::{base_build, io, CpuBuildError, CpuBuildRequest, CpuKernelGen};
 
-/// Compile the units into `lib<lib_name>.a`, dropping the region forms that do not compile.
-/// Returns a warning for each kernel that lost its region form.
+/// Compile the units into `lib<lib_name>.a` with `extra` objects (the race variant's), dropping
+/// the region forms that do not compile. Returns a warning for each kernel that lost its region
+/// form.
 pub fn compile(
     req: &CpuBuildRequest,
     lib_name: &str,
     units: &mut [GeneratedUnit],
     kernels: &mut [CpuKernelGen],
+    extra: &[PathBuf],
 ) -> Result<Vec<String>, CpuBuildError> {
-    let lib = |units: &[GeneratedUnit], quiet: bool| {
+    let objects = |units: &[GeneratedUnit], quiet: bool| {
         let mut build = base_build(req);
         for u in units {
             build.file(&u.file);
@@ -29,23 +31,35 @@ pub fn compile(
         if quiet {
             build.cargo_warnings(false).cargo_output(false);
         }
-        build.try_compile(lib_name)
+        build.try_compile_intermediates()
     };
     let loud = |units: &[GeneratedUnit]| {
-        lib(units, false).map_err(|e| CpuBuildError::Compile {
+        objects(units, false).map_err(|e| CpuBuildError::Compile {
             message: e.to_string(),
         })
     };
     let mut warnings = Vec::new();
+    let mut compiled = None;
     if units.iter().any(GeneratedUnit::uses_forms) {
-        if lib(units, true).is_ok() {
-            return Ok(warnings);
-        }
-        for u in units.iter_mut().filter(|u| u.uses_forms()) {
-            drop_failing_forms(req, u, kernels, &mut warnings)?;
+        compiled = objects(units, true).ok();
+        if compiled.is_none() {
+            for u in units.iter_mut().filter(|u| u.uses_forms()) {
+                drop_failing_forms(req, u, kernels, &mut warnings)?;
+            }
         }
     }
-    loud(units)?;
+    let compiled = match compiled {
+        Some(objs) => objs,
+        None => loud(units)?,
+    };
+    // One archive of both variants; cc prints the link lines.
+    let mut archive = base_build(req);
+    archive.objects(compiled).objects(extra);
+    archive
+        .try_compile(lib_name)
+        .map_err(|e| CpuBuildError::Compile {
+            message: e.to_string(),
+        })?;
     Ok(warnings)
 }
 

@@ -37,34 +37,44 @@ pub struct CpuOptions {
     pub time_limit: Option<Duration>,
     /// Worker threads running blocks; 0 = one per available core.
     pub threads: usize,
-    /// Check for data races between barriers: run every launch twice from the same device
-    /// memory, the threads of each block in order and then in reverse order (last to first), and
-    /// fail with
-    /// [`RuntimeError::SharedMemoryRace`] when the results differ, naming the parameter and byte
-    /// offset of the first difference. Catches a thread reading shared memory that another
-    /// thread of its block writes with no `__syncthreads()` between them, or before any thread
-    /// wrote it.
-    ///
-    /// Both runs use per-thread fibers whatever [`CpuOptions::exec`] says: region form runs
-    /// control flow that contains a barrier once for the whole block, synchronising the block
-    /// where the source does not, so a barrier missing before such a loop would go unseen.
-    ///
-    /// Slower: two runs with fibers on one worker thread each (blocks one at a time, in the same
-    /// order both times), plus copies of every buffer the pointer arguments reach. Measured on a
-    /// 2-core machine, 16M floats: a shared-memory block reduction takes 5.1 s of CPU time
-    /// (0.08 s in region form, 1.9 s with fibers, unchecked), saxpy 0.24 s (0.014 s). Results that depend on the order of threads by design are
-    /// reported too: float atomics rounding differently in another order, which thread wins an
-    /// `atomicCAS` or `atomicExch`, a counter handing out slots, and warp-synchronous code that
-    /// relies on the lanes of a wave running in lockstep without `__syncwarp()`. Memory the check
-    /// does not see is not restored between the runs: `__device__` globals, and buffers reached
-    /// only through pointers stored inside other buffers or structs. Races between blocks (see
-    /// [`CpuOptions::shuffle_seed`]) are not detected.
+    /// Check every launch for data races ([`RaceMethod`] says how; the default is the race
+    /// detector). Slower: the launch runs on one worker thread with a fiber per kernel thread.
     pub race_check: bool,
+    /// How [`CpuOptions::race_check`] looks for races.
+    pub race_method: RaceMethod,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
     /// How the threads of a block run ([`CpuExec`]); the default reads `ROCM_CPU_EXEC`
     /// (`regions` or `fibers`).
     pub exec: CpuExec,
+}
+
+/// How the cpu backend's race check ([`CpuOptions::race_check`]) looks for races.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RaceMethod {
+    /// The race detector: the kernel's race variant (built by `rocm-kernels-build`, instrumented
+    /// by the host compiler) runs once, and every access to device and shared memory is checked.
+    /// Two threads of a block touching the same address with no `__syncthreads()` between them
+    /// (or, for lanes of one wave, no collective), at least one writing and not both atomically,
+    /// or two blocks of one launch doing so on device memory, fail the launch with
+    /// [`RuntimeError::DataRace`](crate::runtime::RuntimeError::DataRace), naming the memory,
+    /// both threads and both source lines. Writes of the same value, atomics and (between blocks,
+    /// or lanes of one wave) volatile accesses are not races; a block that writes, then
+    /// `__threadfence()`s and does an atomic, publishes what it wrote to blocks that later do an
+    /// atomic on the same address. Memory it does not see: `__device__` variables, stacks.
+    /// Kernels built without their race variant get [`RaceMethod::TwoOrders`].
+    #[default]
+    Detector,
+    /// Differential execution: the launch runs twice from the same device memory, the threads of
+    /// each block in order and then in reverse order (last to first), and fails with
+    /// [`RuntimeError::SharedMemoryRace`](crate::runtime::RuntimeError::SharedMemoryRace) when the
+    /// buffers its pointer arguments reach differ, naming the parameter and byte offset and the
+    /// threads that last wrote it in each order. Sees only races that change results in those two
+    /// orders, but also results that depend on the order by design: float atomics rounding
+    /// differently, which thread wins an `atomicCAS`, a counter handing out slots. Memory it does
+    /// not restore between the runs: `__device__` variables, buffers reached only through
+    /// pointers stored in other buffers. Races between blocks are not seen.
+    TwoOrders,
 }
 
 /// How the cpu backend runs the threads of a block.
@@ -108,6 +118,7 @@ impl Default for CpuOptions {
             time_limit: None,
             threads: 0,
             race_check: false,
+            race_method: RaceMethod::Detector,
             stack_size: 128 * 1024,
             exec: CpuExec::from_env(),
         }

@@ -113,6 +113,17 @@ pub enum RuntimeError {
         message: String,
         site: Option<FaultSite>,
     },
+    /// Two threads touched the same memory with nothing ordering them and at least one writing
+    /// (cpu backend, [`CpuOptions::race_check`](crate::runtime::CpuOptions::race_check), with the
+    /// kernel's race variant): threads of one block with no barrier between them, or two blocks
+    /// of one launch, not both atomically. The message names the memory, both threads and both
+    /// places in the source; `site` is the second access's.
+    #[error("kernel `{kernel}`: data race on {message}")]
+    DataRace {
+        kernel: String,
+        message: String,
+        site: FaultSite,
+    },
     /// The backend cannot do this (yet).
     #[error("{backend} backend does not support {what}")]
     Unsupported { backend: Backend, what: String },
@@ -124,7 +135,8 @@ impl RuntimeError {
         match self {
             RuntimeError::KernelFault { site, .. }
             | RuntimeError::OutOfBounds { site, .. }
-            | RuntimeError::PartialBarrier { site, .. } => Some(site),
+            | RuntimeError::PartialBarrier { site, .. }
+            | RuntimeError::DataRace { site, .. } => Some(site),
             RuntimeError::SharedMemoryRace { site, .. } => site.as_ref(),
             _ => None,
         }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, LaunchConfig, Module, RuntimeError};
+use rocm_kernels::runtime::{
+    CpuExec, CpuOptions, Device, LaunchConfig, Module, RaceMethod, RuntimeError,
+};
 use rocm_kernels_corpus::{BUGS, FEATURES};
 
 fn module_with(options: CpuOptions) -> Module {
@@ -362,8 +364,10 @@ fn stack_overflow_is_a_kernel_fault() {
     still_works(d);
 }
 
-/// The bug corpus race-checked, once per way of running a block's threads (region form where
-/// the build made one, and per-thread fibers): both must honour the reversed order.
+/// The bug corpus race-checked by comparing two thread orders (`RaceMethod::TwoOrders`, what
+/// kernels built without their race variant get), once per way of running a block's threads
+/// (region form where the build made one, and per-thread fibers): both must honour the reversed
+/// order.
 fn race_checked(wave_size: u32) -> Vec<Module> {
     [CpuExec::Regions, CpuExec::Fibers]
         .into_iter()
@@ -371,6 +375,7 @@ fn race_checked(wave_size: u32) -> Vec<Module> {
             module_with(CpuOptions {
                 wave_size,
                 race_check: true,
+                race_method: RaceMethod::TwoOrders,
                 exec,
                 time_limit: Some(Duration::from_secs(20)),
                 ..CpuOptions::default()
@@ -379,22 +384,194 @@ fn race_checked(wave_size: u32) -> Vec<Module> {
         .collect()
 }
 
-/// The message of a [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
-fn race_message(err: RuntimeError, kernel: &str) -> String {
+/// The bug corpus under the race detector (its race variant).
+fn detected(wave_size: u32) -> Module {
+    module_with(CpuOptions {
+        wave_size,
+        race_check: true,
+        time_limit: Some(Duration::from_secs(20)),
+        ..CpuOptions::default()
+    })
+}
+
+/// The message of a [`RuntimeError::DataRace`] (the detector) or, with `two_orders`, of a
+/// [`RuntimeError::SharedMemoryRace`] for `kernel`, or a panic.
+fn race_report(err: RuntimeError, kernel: &str, two_orders: bool) -> String {
     let text = err.to_string();
-    match err {
+    let (k, message, what) = match err {
+        RuntimeError::DataRace {
+            kernel, message, ..
+        } if !two_orders => (kernel, message, "data race on"),
         RuntimeError::SharedMemoryRace {
-            kernel: k, message, ..
-        } => {
-            assert_eq!(k, kernel);
-            assert!(
-                text.starts_with(&format!("kernel `{kernel}`: shared-memory race: ")),
-                "{text}"
-            );
-            message
-        }
-        other => panic!("expected SharedMemoryRace, got {other:?}"),
+            kernel, message, ..
+        } if two_orders => (kernel, message, "shared-memory race:"),
+        other => panic!("expected a race report (two orders: {two_orders}), got {other:?}"),
+    };
+    assert_eq!(k, kernel);
+    assert!(
+        text.starts_with(&format!("kernel `{kernel}`: {what} ")),
+        "{text}"
+    );
+    message
+}
+
+fn data_race(err: RuntimeError, kernel: &str) -> String {
+    race_report(err, kernel, false)
+}
+
+#[testkit::test]
+fn the_race_detector_names_memory_threads_and_source_lines_of_a_missing_barrier() {
+    for wave in [32, 64] {
+        let m = detected(wave);
+        let d = m.device();
+        let input: Vec<i32> = (1..=512).collect();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<i32>(512).unwrap();
+        let err = m
+            .kernel("missing_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let site = err.fault_site().cloned().unwrap();
+        let message = data_race(err, "missing_barrier");
+        // Thread 0 reads s[1] (line 10) before thread 1 writes it (line 8).
+        assert!(
+            message.starts_with("a static __shared__ variable: "),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "thread (0,0,0) read it at tests/corpus/kernels/bugs.hip:10, then thread (1,0,0) \
+                 wrote it at tests/corpus/kernels/bugs.hip:8, in block (0,0,0) with no \
+                 __syncthreads() between them (lanes of one wave"
+            ),
+            "{message}"
+        );
+        assert_eq!((site.block, site.thread), ([0, 0, 0], [1, 0, 0]));
+        still_works(d);
     }
+}
+
+#[testkit::test]
+fn the_race_detector_sees_barriers_missing_in_before_and_between_waves() {
+    let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
+    for wave in [32, 64] {
+        let m = detected(wave);
+        let d = m.device();
+        let inb = d.upload(&input).unwrap();
+        let mut out = d.alloc::<f32>(2).unwrap();
+        let err = m
+            .kernel("reduce_missing_loop_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 256))
+            .arg(&inb)
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let message = data_race(err, "reduce_missing_loop_barrier");
+        assert!(message.contains("bugs.hip:114"), "{message}");
+        assert!(
+            message.contains("no __syncthreads() between them"),
+            "{message}"
+        );
+
+        // Within one wave (64 threads at wave 64) as much as between two.
+        let mut partial = d.alloc::<f32>(2).unwrap();
+        let err = m
+            .kernel("missing_barrier_before_loop")
+            .unwrap()
+            .launch(LaunchConfig::new(2, 64))
+            .arg(&inb)
+            .arg(&mut partial)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let message = data_race(err, "missing_barrier_before_loop");
+        assert!(
+            message.contains("bugs.hip:145") && message.contains("bugs.hip:148"),
+            "{message}"
+        );
+
+        // A shared value set by thread 0 and read by the others with no barrier.
+        let mut out = d.alloc::<i32>(127).unwrap();
+        let err = m
+            .kernel("shift_without_barrier")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 128))
+            .arg(&mut out)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        let message = data_race(err, "shift_without_barrier");
+        assert!(
+            message.contains(
+                "thread (0,0,0) wrote it at tests/corpus/kernels/bugs.hip:133, then thread \
+                 (1,0,0) read it"
+            ),
+            "{message}"
+        );
+    }
+}
+
+#[testkit::test]
+fn the_race_detector_reports_blocks_that_depend_on_each_other() {
+    let m = detected(64);
+    let d = m.device();
+    let mut data = d.upload(&[0i32; 8]).unwrap();
+    let err = m
+        .kernel("order_dependent")
+        .unwrap()
+        .launch(LaunchConfig::new(8, 64))
+        .arg(&mut data)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    let message = data_race(err, "order_dependent");
+    assert!(
+        message.starts_with(
+            "`data` (parameter #0, int*) at byte offset 4: thread (0,0,0) of block (1,0,0) \
+             wrote it at tests/corpus/kernels/bugs.hip:84, then thread (0,0,0) of block (2,0,0) \
+             read it at tests/corpus/kernels/bugs.hip:84; the blocks of a launch run in any \
+             order"
+        ),
+        "{message}"
+    );
+}
+
+#[testkit::test]
+fn the_race_detector_passes_atomics_and_reports_faults_first() {
+    for wave in [32, 64] {
+        let m = detected(wave);
+        let d = m.device();
+        // Atomics never race, whatever order they run in.
+        let mut counter = d.upload(&[0u32]).unwrap();
+        let mut order = d.alloc::<u32>(256).unwrap();
+        m.kernel("run_order")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 256))
+            .arg(&mut counter)
+            .arg(&mut order)
+            .arg(&1i32)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        assert_eq!(counter.to_vec().unwrap(), vec![256]);
+        // A fault is the error, not the races around it.
+        let mut out = d.alloc::<f32>(1000).unwrap();
+        let err = m
+            .kernel("oob_write")
+            .unwrap()
+            .launch(LaunchConfig::cover(1024, 256))
+            .arg(&mut out)
+            .arg(&1000i32)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        assert!(matches!(err, RuntimeError::OutOfBounds { .. }), "{err}");
+        still_works(d);
+    }
+}
+
+fn race_message(err: RuntimeError, kernel: &str) -> String {
+    race_report(err, kernel, true)
 }
 
 #[testkit::test]

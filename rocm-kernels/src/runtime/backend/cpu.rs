@@ -37,18 +37,18 @@
 //! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
 //! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
 //!
-//! Race check ([`CpuOptions::race_check`], module `race`): a launch runs twice from the same
-//! device memory on a fresh one-worker pool each time, with per-thread fibers (region form
-//! synchronises blocks at control flow that contains a barrier, which can hide a missing one),
-//! the threads of each block in order and
-//! then in `RK_ORDER_REVERSED` (last to first; warp collectives give the same results in either
-//! order), and the buffers its pointer arguments reach are compared;
-//! a difference is a [`RuntimeError::SharedMemoryRace`] naming the parameter and byte offset.
-//! Static `__shared__` arrays are plain C++ thread-locals (arena slots in region form), so
-//! accesses cannot be watched; the
-//! order of threads between barriers is what a missing barrier makes results depend on. Also
-//! reported: anything else order-dependent (float atomics, an `atomicCAS` winner).
+//! Race check ([`CpuOptions::race_check`]): with the kernel's race variant (instrumented by the
+//! build, `rocm-kernels-build/src/cpu/race.rs`), one run on a fresh one-worker pool, per-thread
+//! fibers, with the race detector of `cpu-runtime/race.cpp` armed (module `detector`):
+//! [`RuntimeError::DataRace`] names the memory, both threads and both source lines. Without a race
+//! variant, or with [`RaceMethod::TwoOrders`] (module `race`): the launch runs twice from the same
+//! device memory, the threads of each block in order and then in `RK_ORDER_REVERSED` (last to
+//! first; warp collectives give the same results in either order), and the buffers its pointer
+//! arguments reach are compared; a difference is a [`RuntimeError::SharedMemoryRace`] naming the
+//! parameter and byte offset. That also reports anything else order-dependent (float atomics, an
+//! `atomicCAS` winner).
 
+mod detector;
 mod ffi;
 mod race;
 
@@ -64,7 +64,7 @@ use super::{
 };
 use crate::library::{Backend, KernelLibrary};
 use crate::runtime::{
-    CpuExec, CpuOptions, DeviceInfo, FaultSite, LaunchConfig, Result, RuntimeError,
+    CpuExec, CpuOptions, DeviceInfo, FaultSite, LaunchConfig, RaceMethod, Result, RuntimeError,
 };
 
 /// Largest block the cpu backend runs (HIP's limit).
@@ -149,6 +149,22 @@ impl Shared {
             backend: Backend::Cpu,
             reason: format!("could not start the cpu worker pool: {reason}"),
         }
+    }
+
+    /// The live allocation (start, bytes) a fault at `address` missed: the one it is just past
+    /// the end of, or just before the start of.
+    fn buffer_near(&self, address: u64) -> Option<(u64, u64)> {
+        let allocations = self.allocations.lock().ok()?;
+        if let Some((&start, &bytes)) = allocations.range(..=address).next_back() {
+            if address < start + bytes + GUARD_BYTES {
+                return Some((start, bytes));
+            }
+        }
+        allocations
+            .range(address..)
+            .next()
+            .filter(|(&start, _)| start - address <= GUARD_BYTES)
+            .map(|(&start, &bytes)| (start, bytes))
     }
 
     /// Explain a memory fault at `address` using the live allocations.
@@ -376,14 +392,23 @@ impl ModuleBackend for CpuModule {
             message,
         })?;
         // Source names of the parameters, for reports, where the build recorded them.
-        let param_names = if kernel.params.len() == layout.len() {
-            kernel.params.iter().map(|p| p.name).collect()
+        let (param_names, param_types) = if kernel.params.len() == layout.len() {
+            (
+                kernel.params.iter().map(|p| p.name).collect(),
+                kernel.params.iter().map(|p| p.type_name).collect(),
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
+        // Safety: the build generated the race entry with the `rk_entry_fn` signature too.
+        let race_entry = cpu
+            .race
+            .map(|race| unsafe { std::mem::transmute::<*const (), ffi::RkEntry>(race) });
         Ok(Some(Arc::new(CpuFunction {
             name: name.to_string(),
             entry,
+            race_entry,
+            param_types,
             layout,
             region_form,
             param_names,
@@ -433,6 +458,8 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32),
 struct CpuFunction {
     name: String,
     entry: ffi::RkEntry,
+    /// The kernel's race variant (instrumented, per thread), for the race detector.
+    race_entry: Option<ffi::RkEntry>,
     layout: Vec<ParamLayout>,
     /// What the entry's region form runs per call (`rk_block_entry` in `abi.h`): waves
     /// (`RK_ENTRY_WAVES`), which the runtime then schedules as the block's threads; whole blocks
@@ -440,6 +467,8 @@ struct CpuFunction {
     region_form: u32,
     /// Parameter names from the build's declarations; empty when unknown.
     param_names: Vec<&'static str>,
+    /// Their source types, likewise.
+    param_types: Vec<&'static str>,
     shared: Arc<Shared>,
 }
 
@@ -555,15 +584,64 @@ impl FunctionBackend for CpuFunction {
             watch_len: 0,
             watch_addr: 0,
         };
-        if options.race_check {
-            self.launch_race_checked(desc, args)
+        let result = if options.race_check {
+            match (options.race_method, self.race_entry) {
+                (RaceMethod::Detector, Some(race_entry)) => {
+                    self.launch_race_detected(desc, race_entry, args)
+                }
+                _ => self.launch_race_checked(desc, args),
+            }
         } else {
             self.run(self.shared.pool()?, &desc).map(drop)
-        }
+        };
+        result.map_err(|err| self.name_missed_buffer(err, args))
     }
 }
 
 impl CpuFunction {
+    /// Parameter `index` as reports name it: "`x` (parameter #0, const float*)".
+    fn param_label(&self, index: usize) -> String {
+        match (self.param_names.get(index), self.param_types.get(index)) {
+            (Some(n), Some(t)) if !t.is_empty() => format!("`{n}` (parameter #{index}, {t})"),
+            (Some(n), _) => format!("`{n}` (parameter #{index})"),
+            _ => format!("parameter #{index}"),
+        }
+    }
+
+    /// An out-of-bounds fault names the parameter whose buffer it missed, where one points into
+    /// it: "`x` (parameter #0, const float*): byte offset 4 of the 4-byte buffer...".
+    ///
+    /// # Safety
+    /// `args` are the launch's argument pointers.
+    unsafe fn name_missed_buffer(
+        &self,
+        mut err: RuntimeError,
+        args: &[*mut c_void],
+    ) -> RuntimeError {
+        if let RuntimeError::OutOfBounds {
+            address, detail, ..
+        } = &mut err
+        {
+            if let Some((start, bytes)) = self.shared.buffer_near(*address) {
+                let param = self
+                    .layout
+                    .iter()
+                    .zip(args)
+                    .enumerate()
+                    .filter(|(_, (p, _))| p.is_pointer)
+                    .find(|(_, (_, &arg))| {
+                        let value = std::ptr::read_unaligned(arg as *const u64);
+                        value >= start && value <= start + bytes
+                    })
+                    .map(|(index, _)| index);
+                if let Some(index) = param {
+                    *detail = format!("{}: {detail}", self.param_label(index));
+                }
+            }
+        }
+        err
+    }
+
     /// Run one launch on `pool`.
     ///
     /// # Safety
@@ -582,7 +660,80 @@ impl CpuFunction {
         }
     }
 
-    /// [`CpuOptions::race_check`]: run the launch with the threads of each block in order and
+    /// [`CpuOptions::race_check`] with the kernel's race variant: one run of the instrumented
+    /// entry, per-thread fibers on a fresh one-worker pool, with the race detector armed over the
+    /// device's memory (`detector`, `cpu-runtime/race.cpp`). A fault of the run comes first; else
+    /// any race found fails the launch.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`].
+    unsafe fn launch_race_detected(
+        &self,
+        mut desc: ffi::RkLaunchDesc,
+        race_entry: ffi::RkEntry,
+        args: &[*mut c_void],
+    ) -> Result<()> {
+        let pool = self
+            .shared
+            .new_pool(1)
+            .map_err(|reason| Shared::pool_error(&reason))?;
+        desc.entry = race_entry;
+        desc.exec_fibers = 1;
+        desc.region_waves = 0;
+        desc.whole_blocks = 0;
+        desc.exec_blocks = 0;
+        let allocations = self
+            .shared
+            .allocations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let _armed = detector::ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        if !detector::arm(&allocations, desc.wave_size) {
+            return Err(self.invalid("the race detector is in use by another launch".into()));
+        }
+        let run = self.run(pool.0, &desc);
+        let found = detector::disarm();
+        let run = run.map_err(|mut err| {
+            // A partial barrier: say which barrier (the waiting thread's).
+            if let RuntimeError::PartialBarrier { site, message } = &mut err {
+                let [x, y, z] = site.thread;
+                let linear = x + desc.block[0] * (y + desc.block[1] * z);
+                if let Some(line) = detector::barrier_line(linear) {
+                    message.push_str(&format!(" (the barrier at {line})"));
+                }
+            }
+            err
+        });
+        run?;
+        let Some(first) = found.reports.first() else {
+            return Ok(());
+        };
+        let pointers: Vec<detector::PointerArg> = self
+            .layout
+            .iter()
+            .zip(args)
+            .enumerate()
+            .filter(|(_, (p, _))| p.is_pointer)
+            .map(|(index, (_, &arg))| detector::PointerArg {
+                label: self.param_label(index),
+                value: std::ptr::read_unaligned(arg as *const u64),
+            })
+            .collect();
+        let name_global = |address: u64| detector::name_global(address, &pointers, &allocations);
+        let message = detector::message(&found, desc.wave_size, desc.block, &name_global);
+        Err(RuntimeError::DataRace {
+            kernel: self.name.clone(),
+            message,
+            site: FaultSite {
+                kernel: self.name.clone(),
+                block: first.later.block,
+                thread: first.later.thread,
+            },
+        })
+    }
+
+    /// [`CpuOptions::race_check`] without a race variant: run the launch with the threads of each block in order and
     /// again, from the same device memory, in reverse order (see `race`); the results must agree.
     ///
     /// # Safety

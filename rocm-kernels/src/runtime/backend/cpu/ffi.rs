@@ -1,7 +1,8 @@
 //! Declarations of the C++ runtime (`rocm-kernels/cpu-runtime`), mirroring the host side of
 //! `include/cpu/hip/detail/abi.h` (in `rocm-kernels-core`). The test below holds the two
 //! together: it compares every size, alignment, field offset and constant here with what the C++
-//! compiler made of the header (`cpu-runtime/abi_layout.cpp`, linked in by `build.rs`).
+//! compiler made of the header (`cpu-runtime/abi_layout.cpp`, linked in by `build.rs`). The race
+//! detector's host side (`cpu-runtime/race.h`) is mirrored and held the same way.
 
 use std::ffi::c_void;
 
@@ -31,6 +32,42 @@ pub const RK_PARTIAL_BARRIER: u32 = 3;
 pub const RK_TIMEOUT: u32 = 4;
 pub const RK_INVALID: u32 = 5;
 pub const RK_STACK_OVERFLOW: u32 = 6;
+
+/// `rk_race_space`: where racing accesses went.
+pub const RK_RACE_GLOBAL: u32 = 1;
+pub const RK_RACE_SHARED: u32 = 2;
+pub const RK_RACE_STATIC_SHARED: u32 = 3;
+
+/// `rk_race_range`: device memory the race detector checks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RkRaceRange {
+    pub start: u64,
+    pub len: u64,
+}
+
+/// `rk_race_access`: one access of a race.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RkRaceAccess {
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    pub pc: u64,
+    pub write: u32,
+    pub atomic: u32,
+}
+
+/// `rk_race_report`: a race, with how many times this pair of places raced.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RkRaceReport {
+    pub address: u64,
+    pub space: u32,
+    pub count: u32,
+    pub offset: u64,
+    pub earlier: RkRaceAccess,
+    pub later: RkRaceAccess,
+}
 
 #[repr(C)]
 pub struct RkParamInfo {
@@ -125,6 +162,9 @@ extern "C" {
     pub fn rk_mem_free(ptr: *mut c_void, bytes: u64, guarded: u32);
     pub fn rk_measure_switch_ns(iterations: u64) -> f64;
     pub fn rk_runtime_supported() -> u32;
+    pub fn rk_race_begin(ranges: *const RkRaceRange, count: u32, wave_size: u32) -> u32;
+    pub fn rk_race_end(out: *mut RkRaceReport, max: u32, total: *mut u64) -> u32;
+    pub fn rk_race_barrier_pc(thread: u32) -> u64;
 }
 
 /// The text of a NUL-terminated C buffer.
@@ -230,7 +270,21 @@ mod tests {
                 watch_thread,
             ]
         );
+        layout!("rk_race_range", RkRaceRange, [start, len]);
+        layout!(
+            "rk_race_access",
+            RkRaceAccess,
+            [block, thread, pc, write, atomic]
+        );
+        layout!(
+            "rk_race_report",
+            RkRaceReport,
+            [address, space, count, offset, earlier, later]
+        );
         constants!(
+            RK_RACE_GLOBAL,
+            RK_RACE_SHARED,
+            RK_RACE_STATIC_SHARED,
             RK_ABI_VERSION,
             RK_MAX_PARAMS,
             RK_CALL_DESCRIBE,

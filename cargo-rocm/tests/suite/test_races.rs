@@ -1,0 +1,191 @@
+//! The synchronisation-bug corpus (tests/fixtures/races): every planted bug fails the default
+//! `cargo rocm test --backend cpu` with a message naming the place, its "reproduce with" line
+//! reproduces it (execution mode included), and every correct kernel passes in every mode at
+//! both wave sizes.
+
+use crate::harness_common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use harness_common::*;
+use rocm_test_events::{TrialEvent, TrialOutcome};
+
+/// `cargo rocm test` on the fixture with `extra` arguments: the trials' events by name.
+fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {
+    let manifest = fixture.join("Cargo.toml");
+    let mut args = vec![
+        "test",
+        "--manifest-path",
+        manifest.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--message-format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = cargo_rocm(&args, fixture);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "cargo rocm test {extra:?} ran its trials\n{stderr}"
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    lines
+        .iter()
+        .filter(|v| v["type"] != "summary")
+        .map(|v| serde_json::from_value::<TrialEvent>(v.clone()).unwrap())
+        .map(|e| (e.name.clone(), e))
+        .collect()
+}
+
+fn message(events: &HashMap<String, TrialEvent>, name: &str) -> (TrialOutcome, String) {
+    let e = events
+        .get(name)
+        .unwrap_or_else(|| panic!("no trial {name} in {:?}", events.keys()));
+    (e.outcome, e.message.clone().unwrap_or_default())
+}
+
+#[testkit::test(needs = [CXX])]
+fn every_planted_race_fails_by_default_naming_the_place() {
+    let fixture = repo().join("tests/fixtures/races");
+    copy_lock(&fixture);
+    let events = run(&fixture, &[]);
+    assert_eq!(events.len(), 60, "{:?}", events.keys());
+    let shared = [
+        "data race on a static __shared__ variable",
+        "no __syncthreads() between them",
+        "kernels/races.hip:",
+    ];
+    let partial = ["partial barrier", "(the barrier at kernels/races.hip:"];
+    let expected: Vec<(&str, Vec<&str>)> = vec![
+        ("bug_before_loop", shared.to_vec()),
+        ("bug_inside_loop", shared.to_vec()),
+        ("bug_after_loop", shared.to_vec()),
+        ("bug_upsweep", shared.to_vec()),
+        ("bug_downsweep", shared.to_vec()),
+        ("bug_reverse", shared.to_vec()),
+        ("bug_pair_swap", shared.to_vec()),
+        ("bug_shared_histogram", shared.to_vec()),
+        (
+            "bug_global_histogram",
+            vec![
+                "data race on `hist` (parameter #1, unsigned int*)",
+                "no __syncthreads() between them",
+            ],
+        ),
+        (
+            "bug_dot",
+            vec![
+                "data race on `out` (parameter #2, float*) at byte offset 0",
+                "the blocks of a launch run in any order",
+            ],
+        ),
+        (
+            "bug_block_prefix",
+            vec![
+                "data race on `totals` (parameter #1, float*)",
+                "of block (1,0,0)",
+                "the blocks of a launch run in any order",
+            ],
+        ),
+        ("bug_barrier_under_if", partial.to_vec()),
+        ("bug_count_ternary", partial.to_vec()),
+        (
+            "bug_pair_sum",
+            vec!["out-of-bounds read", "`x` (parameter #0, const float*)"],
+        ),
+        ("bug_copy2", vec!["never written: still the poison value"]),
+    ];
+    for wave in ["w32", "w64"] {
+        for (kernel, needles) in &expected {
+            let (outcome, msg) = message(&events, &format!("{kernel}::cpu/{wave}"));
+            assert_eq!(outcome, TrialOutcome::Failed, "{kernel} at {wave} passed");
+            for n in needles
+                .iter()
+                .chain(&["reproduce with: cargo rocm test --seed=0x"])
+            {
+                assert!(
+                    msg.contains(n),
+                    "{kernel} at {wave}: expected `{n}` in\n{msg}"
+                );
+            }
+        }
+        for (name, outcome) in events.iter().map(|(n, e)| (n, e.outcome)) {
+            if name.starts_with("ok_") {
+                assert_eq!(outcome, TrialOutcome::Passed, "{name}: {:?}", events[name]);
+            }
+        }
+    }
+    // Assuming waves of 32 lanes is right at wave 32 and wrong at 64.
+    assert_eq!(
+        message(&events, "bug_group_broadcast::cpu/w32").0,
+        TrialOutcome::Passed
+    );
+    let (outcome, msg) = message(&events, "bug_group_broadcast::cpu/w64");
+    assert_eq!(outcome, TrialOutcome::Failed);
+    assert!(msg.contains("worst: y[32]"), "{msg}");
+
+    // The reproduce line reproduces: run what it says (on one trial).
+    let (_, msg) = message(&events, "bug_inside_loop::cpu/w32");
+    let line = msg
+        .lines()
+        .find_map(|l| l.split("reproduce with: cargo rocm test ").nth(1))
+        .expect("a reproduce line");
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_owned())
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let again = run(&fixture, &words);
+    assert_eq!(again.len(), 1, "{:?}", again.keys());
+    let (outcome, again_msg) = message(&again, "bug_inside_loop::cpu/w32");
+    assert_eq!(outcome, TrialOutcome::Failed);
+    assert_eq!(
+        again_msg.lines().next(),
+        msg.lines().next(),
+        "the same failure"
+    );
+}
+
+#[testkit::test(needs = [CXX])]
+fn correct_kernels_pass_in_every_mode_and_reproduce_lines_carry_the_mode() {
+    let fixture = repo().join("tests/fixtures/races");
+    copy_lock(&fixture);
+    for mode in [
+        &["--race-check=all"][..],
+        &["--no-race-check", "--cpu-exec", "regions"],
+        &["--no-race-check", "--cpu-exec", "fibers"],
+        &["--no-race-check", "--cpu-exec", "blocks"],
+    ] {
+        let mut args = mode.to_vec();
+        args.extend(["--", "ok_"]);
+        let events = run(&fixture, &args);
+        assert_eq!(events.len(), 28, "{mode:?}: {:?}", events.keys());
+        for (name, e) in &events {
+            assert_eq!(e.outcome, TrialOutcome::Passed, "{mode:?}: {name}: {e:?}");
+        }
+    }
+    // A failure found in a non-default mode says how to run in it again.
+    let events = run(
+        &fixture,
+        &[
+            "--no-race-check",
+            "--cpu-exec",
+            "blocks",
+            "--",
+            "bug_group_broadcast::cpu/w64",
+        ],
+    );
+    let (outcome, msg) = message(&events, "bug_group_broadcast::cpu/w64");
+    assert_eq!(outcome, TrialOutcome::Failed);
+    assert!(
+        msg.contains(
+            "--race-check=off --cpu-exec=blocks -- 'bug_group_broadcast::cpu/w64' --exact"
+        ),
+        "{msg}"
+    );
+}

@@ -1,0 +1,689 @@
+// The cpu backend's data-race detector (CpuOptions::race_check, rocm-kernels/src/runtime/backend/
+// cpu/race.rs drives it).
+//
+// The build compiles every kernel a second time with the compiler's ThreadSanitizer
+// instrumentation (`-fsanitize=thread`: a call before every load, store and atomic) and renames
+// the instrumentation's `__tsan_*` calls to the `rk_tsan_*` functions below, and the kernel's
+// barriers and collectives to the rk_race_* wrappers (rocm-kernels-build/src/cpu/race.rs). The
+// runtime runs that variant on one worker thread, blocks one after another, threads as fibers.
+// This file is the other half: the instrumentation's calls land here and are checked against GPU
+// rules rather than C++ ones:
+//  * Two threads of one block race on an address when at least one writes, not both atomically,
+//    and no __syncthreads() lies between them: each thread counts the barriers it has passed (its
+//    phase), and since every thread must reach a barrier before any leaves it, two accesses are
+//    ordered exactly when their threads' phases differ. Lanes of one wave are also ordered by a
+//    collective both took part in (__shfl, __ballot...: each lane counts those too).
+//  * Two blocks of one launch race on device memory when at least one writes, not both
+//    atomically: blocks run in no fixed order. A block that writes, fences (__threadfence) and then
+//    does an atomic releases what it wrote to whoever later does an atomic on the same address
+//    (the "last block" pattern of a threadfence reduction).
+//  * Volatile accesses count as atomic between blocks and between lanes of one wave (the
+//    warp-synchronous code AMD's lockstep waves run correctly); between waves they are plain.
+//  * Two writes of the same value race on a GPU but cannot change a result; like compute-
+//    sanitizer's racecheck, they are not reported (checked at the next instrumented call, when the
+//    second store has happened).
+//
+// Memory: device allocations (registered by the Rust side), the worker's dynamic shared memory and
+// static __shared__ variables (thread-locals of the worker's TLS block) are checked; everything
+// else (fiber stacks, host data) is not. Shadow memory is kept per 4 KiB page, allocated on first
+// touch: each 8-byte granule remembers up to four accesses (block serial, thread, phase, collective
+// count, bytes, read/write/atomic, place), as ThreadSanitizer keeps four; older or superseded ones
+// give way first.
+//
+// Why not ThreadSanitizer's own runtime: it must be linked into the executable (the Rust test
+// binary, which is not built with it), intercepts malloc and every libc call of the process, reports
+// in its own format without GPU notions (blocks, waves, barriers, shared vs device memory), and
+// would see the blocks, which run one after another on one worker, as ordered. Its compiler
+// instrumentation is the part worth having, and it is a stable ABI (tsan_interface.h).
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "hip/detail/abi.h"
+#include "race.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+
+#include <link.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace {
+
+constexpr uint8_t F_WRITE = 1, F_ATOMIC = 2, F_VOLATILE = 4;
+
+// One remembered access to a granule.
+struct Access {
+    uint32_t serial;  // the block's serial number (0: empty)
+    uint32_t phase;   // barriers its thread had passed
+    uint32_t wsync;   // collectives its thread had taken part in
+    uint16_t tid;     // linear thread id in the block
+    uint8_t mask;     // bytes of the granule
+    uint8_t flags;    // F_*
+    uint64_t pc;
+};
+static_assert(sizeof(Access) == 24, "four accesses per granule");
+
+constexpr unsigned SLOTS = 4;
+struct Cell {
+    Access a[SLOTS];
+};
+constexpr unsigned PAGE_BITS = 12;
+constexpr uintptr_t PAGE = uintptr_t(1) << PAGE_BITS;
+constexpr unsigned GRANULE = 8;
+constexpr unsigned CELLS = PAGE / GRANULE;
+struct Shadow {
+    Cell cell[CELLS];
+};
+
+// Page table over 47-bit addresses: an entry is a Shadow pointer (16-byte aligned, or null until
+// the page is first touched) with the page's space (rk_race_space, 0: not checked) in its low bits.
+constexpr unsigned L2_BITS = 18;
+constexpr unsigned L1_BITS = 47 - PAGE_BITS - L2_BITS;
+constexpr uintptr_t SPACE_MASK = 3;
+uintptr_t *l1[uintptr_t(1) << L1_BITS];
+
+uintptr_t *entry_of(uintptr_t addr, bool create) {
+    const uintptr_t page = addr >> PAGE_BITS;
+    const uintptr_t i1 = page >> L2_BITS;
+    if (i1 >= (uintptr_t(1) << L1_BITS)) return nullptr;
+    uintptr_t *l2 = l1[i1];
+    if (!l2) {
+        if (!create) return nullptr;
+        void *m = mmap(nullptr, sizeof(uintptr_t) << L2_BITS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return nullptr;
+        l2 = l1[i1] = static_cast<uintptr_t *>(m);
+    }
+    return &l2[page & ((uintptr_t(1) << L2_BITS) - 1)];
+}
+
+struct Race {
+    uintptr_t address;
+    uint8_t space;
+    Access earlier, later;
+    uint32_t count;
+};
+
+// A write over another thread's unordered write, checked once the store has happened: a race only
+// if it changed the bytes.
+struct Pending {
+    uintptr_t granule;
+    uint8_t mask;
+    uint8_t space;
+    uint64_t before;
+    Race race;
+};
+
+constexpr uint32_t MAX_THREADS = 1024;
+constexpr size_t MAX_RACES = 64;
+
+struct State {
+    bool armed = false;
+    uint32_t wave_size = 64;
+    uint32_t next_serial = 1;
+    uint32_t first_serial = 1;
+    uint32_t cur_serial = 0;
+    uint64_t cur_block = ~uint64_t(0);
+    rk_uint3 grid{}, block{};
+    std::vector<uint64_t> blocks;  // linear block id of serial first_serial + i
+    uint32_t phase[MAX_THREADS];
+    uint32_t wsync[MAX_THREADS];
+    uint8_t fenced[MAX_THREADS];
+    // Where each thread of the current block last called a barrier (kept after the launch, to
+    // name the barrier of a partial-barrier fault).
+    uint64_t barrier_pc[MAX_THREADS];
+    std::vector<uintptr_t *> entries;  // page-table entries set for this launch
+    bool locals_registered = false;
+    uintptr_t tls_lo = 0, tls_hi = 0;
+    uintptr_t dyn_lo = 0, dyn_hi = 0;
+    // Releases (a fence, then an atomic) per address: block serial -> (phase, sequence number).
+    uint64_t release_seq = 0;
+    std::unordered_map<uintptr_t, std::unordered_map<uint32_t, std::pair<uint32_t, uint64_t>>> releases;
+    // What the current block acquired: (address, release sequence number at the time).
+    std::vector<std::pair<uintptr_t, uint64_t>> acquired;
+    std::vector<Race> races;
+    uint64_t total = 0;
+    std::vector<Pending> pending;
+    unsigned rotor = 0;
+};
+
+State S;
+
+inline uint32_t cur_tid() {
+    const rk_uint3 &i = rk_cur.thread_idx, &d = rk_cur.block_dim;
+    return i.x + d.x * (i.y + d.y * i.z);
+}
+
+void set_space(uintptr_t lo, uintptr_t hi, uint8_t space) {
+    if (hi <= lo) return;
+    for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE) {
+        uintptr_t *e = entry_of(p, true);
+        if (!e || (*e & SPACE_MASK)) continue;  // device memory keeps its space
+        *e = space;
+        S.entries.push_back(e);
+    }
+}
+
+// The TLS block of the module that holds this file (static __shared__ variables of the kernels
+// linked beside it are thread-locals there), for the calling thread.
+int find_tls(struct dl_phdr_info *info, size_t, void *data) {
+    const uintptr_t self = reinterpret_cast<uintptr_t>(&find_tls);
+    bool mine = false;
+    const ElfW(Phdr) *tls = nullptr;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type == PT_LOAD) {
+            const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+            if (self >= lo && self < lo + ph.p_memsz) mine = true;
+        } else if (ph.p_type == PT_TLS) {
+            tls = &ph;
+        }
+    }
+    if (!mine) return 0;
+    if (tls && info->dlpi_tls_data) {
+        auto *range = static_cast<uintptr_t *>(data);
+        range[0] = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+        range[1] = range[0] + tls->p_memsz;
+    }
+    return 1;
+}
+
+// On the launch's worker, at its first block: its TLS block and dynamic shared memory.
+void register_locals() {
+    S.locals_registered = true;
+    uintptr_t range[2] = {0, 0};
+    dl_iterate_phdr(find_tls, range);
+    S.tls_lo = range[0];
+    S.tls_hi = range[1];
+    set_space(S.tls_lo, S.tls_hi, RK_RACE_STATIC_SHARED);
+    S.dyn_lo = reinterpret_cast<uintptr_t>(rk_cur.dyn_shared);
+    S.dyn_hi = S.dyn_lo ? S.dyn_lo + rk_cur.dyn_shared_bytes : 0;
+    set_space(S.dyn_lo, S.dyn_hi, RK_RACE_SHARED);
+}
+
+__attribute__((noinline)) void new_block(uint64_t linear) {
+    S.cur_block = linear;
+    S.cur_serial = S.next_serial++;
+    S.blocks.push_back(linear);
+    S.grid = rk_cur.grid_dim;
+    S.block = rk_cur.block_dim;
+    uint64_t n = uint64_t(S.block.x) * S.block.y * S.block.z;
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    memset(S.phase, 0, n * sizeof S.phase[0]);
+    memset(S.wsync, 0, n * sizeof S.wsync[0]);
+    memset(S.fenced, 0, n);
+    memset(S.barrier_pc, 0, n * sizeof S.barrier_pc[0]);
+    S.acquired.clear();
+    if (!S.locals_registered) register_locals();
+}
+
+inline void sync_block() {
+    const rk_uint3 &b = rk_cur.block_idx, &g = rk_cur.grid_dim;
+    const uint64_t linear = b.x + uint64_t(g.x) * (b.y + uint64_t(g.y) * b.z);
+    if (__builtin_expect(linear != S.cur_block, 0)) new_block(linear);
+}
+
+void record(const Race &r) {
+    ++S.total;
+    for (Race &known : S.races) {
+        if (known.earlier.pc == r.earlier.pc && known.later.pc == r.later.pc && known.space == r.space) {
+            ++known.count;
+            return;
+        }
+    }
+    if (S.races.size() < MAX_RACES) {
+        S.races.push_back(r);
+        S.races.back().count = 1;
+    }
+}
+
+uint64_t granule_bytes(uintptr_t granule) {
+    uint64_t v;
+    memcpy(&v, reinterpret_cast<const void *>(granule), sizeof v);
+    return v;
+}
+
+uint64_t byte_mask(uint8_t mask) {
+    uint64_t m = 0;
+    for (unsigned i = 0; i < 8; ++i)
+        if (mask & (1u << i)) m |= uint64_t(0xff) << (8 * i);
+    return m;
+}
+
+__attribute__((noinline)) void flush_pending() {
+    for (const Pending &p : S.pending) {
+        const uint64_t m = byte_mask(p.mask);
+        if ((granule_bytes(p.granule) & m) != (p.before & m)) record(p.race);
+    }
+    S.pending.clear();
+}
+
+// Did the current block acquire what block `serial` released by phase `phase`?
+bool acquired_from(uint32_t serial, uint32_t phase) {
+    for (const auto &[addr, seq] : S.acquired) {
+        auto it = S.releases.find(addr);
+        if (it == S.releases.end()) continue;
+        auto jt = it->second.find(serial);
+        if (jt != it->second.end() && jt->second.second <= seq && jt->second.first >= phase) return true;
+    }
+    return false;
+}
+
+// Check one granule's access against what it remembers, then remember it.
+void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t flags, uint64_t pc,
+                uint32_t tid) {
+    const uint32_t phase = S.phase[tid], wsync = S.wsync[tid];
+    const uint32_t ws = S.wave_size;
+    const bool write = flags & F_WRITE;
+    const uint8_t sync_like = F_ATOMIC | F_VOLATILE;
+    int reuse = -1, rank = 0;
+    for (unsigned i = 0; i < SLOTS; ++i) {
+        Access &r = c.a[i];
+        const bool live = r.serial >= S.first_serial && r.serial != 0 &&
+                          (space == RK_RACE_GLOBAL || r.serial == S.cur_serial);
+        if (!live) {
+            if (rank < 3) rank = 3, reuse = int(i);
+            continue;
+        }
+        const bool same_block = r.serial == S.cur_serial;
+        if (same_block && r.tid == tid) {
+            // This thread's own earlier access: one that covers this one and is at least as strong
+            // was already checked against everything this one would be.
+            if (r.phase == phase && r.wsync == wsync && (r.mask & mask) == mask &&
+                ((r.flags & F_WRITE) || !write) && (!(r.flags & sync_like) || (flags & sync_like)))
+                return;
+            if ((r.mask & mask) == r.mask && rank < 4) rank = 4, reuse = int(i);
+            continue;
+        }
+        if (!(r.mask & mask)) continue;
+        const bool r_write = r.flags & F_WRITE;
+        const bool ordered = same_block
+                                 ? r.phase != phase || (r.tid / ws == tid / ws && wsync > r.wsync)
+                                 : acquired_from(r.serial, r.phase);
+        if (ordered || (!write && !r_write)) {
+            if (same_block && rank < 2 && !(r_write && !write)) rank = 2, reuse = int(i);
+            continue;
+        }
+        if ((r.flags & F_ATOMIC) && (flags & F_ATOMIC)) continue;
+        if ((r.flags & sync_like) && (flags & sync_like) && (!same_block || r.tid / ws == tid / ws))
+            continue;
+        Race race;
+        race.address = granule + __builtin_ctz(unsigned(r.mask & mask));
+        race.space = space;
+        race.earlier = r;
+        race.later = Access{S.cur_serial, phase, wsync, uint16_t(tid), mask, flags, pc};
+        race.count = 0;
+        if (write && r_write) {
+            S.pending.push_back(Pending{granule, uint8_t(r.mask & mask), space, granule_bytes(granule), race});
+        } else {
+            record(race);
+        }
+    }
+    if (reuse < 0) reuse = int(S.rotor++ % SLOTS);
+    c.a[reuse] = Access{S.cur_serial, phase, wsync, uint16_t(tid), mask, flags, pc};
+}
+
+Shadow *shadow_of(uintptr_t *e) {
+    uintptr_t v = *e;
+    if (v & ~SPACE_MASK) return reinterpret_cast<Shadow *>(v & ~SPACE_MASK);
+    void *mem = calloc(1, sizeof(Shadow));
+    if (!mem) return nullptr;
+    *e = reinterpret_cast<uintptr_t>(mem) | (v & SPACE_MASK);
+    return static_cast<Shadow *>(mem);
+}
+
+void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint32_t tid) {
+    while (addr < end) {
+        const uintptr_t page_end = (addr | (PAGE - 1)) + 1;
+        uintptr_t stop = end < page_end ? end : page_end;
+        uintptr_t *e = entry_of(addr, false);
+        const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+        uintptr_t lo = addr;
+        if (space == RK_RACE_STATIC_SHARED) {
+            // The TLS block holds rk_cur too, which the entry loop writes for every thread.
+            const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
+            if (lo < cur + sizeof rk_cur && stop > cur) lo = stop;
+            if (lo < S.tls_lo) lo = S.tls_lo;
+            if (stop > S.tls_hi) stop = S.tls_hi;
+        } else if (space == RK_RACE_SHARED) {
+            if (lo < S.dyn_lo) lo = S.dyn_lo;
+            if (stop > S.dyn_hi) stop = S.dyn_hi;
+        }
+        if (space && lo < stop) {
+            Shadow *sh = shadow_of(e);
+            if (!sh) return;
+            for (uintptr_t a = lo; a < stop;) {
+                const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
+                const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
+                const uint8_t mask = uint8_t(((1u << (gend - a)) - 1) << (a - granule));
+                check_cell(sh->cell[(granule & (PAGE - 1)) / GRANULE], granule, mask, space, flags, pc,
+                           tid);
+                a = gend;
+            }
+        }
+        addr = page_end;
+    }
+}
+
+inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags, uint64_t pc) {
+    if (!S.armed) return;
+    if (__builtin_expect(!S.pending.empty(), 0)) flush_pending();
+    sync_block();
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    uint32_t tid = cur_tid();
+    if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
+    check_range(addr, addr + size, flags, pc, tid);
+}
+
+// An atomic (or volatile) access to `p`: after a fence (or with release order) it releases what
+// the block wrote before; any such access acquires what others released to the same address.
+void on_sync(const volatile void *p, int mo) {
+    if (!S.armed) return;
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    uint32_t tid = cur_tid();
+    if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
+    const int order = mo & 0xffff;
+    if (S.fenced[tid] || order >= __ATOMIC_RELEASE) {
+        S.releases[addr][S.cur_serial] = {S.phase[tid], ++S.release_seq};
+        S.fenced[tid] = 0;
+    }
+    if (!S.releases.empty() && S.releases.count(addr)) {
+        if (!S.acquired.empty() && S.acquired.back().first == addr)
+            S.acquired.back().second = S.release_seq;
+        else
+            S.acquired.emplace_back(addr, S.release_seq);
+    }
+}
+
+inline uint64_t caller(void *ra) { return reinterpret_cast<uint64_t>(ra); }
+
+void fill(rk_race_access &out, const Access &a) {
+    const uint64_t linear = a.serial >= S.first_serial && a.serial - S.first_serial < S.blocks.size()
+                                ? S.blocks[a.serial - S.first_serial]
+                                : 0;
+    const uint64_t gx = S.grid.x ? S.grid.x : 1, gy = S.grid.y ? S.grid.y : 1;
+    out.block[0] = uint32_t(linear % gx);
+    out.block[1] = uint32_t((linear / gx) % gy);
+    out.block[2] = uint32_t(linear / (gx * gy));
+    const uint32_t bx = S.block.x ? S.block.x : 1, by = S.block.y ? S.block.y : 1;
+    out.thread[0] = a.tid % bx;
+    out.thread[1] = (a.tid / bx) % by;
+    out.thread[2] = a.tid / (bx * by);
+    out.pc = a.pc;
+    out.write = (a.flags & F_WRITE) ? 1 : 0;
+    out.atomic = (a.flags & (F_ATOMIC | F_VOLATILE)) ? 1 : 0;
+}
+
+}  // namespace
+
+extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size) {
+    if (S.armed) return 1;
+    S.wave_size = wave_size ? wave_size : 64;
+    S.first_serial = S.next_serial;
+    S.cur_block = ~uint64_t(0);
+    S.cur_serial = 0;
+    S.blocks.clear();
+    S.locals_registered = false;
+    S.releases.clear();
+    S.acquired.clear();
+    S.races.clear();
+    S.pending.clear();
+    S.total = 0;
+    S.release_seq = 0;
+    for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
+    S.armed = true;
+    return 0;
+}
+
+extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
+    if (!S.pending.empty()) flush_pending();
+    S.armed = false;
+    for (uintptr_t *e : S.entries) {
+        free(reinterpret_cast<void *>(*e & ~SPACE_MASK));
+        *e = 0;
+    }
+    S.entries.clear();
+    uint32_t n = 0;
+    for (const Race &r : S.races) {
+        if (n >= max) break;
+        rk_race_report &o = out[n++];
+        memset(&o, 0, sizeof o);
+        o.address = r.address;
+        o.space = r.space;
+        o.count = r.count;
+        o.offset = r.space == RK_RACE_SHARED ? r.address - S.dyn_lo : 0;
+        fill(o.earlier, r.earlier);
+        fill(o.later, r.later);
+    }
+    if (total) *total = S.total;
+    S.races.clear();
+    S.blocks.clear();
+    S.releases.clear();
+    return n;
+}
+
+// ---- Barriers and collectives, as the race variant of a kernel calls them ------------------------
+
+namespace {
+void note_barrier(void *ra) {
+    if (!S.armed) return;
+    sync_block();
+    const uint32_t tid = cur_tid();
+    if (tid < MAX_THREADS) S.barrier_pc[tid] = caller(ra);
+}
+}  // namespace
+
+extern "C" uint64_t rk_race_barrier_pc(uint32_t thread) {
+    return thread < MAX_THREADS ? S.barrier_pc[thread] : 0;
+}
+
+extern "C" void rk_race_syncthreads(void) {
+    if (S.armed && !S.pending.empty()) flush_pending();
+    note_barrier(__builtin_return_address(0));
+    rk_syncthreads();
+    if (!S.armed) return;
+    sync_block();
+    const uint32_t tid = cur_tid();
+    if (tid < MAX_THREADS) ++S.phase[tid];
+}
+
+extern "C" int rk_race_syncthreads_op(int op, int pred) {
+    if (S.armed && !S.pending.empty()) flush_pending();
+    note_barrier(__builtin_return_address(0));
+    const int r = rk_syncthreads_op(op, pred);
+    if (S.armed) {
+        sync_block();
+        const uint32_t tid = cur_tid();
+        if (tid < MAX_THREADS) ++S.phase[tid];
+    }
+    return r;
+}
+
+extern "C" uint64_t rk_race_warp_op(int op, uint64_t value, int32_t arg, int32_t width) {
+    if (S.armed && !S.pending.empty()) flush_pending();
+    const uint64_t r = rk_warp_op(op, value, arg, width);
+    if (S.armed) {
+        sync_block();
+        const uint32_t tid = cur_tid();
+        if (tid < MAX_THREADS) ++S.wsync[tid];
+    }
+    return r;
+}
+
+// ---- The ThreadSanitizer instrumentation ABI, renamed __tsan_* -> rk_tsan_* by the build ----------
+// (the list the build accepts is rocm-kernels-build/src/cpu/race.rs's HOOKS).
+
+extern "C" {
+
+void rk_tsan_init(void) {}
+void rk_tsan_func_entry(void *) {}
+void rk_tsan_func_exit(void) {}
+void rk_tsan_vptr_update(void **, void *) {}
+void rk_tsan_vptr_read(void **) {}
+void rk_tsan_acquire(void *) {}
+void rk_tsan_release(void *) {}
+
+#define RK_PLAIN(N)                                                                                  \
+    void rk_tsan_read##N(void *a) { on_access(a, N, 0, caller(__builtin_return_address(0))); }       \
+    void rk_tsan_write##N(void *a) { on_access(a, N, F_WRITE, caller(__builtin_return_address(0))); } \
+    void rk_tsan_unaligned_read##N(void *a) { on_access(a, N, 0, caller(__builtin_return_address(0))); } \
+    void rk_tsan_unaligned_write##N(void *a) {                                                      \
+        on_access(a, N, F_WRITE, caller(__builtin_return_address(0)));                               \
+    }                                                                                                \
+    void rk_tsan_volatile_read##N(void *a) {                                                         \
+        on_access(a, N, F_VOLATILE, caller(__builtin_return_address(0)));                            \
+        on_sync(a, 0);                                                                               \
+    }                                                                                                \
+    void rk_tsan_volatile_write##N(void *a) {                                                        \
+        on_access(a, N, F_VOLATILE | F_WRITE, caller(__builtin_return_address(0)));                  \
+        on_sync(a, 0);                                                                               \
+    }                                                                                                \
+    void rk_tsan_unaligned_volatile_read##N(void *a) {                                               \
+        on_access(a, N, F_VOLATILE, caller(__builtin_return_address(0)));                            \
+        on_sync(a, 0);                                                                               \
+    }                                                                                                \
+    void rk_tsan_unaligned_volatile_write##N(void *a) {                                              \
+        on_access(a, N, F_VOLATILE | F_WRITE, caller(__builtin_return_address(0)));                  \
+        on_sync(a, 0);                                                                               \
+    }
+RK_PLAIN(1)
+RK_PLAIN(2)
+RK_PLAIN(4)
+RK_PLAIN(8)
+RK_PLAIN(16)
+#undef RK_PLAIN
+
+void rk_tsan_read_range(void *a, unsigned long size) {
+    on_access(a, size, 0, caller(__builtin_return_address(0)));
+}
+void rk_tsan_write_range(void *a, unsigned long size) {
+    on_access(a, size, F_WRITE, caller(__builtin_return_address(0)));
+}
+void *rk_tsan_memcpy(void *dst, const void *src, unsigned long size) {
+    on_access(src, size, 0, caller(__builtin_return_address(0)));
+    on_access(dst, size, F_WRITE, caller(__builtin_return_address(0)));
+    return memcpy(dst, src, size);
+}
+void *rk_tsan_memmove(void *dst, const void *src, unsigned long size) {
+    on_access(src, size, 0, caller(__builtin_return_address(0)));
+    on_access(dst, size, F_WRITE, caller(__builtin_return_address(0)));
+    return memmove(dst, src, size);
+}
+void *rk_tsan_memset(void *dst, int value, unsigned long size) {
+    on_access(dst, size, F_WRITE, caller(__builtin_return_address(0)));
+    return memset(dst, value, size);
+}
+
+void rk_tsan_atomic_thread_fence(int) {
+    if (!S.armed) return;
+    sync_block();
+    const uint32_t tid = cur_tid();
+    if (tid < MAX_THREADS) S.fenced[tid] = 1;
+}
+void rk_tsan_atomic_signal_fence(int) {}
+
+}  // extern "C"
+
+// Atomics: the race variant runs on one worker thread and nothing else touches device memory
+// meanwhile, so plain operations are atomic enough (and 16-byte ones need no libatomic).
+namespace {
+template <class T>
+T atomic_rmw(volatile T *a, T v, int mo, uint64_t pc, T (*op)(T, T)) {
+    on_access(a, sizeof(T), F_ATOMIC | F_WRITE, pc);
+    on_sync(a, mo);
+    T old = *a;
+    *a = op(old, v);
+    return old;
+}
+template <class T>
+int atomic_cas(volatile T *a, T *c, T v, int mo, uint64_t pc) {
+    on_access(a, sizeof(T), F_ATOMIC | F_WRITE, pc);
+    on_sync(a, mo);
+    const T old = *a;
+    if (old == *c) {
+        *a = v;
+        return 1;
+    }
+    *c = old;
+    return 0;
+}
+template <class T> T op_xchg(T, T v) { return v; }
+template <class T> T op_add(T o, T v) { return T(o + v); }
+template <class T> T op_sub(T o, T v) { return T(o - v); }
+template <class T> T op_and(T o, T v) { return T(o & v); }
+template <class T> T op_or(T o, T v) { return T(o | v); }
+template <class T> T op_xor(T o, T v) { return T(o ^ v); }
+template <class T> T op_nand(T o, T v) { return T(~(o & v)); }
+}  // namespace
+
+extern "C" {
+#define RK_ATOMIC(N, T)                                                                                \
+    T rk_tsan_atomic##N##_load(const volatile T *a, int mo) {                                          \
+        on_access(a, sizeof(T), F_ATOMIC, caller(__builtin_return_address(0)));                        \
+        on_sync(a, mo);                                                                                \
+        return *a;                                                                                     \
+    }                                                                                                  \
+    void rk_tsan_atomic##N##_store(volatile T *a, T v, int mo) {                                       \
+        on_access(a, sizeof(T), F_ATOMIC | F_WRITE, caller(__builtin_return_address(0)));              \
+        on_sync(a, mo);                                                                                \
+        *a = v;                                                                                        \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_exchange(volatile T *a, T v, int mo) {                                       \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_xchg<T>);               \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_add(volatile T *a, T v, int mo) {                                      \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_add<T>);                \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_sub(volatile T *a, T v, int mo) {                                      \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_sub<T>);                \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_and(volatile T *a, T v, int mo) {                                      \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_and<T>);                \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_or(volatile T *a, T v, int mo) {                                       \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_or<T>);                 \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_xor(volatile T *a, T v, int mo) {                                      \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_xor<T>);                \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_fetch_nand(volatile T *a, T v, int mo) {                                     \
+        return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_nand<T>);               \
+    }                                                                                                  \
+    int rk_tsan_atomic##N##_compare_exchange_strong(volatile T *a, T *c, T v, int mo, int) {           \
+        return atomic_cas<T>(a, c, v, mo, caller(__builtin_return_address(0)));                        \
+    }                                                                                                  \
+    int rk_tsan_atomic##N##_compare_exchange_weak(volatile T *a, T *c, T v, int mo, int) {             \
+        return atomic_cas<T>(a, c, v, mo, caller(__builtin_return_address(0)));                        \
+    }                                                                                                  \
+    T rk_tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int mo, int) {                 \
+        on_access(a, sizeof(T), F_ATOMIC | F_WRITE, caller(__builtin_return_address(0)));              \
+        on_sync(a, mo);                                                                                \
+        const T old = *a;                                                                              \
+        if (old == c) *a = v;                                                                          \
+        return old;                                                                                    \
+    }
+RK_ATOMIC(8, unsigned char)
+RK_ATOMIC(16, unsigned short)
+RK_ATOMIC(32, unsigned int)
+RK_ATOMIC(64, unsigned long long)
+RK_ATOMIC(128, unsigned __int128)
+#undef RK_ATOMIC
+}  // extern "C"
+
+#else  // not x86-64 Linux: the cpu backend does not run kernels at all (runtime.cpp).
+
+extern "C" uint32_t rk_race_begin(const rk_race_range *, uint32_t, uint32_t) { return 1; }
+extern "C" uint32_t rk_race_end(rk_race_report *, uint32_t, uint64_t *total) {
+    if (total) *total = 0;
+    return 0;
+}
+extern "C" uint64_t rk_race_barrier_pc(uint32_t) { return 0; }
+
+#endif

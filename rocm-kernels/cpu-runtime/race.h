@@ -1,0 +1,64 @@
+/* The host side of the cpu backend's race detector (race.cpp): what the Rust runtime calls around
+ * a race-checked launch (rocm-kernels/src/runtime/backend/cpu/race.rs mirrors these structs, and
+ * the layout test in ffi.rs holds them to it through abi_layout.cpp). Kernels never include this.
+ */
+#ifndef RK_CPU_RACE_H
+#define RK_CPU_RACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A range of device memory the launch may reach (every live allocation of the device). */
+typedef struct rk_race_range {
+    uint64_t start;
+    uint64_t len;
+} rk_race_range;
+
+/* Where racing accesses went (rk_race_report::space). */
+enum rk_race_space {
+    RK_RACE_GLOBAL = 1,      /* device memory: a buffer the device allocated */
+    RK_RACE_SHARED = 2,      /* dynamic shared memory (extern __shared__) */
+    RK_RACE_STATIC_SHARED = 3 /* a static __shared__ variable */
+};
+
+/* One of the two accesses of a race. */
+typedef struct rk_race_access {
+    uint32_t block[3];
+    uint32_t thread[3];
+    /* Return address into the instrumented kernel code: the access's place in the source. */
+    uint64_t pc;
+    uint32_t write;  /* 1 write, 0 read */
+    uint32_t atomic; /* 1 atomic (or volatile) access */
+} rk_race_access;
+
+/* A race: `earlier` and `later` touched overlapping bytes at `address` (the first byte both
+ * touched), at least one wrote and not both atomically, and nothing ordered them: the same block
+ * with no barrier (or, for lanes of one wave, no collective) between them, or two blocks of one
+ * launch. `count` races had this pair of places. */
+typedef struct rk_race_report {
+    uint64_t address;
+    uint32_t space; /* rk_race_space */
+    uint32_t count;
+    /* Byte offset into dynamic shared memory (RK_RACE_SHARED); 0 otherwise. */
+    uint64_t offset;
+    rk_race_access earlier;
+    rk_race_access later;
+} rk_race_report;
+
+/* Arm the detector for one launch on one worker thread: `ranges` are the device's allocations,
+ * `wave_size` the launch's. Returns 0, or 1 when it is already armed (launches must not overlap). */
+uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size);
+/* Disarm it and take the races found: up to `max` distinct pairs of places into `out`; returns
+ * how many were written, and the number of racing access pairs seen in all in *total. */
+uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total);
+/* Where linear thread `thread` of the last block the detector saw last called a barrier (a return
+ * address into the kernel; 0 if none): names the barrier of a partial-barrier fault. */
+uint64_t rk_race_barrier_pc(uint32_t thread);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

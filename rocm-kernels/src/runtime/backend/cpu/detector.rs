@@ -1,0 +1,300 @@
+//! The race detector's Rust side ([`CpuOptions::race_check`](crate::runtime::CpuOptions) with a
+//! kernel built with its race variant): arming `cpu-runtime/race.cpp` around one launch of the
+//! instrumented entry, and turning what it found into a report that names the memory (parameter
+//! and offset, or shared memory), both threads, and both places in the source — the way
+//! compute-sanitizer's racecheck reports a hazard.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::ffi;
+
+/// One armed launch at a time in the process: the detector's state is global (its hooks are
+/// called from instrumented code, with no context to pass).
+pub(super) static ARMED: Mutex<()> = Mutex::new(());
+
+/// Reports taken from one launch.
+pub(super) const MAX_REPORTS: usize = 16;
+
+/// Races found by one launch: the distinct pairs of places (at most [`MAX_REPORTS`]) and how many
+/// racing pairs of accesses there were in all.
+pub(super) struct Found {
+    pub reports: Vec<ffi::RkRaceReport>,
+    pub total: u64,
+}
+
+/// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`.
+/// Returns false when another launch holds it (cannot happen while [`ARMED`] is held).
+pub(super) fn arm(allocations: &BTreeMap<u64, u64>, wave_size: u32) -> bool {
+    let ranges: Vec<ffi::RkRaceRange> = allocations
+        .iter()
+        .map(|(&start, &len)| ffi::RkRaceRange { start, len })
+        .collect();
+    // Safety: a valid array of `ranges.len()` ranges.
+    unsafe { ffi::rk_race_begin(ranges.as_ptr(), ranges.len() as u32, wave_size) == 0 }
+}
+
+/// Disarm the detector and take its reports.
+pub(super) fn disarm() -> Found {
+    let mut reports = vec![ffi::RkRaceReport::default(); MAX_REPORTS];
+    let mut total = 0u64;
+    // Safety: room for MAX_REPORTS reports.
+    let n = unsafe { ffi::rk_race_end(reports.as_mut_ptr(), MAX_REPORTS as u32, &mut total) };
+    reports.truncate(n as usize);
+    Found { reports, total }
+}
+
+/// The source line of the barrier thread `thread` (linear, of the last block run) last called,
+/// for a partial-barrier fault of a race-detected launch.
+pub(super) fn barrier_line(thread: u32) -> Option<String> {
+    // Safety: reads a table of the detector.
+    source_line(unsafe { ffi::rk_race_barrier_pc(thread) })
+}
+
+/// How a pointer argument of the launch is named in reports.
+pub(super) struct PointerArg {
+    /// "`x` (parameter #0, const float*)".
+    pub label: String,
+    pub value: u64,
+}
+
+/// The device memory at `address`: the parameter pointing closest below it into the same
+/// allocation, and the byte offset from there.
+pub(super) fn name_global(
+    address: u64,
+    pointers: &[PointerArg],
+    allocations: &BTreeMap<u64, u64>,
+) -> String {
+    let allocation = allocations
+        .range(..=address)
+        .next_back()
+        .filter(|(&start, &len)| address < start + len);
+    let Some((&start, &len)) = allocation else {
+        return format!("device memory at {address:#x}");
+    };
+    let inside = |p: &&PointerArg| p.value >= start && p.value < start + len.max(1);
+    let best = pointers
+        .iter()
+        .filter(inside)
+        .filter(|p| p.value <= address)
+        .max_by_key(|p| p.value)
+        .or_else(|| pointers.iter().filter(inside).min_by_key(|p| p.value));
+    match best {
+        Some(p) => {
+            let who = &p.label;
+            let offset = address as i64 - p.value as i64;
+            if offset >= 0 {
+                format!("{who} at byte offset {offset}")
+            } else {
+                format!("{who}, {} byte(s) before where it points", -offset)
+            }
+        }
+        None => format!(
+            "a device buffer at byte offset {} (not passed as a parameter)",
+            address - start
+        ),
+    }
+}
+
+/// `kernels/k.hip:17`: the source line of a return address into instrumented kernel code, the
+/// innermost frame outside the kernel-language headers; `None` without line tables.
+pub(super) fn source_line(pc: u64) -> Option<String> {
+    if pc == 0 {
+        return None;
+    }
+    let header_dir = rocm_kernels_core::headers::cpu_dir();
+    let cwd = std::env::current_dir().ok();
+    let mut inner: Option<String> = None;
+    let mut outside: Option<String> = None;
+    // The call instruction is the byte before the return address.
+    backtrace::resolve((pc - 1) as *mut c_void, |sym| {
+        let (Some(file), Some(line)) = (sym.filename(), sym.lineno()) else {
+            return;
+        };
+        let shown = match cwd.as_deref().and_then(|c| file.strip_prefix(c).ok()) {
+            Some(rel) => rel.display().to_string(),
+            None => file.display().to_string(),
+        };
+        let text = format!("{shown}:{line}");
+        if inner.is_none() {
+            inner = Some(text.clone());
+        }
+        if outside.is_none() && !in_dir(file, &header_dir) {
+            outside = Some(text);
+        }
+    });
+    outside.or(inner)
+}
+
+fn in_dir(file: &Path, dir: &Path) -> bool {
+    file.starts_with(dir) || file.to_string_lossy().contains("/include/cpu/hip/")
+}
+
+/// `thread (3,0,0) wrote it at kernels/k.hip:17` (with the block when `with_block`).
+fn access_text(a: &ffi::RkRaceAccess, with_block: bool) -> String {
+    let what = match (a.write != 0, a.atomic != 0) {
+        (true, false) => "wrote it",
+        (false, false) => "read it",
+        (true, true) => "updated it atomically",
+        (false, true) => "read it atomically",
+    };
+    let [tx, ty, tz] = a.thread;
+    let [bx, by, bz] = a.block;
+    let mut text = format!("thread ({tx},{ty},{tz})");
+    if with_block {
+        let _ = write!(text, " of block ({bx},{by},{bz})");
+    }
+    let _ = write!(text, " {what}");
+    match source_line(a.pc) {
+        Some(line) => {
+            let _ = write!(text, " at {line}");
+        }
+        None => {
+            let _ = write!(text, " at code address {:#x}", a.pc);
+        }
+    }
+    text
+}
+
+/// One race in words. `memory` names where it happened.
+fn describe(r: &ffi::RkRaceReport, memory: &str, wave_size: u32, block_dim: [u32; 3]) -> String {
+    let same_block = r.earlier.block == r.later.block;
+    let earlier = access_text(&r.earlier, !same_block);
+    let later = access_text(&r.later, !same_block);
+    if same_block {
+        let linear = |t: [u32; 3]| t[0] + block_dim[0] * (t[1] + block_dim[1] * t[2]);
+        let (a, b) = (linear(r.earlier.thread), linear(r.later.thread));
+        let [bx, by, bz] = r.later.block;
+        let wave_note = if a / wave_size.max(1) == b / wave_size.max(1) {
+            format!(" (lanes of one wave of {wave_size}, which need one too)")
+        } else {
+            String::new()
+        };
+        format!(
+            "{memory}: {earlier}, then {later}, in block ({bx},{by},{bz}) with no \
+             __syncthreads() between them{wave_note}"
+        )
+    } else {
+        format!(
+            "{memory}: {earlier}, then {later}; the blocks of a launch run in any order and at \
+             the same time, so use atomics, or combine the blocks' results in a second kernel"
+        )
+    }
+}
+
+/// The report of a launch's races: the first ones in full, and how many there were.
+pub(super) fn message(
+    found: &Found,
+    wave_size: u32,
+    block_dim: [u32; 3],
+    name_global: &dyn Fn(u64) -> String,
+) -> String {
+    let mut text = String::new();
+    for (i, r) in found.reports.iter().take(3).enumerate() {
+        let memory = match r.space {
+            ffi::RK_RACE_GLOBAL => name_global(r.address),
+            ffi::RK_RACE_SHARED => format!(
+                "dynamic shared memory (extern __shared__) at byte offset {}",
+                r.offset
+            ),
+            // Its address (a thread-local of the worker) means nothing to the user; the source
+            // lines name the variable.
+            ffi::RK_RACE_STATIC_SHARED => "a static __shared__ variable".to_owned(),
+            other => format!("memory at {:#x} (space {other})", r.address),
+        };
+        if i > 0 {
+            text.push_str("; also on ");
+        }
+        text.push_str(&describe(r, &memory, wave_size, block_dim));
+    }
+    let places = found.reports.len();
+    let _ = write!(
+        text,
+        " ({} racing pair(s) of accesses, from {}{places} pair(s) of places in the code)",
+        found.total,
+        if places >= MAX_REPORTS {
+            "at least "
+        } else {
+            ""
+        }
+    );
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_memory_is_named_after_the_nearest_parameter_below() {
+        let mut allocations = BTreeMap::new();
+        allocations.insert(0x1000, 256);
+        allocations.insert(0x9000, 16);
+        let pointers = [
+            PointerArg {
+                label: "`in` (parameter #0, const float*)".into(),
+                value: 0x1000,
+            },
+            PointerArg {
+                label: "`out` (parameter #2)".into(),
+                value: 0x1080,
+            },
+        ];
+        assert_eq!(
+            name_global(0x1084, &pointers, &allocations),
+            "`out` (parameter #2) at byte offset 4"
+        );
+        assert_eq!(
+            name_global(0x1010, &pointers, &allocations),
+            "`in` (parameter #0, const float*) at byte offset 16"
+        );
+        assert_eq!(
+            name_global(0x9004, &pointers, &allocations),
+            "a device buffer at byte offset 4 (not passed as a parameter)"
+        );
+        assert_eq!(
+            name_global(0x5000, &pointers, &allocations),
+            "device memory at 0x5000"
+        );
+    }
+
+    #[test]
+    fn a_race_in_one_block_names_both_threads_and_the_wave() {
+        let access = |t: u32, write: u32| ffi::RkRaceAccess {
+            block: [2, 0, 0],
+            thread: [t, 0, 0],
+            pc: 0,
+            write,
+            atomic: 0,
+        };
+        let r = ffi::RkRaceReport {
+            address: 0x10,
+            space: ffi::RK_RACE_SHARED,
+            count: 1,
+            offset: 12,
+            earlier: access(3, 1),
+            later: access(4, 0),
+        };
+        let found = Found {
+            reports: vec![r],
+            total: 5,
+        };
+        let text = message(&found, 32, [64, 1, 1], &|_| unreachable!());
+        assert!(
+            text.starts_with(
+                "dynamic shared memory (extern __shared__) at byte offset 12: thread (3,0,0) \
+                 wrote it at code address 0x0, then thread (4,0,0) read it at code address 0x0, \
+                 in block (2,0,0) with no __syncthreads() between them (lanes of one wave of 32, which \
+                 need one too)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("(5 racing pair(s) of accesses, from 1 pair(s) of places in the code)"),
+            "{text}"
+        );
+    }
+}
