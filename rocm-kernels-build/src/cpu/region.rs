@@ -269,11 +269,25 @@ fn form_for(
     readers: &BTreeSet<String>,
 ) -> parse::PResult<Option<(String, bool)>> {
     let (ba, bb) = def.body;
-    if let Some(i) = (ba..bb).find(|&i| toks.ident(i) && waiting.contains(toks.tok(i))) {
-        return Err(format!(
-            "it calls `{}`, which waits for other threads inside another function",
-            toks.tok(i)
-        ));
+    // A call, or a class with a call operator that waits named as a type (`F f;`, `F{}`,
+    // `F()`); not a variable that shares a name with one (`int any = tile.any(p);`).
+    let used_so = |i: usize| toks.ident(i + 1) || matches!(toks.tok(i + 1), "(" | "<" | "{" | "::");
+    if let Some(i) =
+        (ba..bb).find(|&i| toks.ident(i) && waiting.contains(toks.tok(i)) && used_so(i))
+    {
+        let name = toks.tok(i);
+        let member = i >= 2 && toks.ident(i - 2) && matches!(toks.tok(i - 1), "." | "->");
+        return Err(if member {
+            format!(
+                "it calls `{}{}{name}()`, which waits for other threads inside another function",
+                toks.tok(i - 2),
+                toks.tok(i - 1)
+            )
+        } else if matches!(toks.tok(i + 1), "(" | "<" | "::") {
+            format!("it calls `{name}`, which waits for other threads inside another function")
+        } else {
+            format!("it uses `{name}`, whose call operator waits for other threads")
+        });
     }
     if !parse::has_collective(toks, ba, bb) {
         return Ok(codegen::block_function(toks, def, readers).ok());
@@ -642,8 +656,11 @@ mod tests {
              __rk_kernel__ void c(float* p) { float t = twice(p[0]); p[0] = t; }",
         );
         let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
-        assert!(why["a"].contains("`Sum`"), "{why:?}");
-        assert!(why["b"].contains("`Far`"), "{why:?}");
+        assert!(
+            why["a"].starts_with("it uses `Sum`, whose call operator waits"),
+            "{why:?}"
+        );
+        assert!(why["b"].starts_with("it uses `Far`"), "{why:?}");
         // The trailing return type names the result's type: inlined.
         let c = &o.forms.iter().find(|f| f.kernel == "c").expect("c").code;
         assert!(c.contains("rk_h1_r") && !c.contains("twice("), "{c}");
@@ -732,12 +749,15 @@ mod tests {
                block.sync();\n\
                int v = cooperative_groups::reduce(tile, p[0], cooperative_groups::plus<int>());\n\
                p[1] = tile.shfl_down(v, 1);\n}\n\
-             void sync(int);\n\
+             struct thread_group { void sync() const { __syncthreads(); } };\n\
              __rk_kernel__ void b(thread_group g, int* p) { g.sync(); p[0] = 1; }",
         );
         let a = &o.forms.iter().find(|f| f.kernel == "a").expect("a").code;
         assert!(a.contains("rkr.barrier_full("), "{a}");
         assert!(a.contains("rkr.tile_reduce<"), "{a}");
         assert!(a.contains("RK_WARP_SHFL_DOWN"), "{a}");
+        // A `thread_group` could be either kind: its sync() stays a call.
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(why["b"].starts_with("it calls `g.sync()`"), "{why:?}");
     }
 }

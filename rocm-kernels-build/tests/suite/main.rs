@@ -4,7 +4,7 @@
 
 mod build_amd;
 mod build_api;
-mod cpu_fallback;
+mod cpu_build;
 mod fixture;
 
 fn main() -> std::process::ExitCode {

@@ -46,6 +46,15 @@ inline unsigned long long __activemask() { return rk_warp_op(RK_WARP_ACTIVEMASK,
 inline void __syncwarp() { (void)rk_warp_op(RK_WARP_ACTIVEMASK, 1, 0, 0); }
 template <class M>
 inline void __syncwarp(M) { __syncwarp(); }
+namespace rk {
+/* The bits of a wave-wide lane mask that belong to the tile of `width` lanes (a power of two)
+ * holding lane `lane`, as the tile's own mask (bit i for the tile's lane i). */
+inline unsigned long long tile_bits(unsigned long long mask, unsigned int width, unsigned int lane) {
+    const unsigned long long low = width >= 64 ? ~0ull : (1ull << width) - 1;
+    return (mask >> (lane & ~(width - 1))) & low;
+}
+}  // namespace rk
+
 /* The value of the wave's first active lane (AMD's readfirstlane); a collective of its own in the
  * region form. */
 template <class T>

@@ -1,8 +1,10 @@
-//! The cpu build's per-kernel fallback, end to end: in a crate built by cargo, a kernel whose
+//! The cpu build end to end. Its per-kernel fallback: in a crate built by cargo, a kernel whose
 //! region form does not compile runs with per-thread fibers, and only it (its neighbour in the same
 //! source keeps its region form); the build says so once, and both kernels give the right results
 //! in every execution mode at both wave sizes. (Built here rather than in the runtime's corpus,
-//! whose normal build must print no warnings.)
+//! whose normal build must print no warnings.) And what it refuses: inline assembly.
+
+use rocm_kernels_build::{Backend, Build, BuildError};
 
 use crate::fixture::Fixture;
 
@@ -120,4 +122,42 @@ fn a_region_form_that_does_not_compile_costs_only_its_own_kernel() {
         "{stderr}"
     );
     assert!(!stderr.contains("`region_form_compiles`"), "{stderr}");
+}
+
+#[testkit::test]
+fn inline_assembly_is_refused_naming_the_kernel_and_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("k.hip");
+    std::fs::write(
+        &src,
+        "#include <hip/hip_runtime.h>\n\
+         __device__ unsigned lane_mask() {\n\
+             unsigned m;\n\
+             asm volatile(\"s_mov_b32 %0, exec_lo\" : \"=s\"(m));\n\
+             return m;\n\
+         }\n\
+         __global__ void portable(int* p) { p[0] = 1; }\n\
+         __global__ void uses_gcn(int* p) { p[0] = lane_mask(); }\n\
+         #if defined(__HIP_PLATFORM_AMD__)\n\
+         __global__ void amd_only(int* p) { asm volatile(\"s_nop 0\"); }\n\
+         #endif\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = Build::new()
+        .cargo_metadata(false)
+        .out_dir(out.path())
+        .file(&src)
+        .backend(Backend::Cpu)
+        .try_compile("k")
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, BuildError::Cpu(_)), "{text}");
+    assert!(
+        text.contains("kernel `uses_gcn` cannot run on the cpu backend: it uses inline assembly (in `lane_mask`)"),
+        "{text}"
+    );
+    assert!(text.contains("k.hip:4"), "{text}");
+    assert!(text.contains("__HIP_PLATFORM_AMD__"), "{text}");
+    assert!(!text.contains("please report"), "{text}");
 }
