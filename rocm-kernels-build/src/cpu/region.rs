@@ -100,6 +100,7 @@ fn inline_assembly(
     unit: &Tokens,
     def: &KernelDef,
     index: &FunctionIndex,
+    instantiated_with: &[&str],
 ) -> Option<(usize, Option<String>)> {
     let found = |(a, b): (usize, usize)| {
         (a..b).find(|&i| unit.ident(i) && ASM.contains(&unit.tok(i)) && users_code(unit, i))
@@ -108,7 +109,7 @@ fn inline_assembly(
         return Some((i, None));
     }
     index
-        .reachable(unit, &[def.body])
+        .reachable(unit, &[def.body], instantiated_with)
         .into_iter()
         .find_map(|f| found(f.body).map(|i| (i, Some(f.name.clone()))))
 }
@@ -156,8 +157,25 @@ pub fn generate(unit: &Tokens) -> Outcome {
     let (defs, specialized) = kernel_defs(unit);
     // Only the kernels and what they can call are looked into.
     let index = FunctionIndex::new(unit);
+    // What kernel templates are instantiated with can be called by them too (a functor type).
+    let template_args: Vec<(String, Vec<String>)> = super::scan::scan(unit)
+        .into_iter()
+        .filter_map(|k| {
+            let (base, args) = split_template_args(&k.cpp_ref);
+            let args = lex(args);
+            let names = (0..args.len())
+                .filter(|&i| args.ident(i))
+                .map(|i| args.tok(i).to_string())
+                .collect::<Vec<_>>();
+            (!names.is_empty()).then(|| (base.to_string(), names))
+        })
+        .collect();
     let roots: Vec<(usize, usize)> = defs.iter().map(|d| d.body).collect();
-    let reachable = index.reachable(unit, &roots);
+    let named: Vec<&str> = template_args
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(String::as_str))
+        .collect();
+    let reachable = index.reachable(unit, &roots, &named);
     let mut waiting = analysis::waiting_functions(unit, &reachable);
     let readers = analysis::reading_functions(unit, &reachable, &["thread_idx"]);
     let helpers = inline::Helpers::new(unit, &reachable, &waiting);
@@ -177,8 +195,14 @@ pub fn generate(unit: &Tokens) -> Outcome {
         .chain(roots.iter().copied())
         .any(|(a, b)| (a..b).any(|i| unit.ident(i) && ASM.contains(&unit.tok(i))));
     for def in &defs {
+        // The names kernel templates are instantiated with (functor types...).
+        let instantiated_with: Vec<&str> = template_args
+            .iter()
+            .filter(|(base, _)| *base == def.qualified)
+            .flat_map(|(_, names)| names.iter().map(String::as_str))
+            .collect();
         if reaches_assembly {
-            if let Some((at, function)) = inline_assembly(unit, def, &index) {
+            if let Some((at, function)) = inline_assembly(unit, def, &index, &instantiated_with) {
                 let location = match unit.origin(at) {
                     Some((marker, line)) => format!("{}:{line}", marker.file),
                     None => format!("line {}", unit.token(at).line),
@@ -198,6 +222,18 @@ pub fn generate(unit: &Tokens) -> Outcome {
         if count[def.qualified.as_str()] > 1 {
             out.fibers
                 .push((def.qualified.clone(), "it is overloaded".into()));
+            continue;
+        }
+        // The region form is one for all of a template's instantiations.
+        let waiting_argument = instantiated_with.iter().find(|n| waiting.contains(**n));
+        if let Some(name) = waiting_argument {
+            out.fibers.push((
+                def.qualified.clone(),
+                format!(
+                    "it is instantiated with `{name}`, which waits for other threads (a call \
+                     operator or function it is called through)"
+                ),
+            ));
             continue;
         }
         if specialized.contains(&def.qualified) {
@@ -664,6 +700,24 @@ mod tests {
         // The trailing return type names the result's type: inlined.
         let c = &o.forms.iter().find(|f| f.kernel == "c").expect("c").code;
         assert!(c.contains("rk_h1_r") && !c.contains("twice("), "{c}");
+    }
+
+    #[test]
+    fn kernel_templates_instantiated_with_a_functor_that_waits_keep_fibers() {
+        let o = form(
+            "struct Max { int operator()(int v) const { return v + __shfl_xor(v, 1); } };\n\
+             struct Twice { int operator()(int v) const { return 2 * v; } };\n\
+             template <class Op> __rk_kernel__ void k(int* p) { Op op; p[0] = op(p[0]); }\n\
+             template __rk_kernel__ void k<Max>(int*);\n\
+             template <class Op> __rk_kernel__ void t(int* p) { Op op; p[0] = op(p[0]); }\n\
+             template __rk_kernel__ void t<Twice>(int*);",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(
+            why["k"].starts_with("it is instantiated with `Max`, which waits"),
+            "{why:?}"
+        );
+        assert!(o.forms.iter().any(|f| f.kernel == "t"), "{o:?}");
     }
 
     #[test]

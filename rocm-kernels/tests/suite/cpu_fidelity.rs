@@ -198,6 +198,11 @@ fn each_kernel_runs_the_way_the_build_says() {
             "functor_with_collective",
             "fibers: it uses `WaveMax`, whose call operator waits",
         ),
+        (
+            "apply_functor<WaveMax>",
+            "fibers: it is instantiated with `WaveMax`, which waits",
+        ),
+        ("apply_plain_functor<Doubler>", "regions"),
         ("functor_across_barrier", "regions"),
         ("lambdas_at_barrier_level", "regions"),
         (
@@ -325,9 +330,14 @@ fn helpers_with_trailing_return_types_functors_and_lambdas() {
         let sums = butterfly(b.v, b.ws, b.ws, offsets, |x, y| x + y);
         (0..b.n()).map(|t| sums[t] * 1000 + b.mirror(t)).collect()
     });
-    check("functor_with_collective", &blocks, 1, |b| {
+    let wave_max = |b: &Block| {
         let offsets = std::iter::successors(Some(1), |o| (o * 2 < b.ws).then_some(o * 2));
         butterfly(b.v, b.ws, b.ws, offsets, i32::max)
+    };
+    check("functor_with_collective", &blocks, 1, wave_max);
+    check("apply_functor<WaveMax>", &blocks, 1, wave_max);
+    check("apply_plain_functor<Doubler>", &blocks, 1, |b| {
+        b.v.iter().map(|v| 2 * v).collect()
     });
     check("functor_across_barrier", &blocks, 1, |b| {
         (0..b.n()).map(|t| b.mirror(t) * 3 + t as i32).collect()

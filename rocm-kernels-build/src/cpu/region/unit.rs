@@ -287,13 +287,25 @@ impl FunctionIndex {
         FunctionIndex { bodies, by_name }
     }
 
-    /// The functions whose names the token ranges `roots` use, and the functions whose names
-    /// those use, and so on: everything code in `roots` can call or take the address of (by
-    /// name, so all overloads of a name).
-    pub fn reachable(&self, toks: &Tokens, roots: &[(usize, usize)]) -> Vec<&FnBody> {
+    /// The functions whose names the token ranges `roots` use, or that are `named`, and the
+    /// functions whose names those use, and so on: everything code in `roots` can call or take
+    /// the address of (by name, so all overloads of a name).
+    pub fn reachable(
+        &self,
+        toks: &Tokens,
+        roots: &[(usize, usize)],
+        named: &[&str],
+    ) -> Vec<&FnBody> {
         let mut seen = vec![false; self.bodies.len()];
         let mut out = Vec::new();
         let mut pending: Vec<(usize, usize)> = roots.to_vec();
+        for &k in named.iter().flat_map(|n| self.by_name.get(*n)).flatten() {
+            if !seen[k] {
+                seen[k] = true;
+                out.push(&self.bodies[k]);
+                pending.push(self.bodies[k].body);
+            }
+        }
         while let Some((a, b)) = pending.pop() {
             for i in a..b {
                 if !toks.ident(i) {
@@ -344,7 +356,7 @@ mod tests {
         let index = FunctionIndex::new(&t);
         let (defs, _) = kernel_defs(&t);
         let mut names: Vec<&str> = index
-            .reachable(&t, &[defs[0].body])
+            .reachable(&t, &[defs[0].body], &[])
             .iter()
             .map(|f| f.name.as_str())
             .collect();

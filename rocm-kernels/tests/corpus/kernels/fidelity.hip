@@ -95,6 +95,26 @@ __global__ void functor_with_collective(const int* in, int* out) {
     out[g] = op(in[g]);
 }
 
+// Kernel templates calling the functor they are instantiated with. A template has one region
+// form for all its instantiations: instantiated with WaveMax it runs on fibers, named.
+template <class Op>
+__global__ void apply_functor(const int* in, int* out) {
+    const unsigned g = FID_GID;
+    Op op;
+    out[g] = op(in[g]);
+}
+template __global__ void apply_functor<WaveMax>(const int*, int*);
+struct Doubler {
+    __device__ int operator()(int v) const { return 2 * v; }
+};
+template <class Op>
+__global__ void apply_plain_functor(const int* in, int* out) {
+    const unsigned g = FID_GID;
+    Op op;
+    out[g] = op(in[g]);
+}
+template __global__ void apply_plain_functor<Doubler>(const int*, int*);
+
 // A functor without collectives living across a barrier (region form).
 struct Affine {
     int scale;
