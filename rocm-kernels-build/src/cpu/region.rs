@@ -305,12 +305,20 @@ fn form_for(
     readers: &BTreeSet<String>,
 ) -> parse::PResult<Option<(String, bool)>> {
     let (ba, bb) = def.body;
-    // A call, or a class with a call operator that waits named as a type (`F f;`, `F{}`,
-    // `F()`); not a variable that shares a name with one (`int any = tile.any(p);`).
-    let used_so = |i: usize| toks.ident(i + 1) || matches!(toks.tok(i + 1), "(" | "<" | "{" | "::");
-    if let Some(i) =
-        (ba..bb).find(|&i| toks.ident(i) && waiting.contains(toks.tok(i)) && used_so(i))
-    {
+    // Any use of such a name (a call, a function passed on, a functor's class), except where the
+    // kernel declares a variable of that name and does not call it (`int any = tile.any(p);`).
+    let mut locals = inline::declared_names(toks, ba, bb);
+    locals.extend(
+        parse::param_names(toks, def.params)
+            .into_iter()
+            .map(|(n, _)| n),
+    );
+    let waits = |i: usize| {
+        toks.ident(i)
+            && waiting.contains(toks.tok(i))
+            && (!locals.contains(toks.tok(i)) || toks.is(i + 1, "("))
+    };
+    if let Some(i) = (ba..bb).find(|&i| waits(i)) {
         let name = toks.tok(i);
         let member = i >= 2 && toks.ident(i - 2) && matches!(toks.tok(i - 1), "." | "->");
         return Err(if member {
@@ -321,8 +329,10 @@ fn form_for(
             )
         } else if matches!(toks.tok(i + 1), "(" | "<" | "::") {
             format!("it calls `{name}`, which waits for other threads inside another function")
-        } else {
+        } else if toks.ident(i + 1) || toks.is(i + 1, "{") {
             format!("it uses `{name}`, whose call operator waits for other threads")
+        } else {
+            format!("it takes `{name}`, which waits for other threads, to call it elsewhere")
         });
     }
     if !parse::has_collective(toks, ba, bb) {
@@ -689,7 +699,9 @@ mod tests {
              auto twice(float v) -> float { return __shfl_xor(v, 1) * 2.0f; }\n\
              __rk_kernel__ void a(float* p) { Sum s; p[0] = s(p[0]); }\n\
              __rk_kernel__ void b(float* p) { p[0] = Far{}(p[0]); }\n\
-             __rk_kernel__ void c(float* p) { float t = twice(p[0]); p[0] = t; }",
+             __rk_kernel__ void c(float* p) { float t = twice(p[0]); p[0] = t; }\n\
+             __rk_kernel__ void d(float* p) { auto f = &twice; p[0] = f(p[0]); }\n\
+             __rk_kernel__ void e(float* p) { float twice = p[0]; p[1] = twice * 2; }",
         );
         let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
         assert!(
@@ -697,6 +709,9 @@ mod tests {
             "{why:?}"
         );
         assert!(why["b"].starts_with("it uses `Far`"), "{why:?}");
+        // A function that waits, taken to be called through a pointer; a variable of its name.
+        assert!(why["d"].starts_with("it takes `twice`"), "{why:?}");
+        assert!(!why.contains_key("e"), "{why:?}");
         // The trailing return type names the result's type: inlined.
         let c = &o.forms.iter().find(|f| f.kernel == "c").expect("c").code;
         assert!(c.contains("rk_h1_r") && !c.contains("twice("), "{c}");
