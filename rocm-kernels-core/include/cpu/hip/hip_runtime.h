@@ -33,9 +33,14 @@
  * assert macro calls __assert_fail; renaming it here also covers <cassert> included later. */
 #define __assert_fail rk_assert_fail
 
+/* The cpu backend is a platform of its own: code written for AMD GPUs (`#ifdef
+ * __HIP_PLATFORM_AMD__`: inline GCN assembly, wave-64 assumptions) or NVIDIA ones must not be
+ * taken here. `__HIP__`, `__HIPCC__` and `__HIP_DEVICE_COMPILE__` say "HIP kernel code, device
+ * side", which it is. */
+#define __HIP_PLATFORM_ROCM_KERNELS_CPU__ 1
 #define __HIP_CPU_RK__ 1
-#define __HIP_PLATFORM_AMD__ 1
 #define __HIP__ 1
+#define __HIPCC__ 1
 #define __HIP_DEVICE_COMPILE__ 1
 
 /* ---- function and variable qualifiers ---- */
@@ -110,7 +115,6 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 [[noreturn]] inline void __trap() { rk_kernel_fault("__trap() called"); }
-[[noreturn]] inline void __builtin_amdgcn_s_trap_rk() { __trap(); }
 
 /* ---- clocks ---- */
 #if defined(__x86_64__)
@@ -126,6 +130,7 @@ inline unsigned int __smid() { return 0; }
 #include "detail/math.h"
 #include "detail/vector_types.h"
 #include "detail/warp.h"
+#include "detail/amd.h"
 #include "hip_bf16.h"
 #include "hip_fp16.h"
 #include "detail/entry.h"
