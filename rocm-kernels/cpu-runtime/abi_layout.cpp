@@ -54,6 +54,7 @@ extern "C" const fact rk_abi_layout[] = {
     RK_FIELD(rk_launch_desc, thread_order),
     RK_FIELD(rk_launch_desc, whole_blocks),
     RK_FIELD(rk_launch_desc, exec_blocks),
+    RK_FIELD(rk_launch_desc, publish),
     RK_FIELD(rk_launch_desc, watch_len),
     RK_FIELD(rk_launch_desc, watch_addr),
 

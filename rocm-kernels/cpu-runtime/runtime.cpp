@@ -943,7 +943,7 @@ bool prepare_launch(Worker *w, Launch *l) {
     rk_cur.dyn_shared = w->dyn_shared;
     rk_cur.exec_fibers = d->exec_fibers;
     rk_cur.exec_blocks = d->exec_blocks;
-    rk_cur.checked = d->checked;
+    rk_cur.checked = d->publish;
     rk_cur.idx_table = nullptr;
     if (d->block[1] != 1 || d->block[2] != 1) {
         // Indexed by the block's linear thread ids (region forms look up their lanes' there),

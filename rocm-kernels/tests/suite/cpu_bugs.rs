@@ -894,3 +894,31 @@ fn partial_barriers_under_conditions_are_reported_in_every_mode() {
         }
     }
 }
+
+/// A checked launch of a region form that faults reruns naming each lane; when the rerun does not
+/// fault the same way, the report says the thread may be a neighbour of the one at fault.
+#[testkit::test]
+fn a_fault_that_does_not_recur_says_its_thread_may_be_a_neighbour() {
+    let m = module(64);
+    let d = m.device();
+    let mut flag = d.upload(&[0i32]).unwrap();
+    let mut out = d.alloc::<f32>(100).unwrap();
+    let err = m
+        .kernel("faults_once")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&mut flag)
+        .arg(&mut out)
+        .arg(&100i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds { detail, .. } => assert!(
+            detail.contains("the thread may be a neighbour of the one at fault"),
+            "{detail}"
+        ),
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    assert_eq!(flag.to_vec().unwrap(), vec![1]);
+    still_works(d);
+}

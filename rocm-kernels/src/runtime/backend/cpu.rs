@@ -29,9 +29,11 @@
 //! control flow), and launches running past
 //! [`CpuOptions::time_limit`].
 //!
-//! Unchecked launches let the compiler optimise region code across threads, so the thread a
-//! stray-pointer fault names may be a neighbour of the one at fault; checked launches (the
-//! default, and what the test harness uses) name it exactly.
+//! Region code runs its lanes without storing each one's coordinates first, so the compiler can
+//! optimise across threads (vectorise); the thread a fault names may then be a neighbour of the
+//! one at fault. Checked launches (the default, and what the test harness uses) rerun a faulting
+//! launch storing them, and report that run's fault, which names the exact thread: exactness
+//! costs only failing launches (it used to cost every checked launch up to 3.5x).
 //!
 //! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
 //! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
@@ -581,6 +583,9 @@ impl FunctionBackend for CpuFunction {
                         && options.exec == CpuExec::Blocks),
             ),
             exec_blocks: u32::from(options.exec == CpuExec::Blocks),
+            // Race-checked launches name threads exactly; plain ones let the compiler optimise
+            // across lanes and rerun a faulting launch to name the thread (`launch_plain`).
+            publish: u32::from(options.checked && options.race_check),
             watch_len: 0,
             watch_addr: 0,
         };
@@ -592,7 +597,7 @@ impl FunctionBackend for CpuFunction {
                 _ => self.launch_race_checked(desc, args),
             }
         } else {
-            self.run(self.shared.pool()?, &desc).map(drop)
+            self.launch_plain(desc)
         };
         result.map_err(|err| self.name_missed_buffer(err, args))
     }
@@ -640,6 +645,44 @@ impl CpuFunction {
             }
         }
         err
+    }
+
+    /// A launch on the device's pool. Region forms run their lanes without publishing each one's
+    /// coordinates (the compiler vectorises across lanes), so a fault names a thread of the right
+    /// wave, not always the right one: in checked mode a faulting launch runs once more,
+    /// publishing them, and the fault of that run (the same one, for faults that depend on
+    /// indices rather than data) names the exact thread. Only failing launches pay for it.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`].
+    unsafe fn launch_plain(&self, desc: ffi::RkLaunchDesc) -> Result<()> {
+        let pool = self.shared.pool()?;
+        let first = match self.run(pool, &desc) {
+            Ok(_) => return Ok(()),
+            Err(err) => err,
+        };
+        let lanes_unnamed = desc.checked != 0
+            && desc.publish == 0
+            && (desc.region_waves != 0 || desc.whole_blocks != 0 || desc.exec_blocks != 0);
+        let thread_named = matches!(
+            first,
+            RuntimeError::KernelFault { .. } | RuntimeError::OutOfBounds { .. }
+        );
+        if !(lanes_unnamed && thread_named) {
+            return Err(first);
+        }
+        let mut exact = desc;
+        exact.publish = 1;
+        match self.run(pool, &exact) {
+            Err(again) if std::mem::discriminant(&again) == std::mem::discriminant(&first) => {
+                Err(again)
+            }
+            _ => Err(with_note(
+                first,
+                " (the thread may be a neighbour of the one at fault: the launch ran its lanes \
+                 without naming each, and running it again naming them did not fault the same way)",
+            )),
+        }
     }
 
     /// Run one launch on `pool`.
@@ -817,13 +860,20 @@ impl CpuFunction {
 
 /// A fault of the race check's second run, which the first (in order) did not have: say so,
 /// since the order of threads is then what triggers it.
-fn only_in_reverse_order(mut err: RuntimeError) -> RuntimeError {
-    const NOTE: &str = " (race check: only when the threads of each block ran in reverse order, \
-                        so it depends on the order of threads between barriers)";
+fn only_in_reverse_order(err: RuntimeError) -> RuntimeError {
+    with_note(
+        err,
+        " (race check: only when the threads of each block ran in reverse order, so it depends \
+         on the order of threads between barriers)",
+    )
+}
+
+/// `note` appended to a fault's message.
+fn with_note(mut err: RuntimeError, note: &str) -> RuntimeError {
     match &mut err {
         RuntimeError::KernelFault { message, .. }
-        | RuntimeError::PartialBarrier { message, .. } => message.push_str(NOTE),
-        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(NOTE),
+        | RuntimeError::PartialBarrier { message, .. } => message.push_str(note),
+        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(note),
         _ => {}
     }
     err

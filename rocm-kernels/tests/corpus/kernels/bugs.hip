@@ -189,3 +189,15 @@ __global__ void divergent_loop_barrier(const int* in, int* out) {
     }
     out[t] = acc;
 }
+
+// Faults the first time only: thread 0 sets the flag it tested, then writes past the end.
+// Checked launches run region forms without naming each lane and rerun a faulting launch
+// naming them; here the rerun does not fault, and the report says its thread may be a neighbour.
+__global__ void faults_once(int* flag, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        int first = flag[0];
+        flag[0] = 1;
+        if (first == 0) out[n + 10] = 1.0f;
+    }
+}

@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-pub const RK_ABI_VERSION: u32 = 3;
+pub const RK_ABI_VERSION: u32 = 4;
 pub const RK_MAX_PARAMS: usize = 64;
 
 /// `rk_call_op`: fill `RkCall::info` with the parameter layout.
@@ -107,6 +107,7 @@ pub struct RkLaunchDesc {
     pub thread_order: u32,
     pub whole_blocks: u32,
     pub exec_blocks: u32,
+    pub publish: u32,
     pub watch_len: u32,
     pub watch_addr: u64,
 }
@@ -251,6 +252,7 @@ mod tests {
                 thread_order,
                 whole_blocks,
                 exec_blocks,
+                publish,
                 watch_len,
                 watch_addr,
             ]
