@@ -144,6 +144,7 @@ pub(crate) fn cpu_target(
     Arc::new(CpuTarget {
         plain: DeviceTarget::new(device(false), lib),
         race: DeviceTarget::new(device(true), lib),
+        wave_size,
     })
 }
 
@@ -155,9 +156,14 @@ const RACE_CHECK_MAX_BYTES: usize = 64 << 20;
 struct CpuTarget {
     plain: DeviceTarget,
     race: DeviceTarget,
+    wave_size: u32,
 }
 
 impl Target for CpuTarget {
+    fn wave_size(&self) -> Option<u32> {
+        Some(self.wave_size)
+    }
+
     fn launch(
         &self,
         kernel: &str,
@@ -169,7 +175,7 @@ impl Target for CpuTarget {
             .iter()
             .map(|a| match a {
                 LaunchArg::Buffer { data, .. } => data.as_bytes().len(),
-                LaunchArg::Scalar(_) => 0,
+                LaunchArg::Scalar(_) | LaunchArg::Struct(_) => 0,
             })
             .sum();
         if race && bytes <= RACE_CHECK_MAX_BYTES {
@@ -256,10 +262,19 @@ macro_rules! device_bufs {
     };
 }
 
-device_bufs!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64);
+use rocm_kernels::vector::*;
+device_bufs!(
+    F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64,
+    I8x2 Char2, I8x3 Char3, I8x4 Char4, U8x2 UChar2, U8x3 UChar3, U8x4 UChar4,
+    I16x2 Short2, I16x3 Short3, I16x4 Short4, U16x2 UShort2, U16x3 UShort3, U16x4 UShort4,
+    I32x2 Int2, I32x3 Int3, I32x4 Int4, U32x2 UInt2, U32x3 UInt3, U32x4 UInt4,
+    I64x2 Long2, I64x3 Long3, I64x4 Long4, U64x2 ULong2, U64x3 ULong3, U64x4 ULong4,
+    F32x2 Float2, F32x3 Float3, F32x4 Float4, F64x2 Double2, F64x3 Double3, F64x4 Double4
+);
 
 enum DevArg {
     Scalar(ScalarValue),
+    Struct(crate::RawValue),
     Buffer(DevBuf),
 }
 
@@ -275,6 +290,7 @@ impl DeviceTarget {
         args.iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
+                LaunchArg::Struct(v) => Ok(DevArg::Struct(v.clone())),
                 LaunchArg::Buffer { data, .. } => {
                     DevBuf::upload(&self.device, data).map(DevArg::Buffer)
                 }
@@ -295,6 +311,7 @@ impl DeviceTarget {
         for a in dev_args {
             builder = match a {
                 DevArg::Scalar(v) => push_scalar(v, builder),
+                DevArg::Struct(v) => builder.arg(v),
                 DevArg::Buffer(b) => b.push(builder),
             };
         }
@@ -315,6 +332,10 @@ fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 }
 
 impl Target for DeviceTarget {
+    fn wave_size(&self) -> Option<u32> {
+        Some(self.device.info().wave_size)
+    }
+
     fn launch(
         &self,
         kernel: &str,

@@ -74,14 +74,19 @@ impl Suite {
             .entry(wave_size)
             .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size, None))
             .clone();
-        let trial = trial_name(
-            &check.name,
-            &crate::TrialPlace {
-                backend: rocm_kernels::Backend::Cpu,
-                target: format!("w{wave_size}"),
-            },
-        );
-        run_check(check, target.as_ref(), &RunConfig::default(), &trial).map(|ok| ok.cases)
+        let place = crate::TrialPlace {
+            backend: rocm_kernels::Backend::Cpu,
+            target: format!("w{wave_size}"),
+        };
+        let trial = trial_name(&check.name, &place);
+        run_check(
+            check,
+            target.as_ref(),
+            &place,
+            &RunConfig::default(),
+            &trial,
+        )
+        .map(|ok| ok.cases)
     }
 
     /// The trials for these targets, as libtest-mimic trials.
@@ -213,9 +218,12 @@ impl Suite {
                     }
                     (Ok(target), true) => {
                         let (target, check, cfg) = (target.clone(), check.clone(), cfg.clone());
-                        let trial = name.clone();
+                        let (trial, place) = (name.clone(), slot.id.clone());
                         Box::new(move || {
-                            run_check(&check, target.as_ref(), &cfg, &trial)
+                            if let Some(why) = check.excluded_from(&place, target.wave_size()) {
+                                return Ok(Done::Ignored(why));
+                            }
+                            run_check(&check, target.as_ref(), &place, &cfg, &trial)
                                 .map(|ok| Done::Passed(Some(ok.cases), ok.seed, ok.bandwidth))
                         })
                     }

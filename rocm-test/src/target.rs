@@ -13,6 +13,7 @@ use crate::Launch;
 /// One kernel argument as handed to a [`Target`].
 pub(crate) enum LaunchArg<'a> {
     Scalar(ScalarValue),
+    Struct(crate::RawValue),
     Buffer {
         data: &'a mut HostBuf,
         /// Copy the device's contents back into `data` after the launch.
@@ -36,6 +37,11 @@ pub(crate) trait Target: Send + Sync {
     ) -> Result<Bandwidth, String> {
         let _ = (kernel, launch, args, bytes, reps);
         Err("this target cannot time kernels".into())
+    }
+
+    /// The number of lanes in a wave here (32 or 64), when known.
+    fn wave_size(&self) -> Option<u32> {
+        None
     }
 
     /// Upload the buffers, launch `kernel` once, wait, and download the `read_back` buffers.

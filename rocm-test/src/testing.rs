@@ -39,14 +39,14 @@ impl Target for RustTarget {
 fn scalar<T: Element>(a: &LaunchArg<'_>) -> T {
     match a {
         LaunchArg::Scalar(s) => T::unwrap_scalar(s).expect("scalar type"),
-        LaunchArg::Buffer { .. } => panic!("not a scalar"),
+        LaunchArg::Buffer { .. } | LaunchArg::Struct(_) => panic!("not a scalar"),
     }
 }
 
 fn buf<'a, T: Element>(a: &'a mut LaunchArg<'_>) -> &'a mut [T] {
     match a {
         LaunchArg::Buffer { data, .. } => T::slice_mut(data).expect("buffer type"),
-        LaunchArg::Scalar(_) => panic!("not a buffer"),
+        LaunchArg::Scalar(_) | LaunchArg::Struct(_) => panic!("not a buffer"),
     }
 }
 

@@ -91,6 +91,8 @@ pub trait ModuleBackend: Send + Sync + Debug {
 pub struct ParamLayout {
     pub size: u32,
     pub is_pointer: bool,
+    /// Alignment of the parameter's type in bytes; 0 when the backend cannot tell.
+    pub align: u32,
 }
 
 /// One kernel of a loaded module.

@@ -136,6 +136,7 @@ impl Kernel {
                         ParamLayout {
                             size: p.size,
                             is_pointer: p.kind == ParamKind::GlobalBuffer,
+                            align: 0,
                         },
                     )
                 })
@@ -191,6 +192,14 @@ impl Kernel {
                     layout.size, arg.type_name, arg.size
                 )));
             }
+            if !layout.is_pointer && layout.align != 0 && layout.align as usize != arg.align {
+                return Err(self.mismatch(format!(
+                    "parameter {i} {param} is aligned to {} bytes, the argument ({}) to {}: give \
+                     the Rust type the same alignment (`#[repr(C, align({}))]`, or the vector \
+                     types of `rocm_kernels::vector`)",
+                    layout.align, arg.type_name, arg.align, layout.align
+                )));
+            }
         }
         Ok(())
     }
@@ -212,7 +221,40 @@ impl Kernel {
             });
         }
         self.check_args(args)?;
-        let raw: Vec<*mut c_void> = args.iter().map(|a| a.ptr as *mut c_void).collect();
+        // By-value arguments are copied into 16-byte-aligned storage: kernels read a parameter
+        // with its type's alignment (a float4 with an aligned vector load on the cpu backend),
+        // and the caller's value need not have it.
+        let mut storage: Vec<u128> = Vec::new();
+        let mut offsets = Vec::with_capacity(args.len());
+        for a in args {
+            if a.kind == ArgKind::Value {
+                offsets.push(Some(storage.len()));
+                storage.resize(storage.len() + a.size.div_ceil(16).max(1), 0);
+            } else {
+                offsets.push(None);
+            }
+        }
+        for (a, at) in args.iter().zip(&offsets) {
+            if let Some(at) = at {
+                // Safety: `a.ptr` points to `a.size` readable bytes (KernelArg's contract), and
+                // the slot holds at least that many.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        a.ptr.cast::<u8>(),
+                        storage.as_mut_ptr().add(*at).cast::<u8>(),
+                        a.size,
+                    )
+                };
+            }
+        }
+        let raw: Vec<*mut c_void> = args
+            .iter()
+            .zip(&offsets)
+            .map(|(a, at)| match at {
+                Some(at) => storage[*at..].as_mut_ptr().cast::<c_void>(),
+                None => a.ptr as *mut c_void,
+            })
+            .collect();
         // Safety: the arguments were checked against the parameter list where it is known, and
         // the builder borrows every buffer until this returns.
         unsafe { self.function.launch(config, &raw, stream.inner()) }

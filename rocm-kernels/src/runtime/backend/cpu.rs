@@ -51,7 +51,7 @@
 //! `atomicCAS` winner).
 
 mod detector;
-mod ffi;
+pub(crate) mod ffi;
 mod race;
 
 use std::any::Any;
@@ -427,6 +427,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32),
         count: 0,
         size: [0; ffi::RK_MAX_PARAMS],
         is_pointer: [0; ffi::RK_MAX_PARAMS],
+        align: [0; ffi::RK_MAX_PARAMS],
         block_entry: ffi::RK_ENTRY_THREADS,
     };
     let call = ffi::RkCall {
@@ -451,6 +452,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32),
         .map(|i| ParamLayout {
             size: info.size[i],
             is_pointer: info.is_pointer[i] != 0,
+            align: info.align[i],
         })
         .collect();
     Ok((layout, info.block_entry))

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#define RK_ABI_VERSION 4u
+#define RK_ABI_VERSION 5u
 #define RK_MAX_PARAMS 64
 
 #ifdef __cplusplus
@@ -65,6 +65,8 @@ typedef struct rk_param_info {
     uint32_t count;
     uint32_t size[RK_MAX_PARAMS];
     uint8_t is_pointer[RK_MAX_PARAMS];
+    /* alignof each parameter's type. */
+    uint32_t align[RK_MAX_PARAMS];
     /* rk_block_entry: what the entry's region form runs. */
     uint32_t block_entry;
 } rk_param_info;
