@@ -80,6 +80,9 @@ pub struct Check {
     pub(crate) kernel: String,
     pub(crate) sizes: Vec<(String, SizeSpec)>,
     pub(crate) args: Vec<ArgSpec>,
+    /// `__constant__`/`__device__` variables set before each launch (`Buffer` kinds: inputs, or
+    /// in-out ones read back and compared).
+    pub(crate) globals: Vec<ArgSpec>,
     pub(crate) launch: Option<LaunchFn>,
     pub(crate) reference: Option<ReferenceFn>,
     pub(crate) tolerance: Tolerance,
@@ -104,6 +107,7 @@ impl Check {
             kernel: kernel.to_owned(),
             sizes: Vec::new(),
             args: Vec::new(),
+            globals: Vec::new(),
             launch: None,
             reference: None,
             tolerance: Tolerance::default(),
@@ -185,6 +189,32 @@ impl Check {
             name,
             ArgKind::Struct(StructSrc::FromSizes(Arc::new(move |i| RawValue::of(&f(i))))),
         )
+    }
+
+    /// A `__constant__` or `__device__` variable of the library, set before every launch to
+    /// `src` (explicit values or `gen::vec`; its size must be the variable's). The reference reads
+    /// it like an input buffer (`i.buf("mask")`).
+    pub fn global<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_global(name, Role::Input, src.into_src())
+    }
+
+    /// A `__device__` variable set before every launch and read back after it, compared with what
+    /// the reference leaves in `o.buf(name)` (which starts with the values set), like an in-out
+    /// buffer: a counter, a histogram in device memory.
+    pub fn global_inout<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_global(name, Role::InOut, src.into_src())
+    }
+
+    fn push_global(&mut self, name: &str, role: Role, src: BufSrc) -> &mut Self {
+        if self.globals.iter().any(|g| g.name == name) {
+            self.errors
+                .push(format!("variable `{name}` is declared twice"));
+        }
+        self.globals.push(ArgSpec {
+            name: name.to_owned(),
+            kind: ArgKind::Buffer { role, src },
+        });
+        self
     }
 
     /// The next kernel argument, a buffer the kernel reads: `vec![…]` or `gen::vec("n", …)`.
@@ -352,7 +382,7 @@ impl Check {
     /// Whether every input is explicit (one case, no generation, no seed).
     pub(crate) fn is_fixed(&self) -> bool {
         self.sizes.iter().all(|(_, s)| s.is_fixed())
-            && !self.args.iter().any(|a| {
+            && !self.args.iter().chain(&self.globals).any(|a| {
                 matches!(
                     &a.kind,
                     ArgKind::Scalar(ScalarSrc::Gen(_))
@@ -426,7 +456,7 @@ impl Check {
             errs.push("no reference: add `.reference(|inputs, outputs| …)`".into());
         }
         if self.printf.is_none()
-            && !self.args.iter().any(|a| {
+            && !self.args.iter().chain(&self.globals).any(|a| {
                 matches!(
                     a.kind,
                     ArgKind::Output { .. }

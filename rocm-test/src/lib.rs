@@ -12,7 +12,7 @@
 //! ```no_run
 //! use rocm_test::{gen, Launch};
 //! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-//! #     name: "kernels", code_objects: &[], kernels: &[] };
+//! #     name: "kernels", code_objects: &[], kernels: &[], globals: &[] };
 //!
 //! fn main() -> std::process::ExitCode {
 //!     rocm_test::main(&KERNELS, |s| {

@@ -13,7 +13,7 @@ use crate::compare::compare;
 use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
 use crate::options::RaceCheck;
-use crate::target::{Bandwidth, LaunchArg, Target, TrialPlace};
+use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TrialPlace};
 
 /// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
 #[derive(Debug, Clone)]
@@ -212,7 +212,41 @@ fn run_case_inner(
             _ => {}
         }
     }
+    // Variables set before the launch (and read back, for in-out ones).
+    let mut global_bufs: Vec<HostBuf> = Vec::new();
+    let mut global_out: Vec<(usize, usize)> = Vec::new(); // (global index, expected index)
+    for (k, (spec, (_, value))) in check
+        .globals
+        .iter()
+        .zip(&case.values[check.args.len().min(case.values.len())..])
+        .enumerate()
     {
+        if let (ArgKind::Buffer { role, .. }, Some(CaseValue::Buffer(b))) = (&spec.kind, value) {
+            if *role == Role::InOut {
+                out_names.push(spec.name.clone());
+                global_out.push((k, expected.len()));
+                expected.push(b.clone());
+            }
+            global_bufs.push(b.clone());
+        }
+    }
+    {
+        let mut globals: Vec<GlobalArg<'_>> = check
+            .globals
+            .iter()
+            .zip(global_bufs.iter_mut())
+            .map(|(spec, data)| GlobalArg {
+                name: &spec.name,
+                read_back: matches!(
+                    spec.kind,
+                    ArgKind::Buffer {
+                        role: Role::InOut,
+                        ..
+                    }
+                ),
+                data,
+            })
+            .collect();
         let mut args = launch_args(check, case, &mut device_bufs);
         crate::isolate::note(|| {
             format!(
@@ -224,7 +258,7 @@ fn run_case_inner(
         });
         let mut launch_it = || {
             target
-                .launch(&check.kernel, &launch, &mut args, race)
+                .launch(&check.kernel, &launch, &mut args, &mut globals, race)
                 .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))
         };
         match &check.printf {
@@ -258,7 +292,10 @@ fn run_case_inner(
 
     let mut report = String::new();
     for (k, name) in out_names.iter().enumerate() {
-        let got = &device_bufs[out_index[k]];
+        let got = match global_out.iter().find(|(_, e)| *e == k) {
+            Some((g, _)) => &global_bufs[*g],
+            None => &device_bufs[out_index[k]],
+        };
         if let Some(m) = compare(name, got, &expected[k], &check.tolerance_of(name)) {
             report.push_str(&m.to_string());
         }
@@ -339,7 +376,10 @@ fn case_strategy_with(
     shrink_values: bool,
 ) -> SBoxedStrategy<Case> {
     let names: Arc<Vec<String>> = Arc::new(check.sizes.iter().map(|(n, _)| n.clone()).collect());
-    let args: Arc<Vec<ArgSpec>> = Arc::new(check.args.clone());
+    // The kernel's arguments, then the variables set before launches: the case's values in that
+    // order.
+    let args: Arc<Vec<ArgSpec>> =
+        Arc::new(check.args.iter().chain(&check.globals).cloned().collect());
     sizes
         .prop_flat_map(move |sizes| {
             let sizes: Vec<(String, usize)> = names.iter().cloned().zip(sizes).collect();

@@ -10,7 +10,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
-use crate::target::{Bandwidth, LaunchArg, Target, TargetSlot, TrialPlace};
+use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TargetSlot, TrialPlace};
 use crate::Launch;
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
@@ -169,6 +169,7 @@ impl Target for CpuTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         race: bool,
     ) -> Result<(), String> {
         let bytes: usize = args
@@ -179,9 +180,9 @@ impl Target for CpuTarget {
             })
             .sum();
         if race && bytes <= RACE_CHECK_MAX_BYTES {
-            self.race.launch(kernel, launch, args, true)
+            self.race.launch(kernel, launch, args, globals, true)
         } else {
-            self.plain.launch(kernel, launch, args, false)
+            self.plain.launch(kernel, launch, args, globals, false)
         }
     }
 
@@ -341,13 +342,27 @@ impl Target for DeviceTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         _race: bool,
     ) -> Result<(), String> {
-        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let module = self.module()?;
+        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
         let dev_args = self.upload(args)?;
+        for g in globals.iter() {
+            module
+                .global(g.name)
+                .and_then(|v| v.write(g.data.as_bytes()))
+                .map_err(|e| format!("setting variable `{}`: {e}", g.name))?;
+        }
         let stream = self.device.stream().map_err(|e| e.to_string())?;
         Self::run(&kernel, launch, &dev_args, &stream)?;
         stream.synchronize().map_err(|e| e.to_string())?;
+        for g in globals.iter_mut().filter(|g| g.read_back) {
+            module
+                .global(g.name)
+                .and_then(|v| v.read(g.data.as_bytes_mut()))
+                .map_err(|e| format!("reading variable `{}`: {e}", g.name))?;
+        }
         for (a, d) in args.iter_mut().zip(&dev_args) {
             if let (
                 LaunchArg::Buffer {

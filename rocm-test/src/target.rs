@@ -21,6 +21,14 @@ pub(crate) enum LaunchArg<'a> {
     },
 }
 
+/// A `__constant__`/`__device__` variable set before a launch (and read back after it when
+/// `read_back`).
+pub(crate) struct GlobalArg<'a> {
+    pub name: &'a str,
+    pub data: &'a mut HostBuf,
+    pub read_back: bool,
+}
+
 pub use rocm_test_events::Bandwidth;
 
 /// A device (or emulated configuration) that can run the library's kernels.
@@ -44,14 +52,16 @@ pub(crate) trait Target: Send + Sync {
         None
     }
 
-    /// Upload the buffers, launch `kernel` once, wait, and download the `read_back` buffers.
-    /// `race`: run it under the race detector where the target has one (the cpu backend).
-    /// The error is the runtime's own message (launch failure, out-of-bounds access, timeout…).
+    /// Upload the buffers, set the `globals`, launch `kernel` once, wait, and download the
+    /// `read_back` buffers and variables. `race`: run it under the race detector where the target
+    /// has one (the cpu backend). The error is the runtime's own message (launch failure,
+    /// out-of-bounds access, timeout…).
     fn launch(
         &self,
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         race: bool,
     ) -> Result<(), String>;
 }

@@ -25,6 +25,7 @@ impl Target for RustTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        _globals: &mut [crate::target::GlobalArg<'_>],
         _race: bool,
     ) -> Result<(), String> {
         let k = self
@@ -131,6 +132,7 @@ static LIB: KernelLibrary = KernelLibrary {
         decl("helper"),
         decl("orphan"),
     ],
+    globals: &[],
 };
 
 /// Run a suite on the Rust target plus one unavailable backend; return the events by trial name.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
 use super::launch::{ArgKind, ArgRef};
-use super::{Device, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
+use super::{Device, DeviceCopy, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
 use crate::library::{KernelDecl, KernelLibrary, ParamKind};
 
 /// A kernel library loaded on a device.
@@ -35,6 +35,41 @@ impl Module {
 
     pub fn library(&self) -> &'static KernelLibrary {
         self.library
+    }
+
+    /// The `__constant__` or `__device__` variable `name` (`mask`, `ns::mask`) of this module, to
+    /// read or write between launches (`hipMemcpyToSymbol`'s job):
+    ///
+    /// ```no_run
+    /// # fn f(module: &rocm_kernels::runtime::Module) -> rocm_kernels::runtime::Result<()> {
+    /// module.global("mask")?.write(&[0.25f32, 0.5, 0.25])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn global(&self, name: &str) -> Result<Global> {
+        let decl = self.library.global(name);
+        let symbol = decl
+            .map(|d| d.symbol.to_string())
+            .unwrap_or_else(|| crate::library::variable_symbol(name));
+        match self.inner.global(decl, &symbol)? {
+            Some((ptr, bytes)) => Ok(Global {
+                device: self.device.clone(),
+                name: decl.map_or(name, |d| d.name).to_string(),
+                ptr,
+                bytes,
+            }),
+            None => {
+                let known: Vec<&str> = self.library.globals.iter().map(|g| g.name).collect();
+                Err(RuntimeError::GlobalNotFound {
+                    name: name.to_string(),
+                    library: self.library.name.to_string(),
+                    available: if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    },
+                })
+            }
+        }
     }
 
     /// Names of the kernels this module holds on its device.
@@ -258,5 +293,75 @@ impl Kernel {
         // Safety: the arguments were checked against the parameter list where it is known, and
         // the builder borrows every buffer until this returns.
         unsafe { self.function.launch(config, &raw, stream.inner()) }
+    }
+}
+
+/// A `__constant__` or `__device__` variable of a loaded module ([`Module::global`]).
+#[derive(Debug, Clone)]
+pub struct Global {
+    device: Device,
+    name: String,
+    ptr: super::backend::DevicePtr,
+    bytes: usize,
+}
+
+impl Global {
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+
+    fn check(&self, bytes: usize, what: &str) -> Result<()> {
+        if bytes == self.bytes {
+            return Ok(());
+        }
+        Err(RuntimeError::SizeMismatch(format!(
+            "{what} {bytes} bytes of variable `{}`, which has {}",
+            self.name, self.bytes
+        )))
+    }
+
+    /// Set it to `data` (exactly its size).
+    pub fn write<T: DeviceCopy>(&self, data: &[T]) -> Result<()> {
+        self.check(std::mem::size_of_val(data), "cannot write")?;
+        let stream = self.device.inner.new_stream()?;
+        // Safety: `data` is a live slice of exactly the variable's size.
+        unsafe {
+            self.device.inner.copy_to_device(
+                self.ptr,
+                data.as_ptr().cast(),
+                self.bytes,
+                stream.as_ref(),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Read it into `out` (exactly its size).
+    pub fn read<T: DeviceCopy>(&self, out: &mut [T]) -> Result<()> {
+        self.check(std::mem::size_of_val(out), "cannot read")?;
+        let stream = self.device.inner.new_stream()?;
+        // Safety: `out` is a live slice of exactly the variable's size; any bytes are a `T`.
+        unsafe {
+            self.device.inner.copy_to_host(
+                out.as_mut_ptr().cast(),
+                self.ptr,
+                self.bytes,
+                stream.as_ref(),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Set it to one value (a struct, a scalar) of exactly its size.
+    pub fn write_value<T: DeviceCopy>(&self, value: &T) -> Result<()> {
+        self.write(std::slice::from_ref(value))
+    }
+
+    /// Its value as a `T` of exactly its size.
+    pub fn read_value<T: DeviceCopy + Default>(&self) -> Result<T> {
+        let mut v = T::default();
+        self.read(std::slice::from_mut(&mut v))?;
+        Ok(v)
     }
 }

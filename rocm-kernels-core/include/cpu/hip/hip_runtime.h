@@ -45,14 +45,17 @@
 
 /* ---- function and variable qualifiers ---- */
 #ifdef RK_SCAN
-/* The build's kernel scanner preprocesses with RK_SCAN to find kernels by this marker. */
+/* The build's scanner preprocesses with RK_SCAN to find kernels by this marker, and the
+ * __constant__ and __device__ variables by these attributes (rocm-kernels-build cpu/globals.rs). */
 #define __global__ __rk_kernel__
+#define __device__ __attribute__((__rk_device__))
+#define __constant__ __attribute__((__rk_constant__))
 #else
 #define __global__
-#endif
 #define __device__
-#define __host__
 #define __constant__
+#endif
+#define __host__
 #define __managed__
 #define __shared__ thread_local
 #define __forceinline__ inline __attribute__((always_inline))

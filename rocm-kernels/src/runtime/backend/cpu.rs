@@ -368,7 +368,30 @@ struct CpuModule {
     shared: Arc<Shared>,
 }
 
+/// A cpu accessor's address and size of its variable (`void (void **at, unsigned long long *n)`).
+///
+/// # Safety
+/// `accessor` is an accessor the build generated.
+unsafe fn call_accessor(accessor: *const ()) -> (DevicePtr, usize) {
+    type Accessor = unsafe extern "C" fn(*mut *mut c_void, *mut u64);
+    let f: Accessor = std::mem::transmute(accessor);
+    let (mut at, mut bytes) = (std::ptr::null_mut(), 0u64);
+    f(&mut at, &mut bytes);
+    (at as DevicePtr, bytes as usize)
+}
+
 impl ModuleBackend for CpuModule {
+    fn global(
+        &self,
+        decl: Option<&'static crate::library::GlobalDecl>,
+        _symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>> {
+        // Safety: accessors come from the build.
+        Ok(decl
+            .and_then(|d| d.cpu)
+            .map(|c| unsafe { call_accessor(c.accessor) }))
+    }
+
     fn kernel_names(&self) -> Vec<String> {
         self.library
             .kernels
@@ -406,10 +429,22 @@ impl ModuleBackend for CpuModule {
         let race_entry = cpu
             .race
             .map(|race| unsafe { std::mem::transmute::<*const (), ffi::RkEntry>(race) });
+        // The library's variables, as the plain code and the race variant each have them.
+        let globals = self
+            .library
+            .globals
+            .iter()
+            .filter_map(|g| Some((g.name, g.cpu?)))
+            .filter_map(|(name, c)| Some((name, c.accessor, c.race?)))
+            // Safety: accessors come from the build.
+            .map(|(name, plain, race)| unsafe { (name, call_accessor(plain), call_accessor(race)) })
+            .map(|(name, (plain, bytes), (race, _))| (plain, race, bytes, name))
+            .collect();
         Ok(Some(Arc::new(CpuFunction {
             name: name.to_string(),
             entry,
             race_entry,
+            globals,
             param_types,
             layout,
             region_form,
@@ -464,6 +499,9 @@ struct CpuFunction {
     entry: ffi::RkEntry,
     /// The kernel's race variant (instrumented, per thread), for the race detector.
     race_entry: Option<ffi::RkEntry>,
+    /// The library's `__constant__`/`__device__` variables: (plain address, race variant's
+    /// copy, bytes). A race-checked launch copies them in and back out.
+    globals: Vec<(DevicePtr, DevicePtr, usize, &'static str)>,
     layout: Vec<ParamLayout>,
     /// What the entry's region form runs per call (`rk_block_entry` in `abi.h`): waves
     /// (`RK_ENTRY_WAVES`), which the runtime then schedules as the block's threads; whole blocks
@@ -733,12 +771,22 @@ impl CpuFunction {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        // The race variant has its own copies of the library's variables: they take the plain
+        // ones' values before, give them back after, and are checked like device memory.
+        let mut checked = allocations.clone();
+        for &(plain, race, bytes, _) in &self.globals {
+            std::ptr::copy_nonoverlapping(plain as *const u8, race as *mut u8, bytes);
+            checked.insert(race, bytes as u64);
+        }
         let _armed = detector::ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        if !detector::arm(&allocations, desc.wave_size) {
+        if !detector::arm(&checked, desc.wave_size) {
             return Err(self.invalid("the race detector is in use by another launch".into()));
         }
         let run = self.run(pool.0, &desc);
         let found = detector::disarm();
+        for &(plain, race, bytes, _) in &self.globals {
+            std::ptr::copy_nonoverlapping(race as *const u8, plain as *mut u8, bytes);
+        }
         let run = run.map_err(|mut err| {
             // A partial barrier: say which barrier (the waiting thread's).
             if let RuntimeError::PartialBarrier { site, message } = &mut err {
@@ -765,7 +813,18 @@ impl CpuFunction {
                 value: std::ptr::read_unaligned(arg as *const u64),
             })
             .collect();
-        let name_global = |address: u64| detector::name_global(address, &pointers, &allocations);
+        let name_global = |address: u64| {
+            let variable = self
+                .globals
+                .iter()
+                .find(|(_, race, bytes, _)| address >= *race && address < *race + *bytes as u64);
+            match variable {
+                Some((_, race, _, name)) => {
+                    format!("variable `{name}` at byte offset {}", address - race)
+                }
+                None => detector::name_global(address, &pointers, &allocations),
+            }
+        };
         let message = detector::message(&found, desc.wave_size, desc.block, &name_global);
         Err(RuntimeError::DataRace {
             kernel: self.name.clone(),
