@@ -113,12 +113,8 @@ fn declaration(toks: &Tokens, from: usize) -> (Vec<usize>, usize) {
                 declarator_done = false;
                 last_ident = None;
             }
-            "struct" => {
-                // `struct S x;` declares x; `struct S { ... } x;` too: step over a body.
-                if toks.is(j + 2, "{") {
-                    j = toks.close(j + 2).unwrap_or(j);
-                }
-            }
+            // `struct S x;` declares x; `struct S { ... } x;` too: step over a body.
+            "struct" if toks.is(j + 2, "{") => j = toks.close(j + 2).unwrap_or(j),
             _ if toks.ident(j) => last_ident = Some(j),
             _ => {}
         }

@@ -124,11 +124,11 @@ pub fn scan(toks: &Tokens) -> Vec<ScannedKernel> {
     scan_with_templates(toks).0
 }
 
-/// The kernels of a preprocessed translation unit, and its kernel templates (qualified names)
-/// with their parameters.
-pub fn scan_with_templates(
-    toks: &Tokens,
-) -> (Vec<ScannedKernel>, Vec<(String, Vec<(String, String)>)>) {
+/// A kernel template: its qualified name and its parameters (type, name).
+pub type KernelTemplate = (String, Vec<(String, String)>);
+
+/// The kernels of a preprocessed translation unit, and its kernel templates.
+pub fn scan_with_templates(toks: &Tokens) -> (Vec<ScannedKernel>, Vec<KernelTemplate>) {
     let mut kernels: Vec<ScannedKernel> = Vec::new();
     // Marked templates by qualified name: their parameters (for names in instantiations).
     let mut templates: Vec<(String, Vec<(String, String)>)> = Vec::new();
