@@ -21,17 +21,17 @@ mod schema;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
-pub use compare::{BenchComparison, BenchKey, Incomparable, RunComparison, compare_runs};
+pub use compare::{compare_runs, BenchComparison, BenchKey, Incomparable, RunComparison};
 pub use error::HistoryError;
 pub use export::ExportScope;
 pub use rocm_bench::{DeviceRecord, ThroughputKind};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
-use rocm_stats::stats::{self, Stability, Summary};
 use crate::sys::{self, ProcessIdentity};
+use rocm_stats::stats::{self, Stability, Summary};
 
 /// How long a connection waits for another writer's lock before giving up.
 /// Each transaction writes a single result, so 30 s is generous even on a

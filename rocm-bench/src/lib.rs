@@ -14,12 +14,12 @@
 //! use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 //! use rocm_kernels::runtime::LaunchConfig;
 //!
-//! # static KERNELS: &rocm_kernels::KernelLibrary = unimplemented!();
+//! # fn kernels() -> &'static rocm_kernels::KernelLibrary { unimplemented!() }
 //! fn saxpy(c: &mut Criterion) {
 //!     let n = 1usize << 20;
 //!     for target in rocm_bench::targets() {
 //!         let device = target.device();
-//!         let module = device.load(KERNELS).unwrap();
+//!         let module = device.load(kernels()).unwrap();
 //!         let kernel = module.kernel("saxpy").unwrap();
 //!         let x = device.upload(&vec![1.0f32; n]).unwrap();
 //!         let mut y = device.upload(&vec![2.0f32; n]).unwrap();

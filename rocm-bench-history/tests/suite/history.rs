@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::gen::Gen;
-use rocm_bench_history::history::{
-    BenchFilter, DeviceRecord, ExportScope, History, HistoryError, NewResult, RunInfo,
-    RunSelector, RunStatus, Throughput, ThroughputKind, APPLICATION_ID, SCHEMA_VERSION,
-};
 use rocm_bench_history::compare_runs;
+use rocm_bench_history::history::{
+    BenchFilter, DeviceRecord, ExportScope, History, HistoryError, NewResult, RunInfo, RunSelector,
+    RunStatus, Throughput, ThroughputKind, APPLICATION_ID, SCHEMA_VERSION,
+};
 use rocm_stats::{summarize, CompareConfig, Stability, Verdict};
 
 pub const CHILD_ROLE: &str = "ROCM_BENCH_HISTORY_CHILD_ROLE";
@@ -230,11 +230,10 @@ fn queries() {
             .len(),
         6
     );
-    assert!(
-        h.benchmark_history("nope", &BenchFilter::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(h
+        .benchmark_history("nope", &BenchFilter::default())
+        .unwrap()
+        .is_empty());
 
     h.save_baseline("main", ids[0]).unwrap();
     assert_eq!(
