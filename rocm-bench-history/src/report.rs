@@ -172,6 +172,24 @@ fn draw(
     root.present().map_err(|e| draw_err(&e))
 }
 
+/// A value in its unit for people: times in ns as `812 ns`, `1.07 ms`, `2.31 s`; other units as
+/// [`human`] numbers.
+pub fn with_unit(v: f64, unit: &str) -> String {
+    if unit != "ns" {
+        return format!("{} {unit}", human(v));
+    }
+    let (v, u) = if v >= 1e9 {
+        (v / 1e9, "s")
+    } else if v >= 1e6 {
+        (v / 1e6, "ms")
+    } else if v >= 1e3 {
+        (v / 1e3, "µs")
+    } else {
+        (v, "ns")
+    };
+    format!("{} {u}", human(v))
+}
+
 /// `1.5k`, `2.3M`, `0.25`: short numbers for axes.
 pub fn human(v: f64) -> String {
     let a = v.abs();
@@ -386,13 +404,12 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
             };
             let _ = writeln!(
                 html,
-                "<tr><td><code>{}</code></td><td>{}</td><td class=n>{} {}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&r.benchmark_id),
                 escape(&r.device.name),
-                human(r.summary.median),
-                escape(&r.unit),
+                escape(&with_unit(r.summary.median, &r.unit)),
                 rate,
-                human(r.summary.mad),
+                escape(&with_unit(r.summary.mad, &r.unit)),
                 r.summary.count,
                 r.summary.stability.as_str(),
                 escape(r.note.as_deref().unwrap_or(""))
