@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use rocm_bench_history::history::RunSelector;
 use rocm_kernels_core::Backend;
 
-use crate::cli::{FormatArgs, GlobalArgs};
+use crate::cli::{FormatArgs, GlobalArgs, MessageFormat};
 use crate::exit;
 use crate::output::Output;
 
@@ -26,9 +26,7 @@ use crate::output::Output;
 pub const SUITES: &[(&str, &str)] = &[("gpu-benches", "gpu-benches")];
 
 #[derive(Debug, clap::Args)]
-#[command(
-    args_conflicts_with_subcommands = true,
-    after_help = "\
+#[command(after_help = "\
 Examples:
   cargo rocm bench                            run this package's benches on every device, record them
   cargo rocm bench --backend cpu -- saxpy     only cpu, only benchmarks matching `saxpy`
@@ -44,8 +42,7 @@ Runs are named by id (`12`), commit prefix (`3f2a9c1`), baseline name, `latest` 
 Exit codes: 0 success, 1 a bench binary crashed (what it measured before is kept) or `compare
 --fail-on-regression` found a slower benchmark, 2 usage error (unknown suite, backend or run),
 3 a backend asked for has no device here, 4 the benches did not build, 5 the history file is
-damaged or not a history."
-)]
+damaged or not a history.")]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub action: Option<Action>,
@@ -57,8 +54,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", global = true)]
     pub history: Option<PathBuf>,
 
-    #[command(flatten)]
-    pub format: FormatArgs,
+    /// Output format (also after a subcommand)
+    #[arg(long, value_enum, value_name = "FMT", default_value_t = MessageFormat::Human, global = true)]
+    pub message_format: MessageFormat,
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -198,8 +196,11 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 }
 
 pub fn run(global: &GlobalArgs, args: BenchArgs, out: &Output) -> anyhow::Result<u8> {
+    let format = FormatArgs {
+        message_format: args.message_format,
+    };
     match args.action {
-        None => run::run(global, &args.run, args.history.as_deref(), args.format, out),
+        None => run::run(global, &args.run, args.history.as_deref(), format, out),
         Some(action) => show::run(
             global,
             action,
