@@ -78,10 +78,14 @@ impl Ctx {
 
     /// Records one sweep point: `BENCH/PLACE/VARIANT/VALUE`.
     pub fn record(&self, point: Point<'_>) {
-        let base = match point.variant {
-            Some(v) => format!("{}/{}/{v}", point.bench, self.target.place()),
-            None => format!("{}/{}", point.bench, self.target.place()),
-        };
+        // A sweep is `BENCH/PLACE/VARIANT`; one without variants is `…/all`, so that the
+        // report titles every plot `BENCH/PLACE` and labels its lines by variant.
+        let base = format!(
+            "{}/{}/{}",
+            point.bench,
+            self.target.place(),
+            point.variant.unwrap_or("all")
+        );
         let record = BenchRecord {
             id: format!("{base}/{}", point.value),
             group: base,

@@ -388,6 +388,14 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
         );
     }
     html.push_str("</table>\n");
+    if !sweep_html.is_empty() {
+        html.push_str("<h2>Sweeps (newest run)</h2>\n");
+        html.push_str(&sweep_html);
+    }
+    if !history_html.is_empty() {
+        html.push_str("<h2>History over runs</h2>\n");
+        html.push_str(&history_html);
+    }
     if let Some((run, rs)) = newest {
         let _ = writeln!(
             html,
@@ -416,14 +424,6 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
             );
         }
         html.push_str("</table>\n");
-    }
-    if !sweep_html.is_empty() {
-        html.push_str("<h2>Sweeps (newest run)</h2>\n");
-        html.push_str(&sweep_html);
-    }
-    if !history_html.is_empty() {
-        html.push_str("<h2>History over runs</h2>\n");
-        html.push_str(&history_html);
     }
     if runs.is_empty() {
         html.push_str("<p>No runs recorded yet: run <code>cargo rocm bench</code>.</p>\n");
