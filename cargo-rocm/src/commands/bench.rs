@@ -206,7 +206,7 @@ pub fn run(global: &GlobalArgs, args: BenchArgs, out: &Output) -> anyhow::Result
             action,
             &args.run,
             args.history.as_deref(),
-            args.format,
+            format,
             out,
         ),
     }
