@@ -52,7 +52,8 @@ fn main() -> rocm_kernels::runtime::Result<()> {
         .collect::<Result<_, _>>()?;
     let batch: Vec<f64> = (0..20)
         .map(|_| {
-            rocm_bench::time_launches(&stream, 100, &mut launch).map(|t| t.as_secs_f64() * 1e6 / 100.0)
+            rocm_bench::time_launches(&stream, 100, &mut launch)
+                .map(|t| t.as_secs_f64() * 1e6 / 100.0)
         })
         .collect::<Result<_, _>>()?;
     let host: Vec<f64> = (0..200)
@@ -64,8 +65,17 @@ fn main() -> rocm_kernels::runtime::Result<()> {
         })
         .collect::<rocm_kernels::runtime::Result<_>>()?;
     println!("device: {} ({})", device.info().name, target.place());
-    println!("events, one launch:             median {:8.2} µs", median(one));
-    println!("events, 100 back-to-back / 100: median {:8.2} µs", median(batch));
-    println!("host clock, synchronous launch: median {:8.2} µs", median(host));
+    println!(
+        "events, one launch:             median {:8.2} µs",
+        median(one)
+    );
+    println!(
+        "events, 100 back-to-back / 100: median {:8.2} µs",
+        median(batch)
+    );
+    println!(
+        "host clock, synchronous launch: median {:8.2} µs",
+        median(host)
+    );
     Ok(())
 }
