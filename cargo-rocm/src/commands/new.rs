@@ -146,7 +146,11 @@ pub fn render(template: &Template, name: &str, deps: &Deps) -> Vec<(&'static str
 pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<u8> {
     if args.list_templates {
         for t in TEMPLATES {
-            let default = if t.name == TEMPLATES[0].name { " (default)" } else { "" };
+            let default = if t.name == TEMPLATES[0].name {
+                " (default)"
+            } else {
+                ""
+            };
             println!("{:<8}{}{default}", t.name, t.about);
         }
         return Ok(exit::OK);
@@ -418,14 +422,21 @@ mod tests {
     #[test]
     fn the_committed_examples_are_the_rendered_templates() {
         for t in TEMPLATES {
+            // examples/llm is the package `llm-kernels`: a crate named `llm` would import itself
+            // as `llm`, which the template's `use {{crate_name}} as llm;` cannot be.
+            let name = match t.name {
+                "llm" => "llm-kernels",
+                other => other,
+            };
             let example = checkout().join("examples").join(t.name);
-            for (path, text) in render(t, t.name, &Deps::Path("../..".into())) {
+            for (path, text) in render(t, name, &Deps::Path("../..".into())) {
                 let committed = std::fs::read_to_string(example.join(path))
                     .unwrap_or_else(|e| panic!("examples/{}/{path}: {e}", t.name));
                 assert_eq!(
                     committed, text,
                     "examples/{0}/{path} differs from the template: regenerate the example with \
-                     `cargo rocm new examples/{0} --template {0} --path-deps .` (after removing it)",
+                     `cargo rocm new examples/{0} --template {0} --name {name} --path-deps .` \
+                     (after removing it)",
                     t.name
                 );
             }
@@ -436,8 +447,13 @@ mod tests {
     fn templates_are_found_by_name() {
         assert_eq!(template("basic").unwrap().name, "basic");
         assert_eq!(template("llm").unwrap().name, "llm");
-        let e = template("gpt").unwrap_err();
-        assert!(e.contains("no template named `gpt`: the templates are basic, llm"), "{e}");
+        let Err(e) = template("gpt") else {
+            panic!("`gpt` is no template")
+        };
+        assert!(
+            e.contains("no template named `gpt`: the templates are basic, llm"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -445,7 +461,11 @@ mod tests {
         for t in TEMPLATES {
             for deps in [Deps::CratesIo, Deps::Path("/x".into())] {
                 for (path, text) in render(t, "my-kernels", &deps) {
-                    assert!(!text.contains("{{"), "{}: {path} still has a placeholder", t.name);
+                    assert!(
+                        !text.contains("{{"),
+                        "{}: {path} still has a placeholder",
+                        t.name
+                    );
                 }
             }
         }

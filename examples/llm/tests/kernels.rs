@@ -11,8 +11,8 @@
 //!
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
+use llm_kernels as llm;
 use rocm_test::{gen, Inputs, Launch, Suite, Tolerance};
-use llm as llm;
 
 /// The launch the crate's wrapper computes; a refused shape fails the trial with the reason.
 fn launch(r: Result<Launch, llm::ShapeError>) -> Launch {
@@ -73,14 +73,28 @@ fn main() -> std::process::ExitCode {
                 .input("inv_freq", llm::rope_inv_freq(theta, head_dim))
                 .inout(
                     "x",
-                    gen::vec(move |i: &Inputs| i.size("tokens") * i.size("heads") * head_dim, -1.0f32..1.0),
+                    gen::vec(
+                        move |i: &Inputs| i.size("tokens") * i.size("heads") * head_dim,
+                        -1.0f32..1.0,
+                    ),
                 )
                 .launch_with(move |i| {
-                    launch(llm::rope_launch("rope", i.size("tokens"), i.size("heads"), head_dim))
+                    launch(llm::rope_launch(
+                        "rope",
+                        i.size("tokens"),
+                        i.size("heads"),
+                        head_dim,
+                    ))
                 })
                 .reference(move |i, o| {
                     let pos0 = i.scalar::<i32>("pos0") as usize;
-                    llm::rope(i.size("heads"), head_dim, pos0, i.buf("inv_freq"), o.buf("x"))
+                    llm::rope(
+                        i.size("heads"),
+                        head_dim,
+                        pos0,
+                        i.buf("inv_freq"),
+                        o.buf("x"),
+                    )
                 });
         }
 
@@ -102,8 +116,20 @@ fn main() -> std::process::ExitCode {
                 gen::from_sizes(|i| (i.size("pos0") + i.size("tokens") + i.size("spare")) as i32),
             )
             .input("inv_freq", llm::rope_inv_freq(10_000.0, 64))
-            .input("k", gen::vec(|i: &Inputs| i.size("tokens") * i.size("kv_heads") * 64, -1.0f32..1.0))
-            .input("v", gen::vec(|i: &Inputs| i.size("tokens") * i.size("kv_heads") * 64, -1.0f32..1.0))
+            .input(
+                "k",
+                gen::vec(
+                    |i: &Inputs| i.size("tokens") * i.size("kv_heads") * 64,
+                    -1.0f32..1.0,
+                ),
+            )
+            .input(
+                "v",
+                gen::vec(
+                    |i: &Inputs| i.size("tokens") * i.size("kv_heads") * 64,
+                    -1.0f32..1.0,
+                ),
+            )
             .inout("k_cache", gen::vec(kv_len, -1.0f32..1.0))
             .inout("v_cache", gen::vec(kv_len, -1.0f32..1.0))
             .launch_with(|i| {
@@ -134,11 +160,35 @@ fn main() -> std::process::ExitCode {
             for causal in [false, true] {
                 let mask = if causal { "causal" } else { "full" };
                 // Sequences up to a few tiles of keys (FA_BN = 32), rarely multiples of it.
-                attention_check(s, head_dim, causal, &format!("attention_d{head_dim}_{mask}"), 1..=3, 1..=70, 0..=60);
+                attention_check(
+                    s,
+                    head_dim,
+                    causal,
+                    &format!("attention_d{head_dim}_{mask}"),
+                    1..=3,
+                    1..=70,
+                    0..=60,
+                );
             }
             // One query over one key, and one query over many (decoding).
-            attention_check(s, head_dim, true, &format!("attention_d{head_dim}_one"), 1..=1, 1..=1, 0..=0);
-            attention_check(s, head_dim, true, &format!("attention_d{head_dim}_decode"), 1..=2, 1..=1, 1..=130);
+            attention_check(
+                s,
+                head_dim,
+                true,
+                &format!("attention_d{head_dim}_one"),
+                1..=1,
+                1..=1,
+                0..=0,
+            );
+            attention_check(
+                s,
+                head_dim,
+                true,
+                &format!("attention_d{head_dim}_decode"),
+                1..=2,
+                1..=1,
+                1..=130,
+            );
         }
 
         s.check("matmul")
@@ -148,8 +198,14 @@ fn main() -> std::process::ExitCode {
             .scalar("m", gen::size::<i32>("m"))
             .scalar("n", gen::size::<i32>("n"))
             .scalar("k", gen::size::<i32>("k"))
-            .input("a", gen::vec(|i: &Inputs| i.size("m") * i.size("k"), -1.0f32..1.0))
-            .input("b", gen::vec(|i: &Inputs| i.size("k") * i.size("n"), -1.0f32..1.0))
+            .input(
+                "a",
+                gen::vec(|i: &Inputs| i.size("m") * i.size("k"), -1.0f32..1.0),
+            )
+            .input(
+                "b",
+                gen::vec(|i: &Inputs| i.size("k") * i.size("n"), -1.0f32..1.0),
+            )
             .output::<f32>("c", |i: &Inputs| i.size("m") * i.size("n"))
             .launch_with(|i| launch(llm::matmul_launch(i.size("m"), i.size("n"), i.size("k"))))
             // k <= 96: 3 × 1e-5 (see the top of this file).
@@ -188,7 +244,13 @@ fn row_check(
         .launch_with(move |i| launch(llm::rows_launch(kernel, i.size("rows"), i.size("cols"))))
         .reference(move |i, o| {
             if kernel == "rmsnorm" {
-                llm::rmsnorm(i.size("cols"), i.scalar("eps"), i.buf("x"), i.buf("w"), o.buf("y"))
+                llm::rmsnorm(
+                    i.size("cols"),
+                    i.scalar("eps"),
+                    i.buf("x"),
+                    i.buf("w"),
+                    o.buf("y"),
+                )
             } else {
                 llm::softmax_rows(i.size("cols"), i.buf("x"), o.buf("y"))
             }
@@ -223,16 +285,55 @@ fn attention_check(
         .scalar("seq_k", gen::from_sizes(move |i| shape(i).seq_k as i32))
         .scalar("causal", i32::from(causal))
         .scalar("scale", scale)
-        .input("q", gen::vec(move |i: &Inputs| { let s = shape(i); s.heads * s.seq_q * head_dim }, -2.0f32..2.0))
-        .input("k", gen::vec(move |i: &Inputs| { let s = shape(i); s.heads * s.seq_k * head_dim }, -2.0f32..2.0))
-        .input("v", gen::vec(move |i: &Inputs| { let s = shape(i); s.heads * s.seq_k * head_dim }, -1.0f32..1.0))
-        .output::<f32>("o", move |i: &Inputs| { let s = shape(i); s.heads * s.seq_q * head_dim })
+        .input(
+            "q",
+            gen::vec(
+                move |i: &Inputs| {
+                    let s = shape(i);
+                    s.heads * s.seq_q * head_dim
+                },
+                -2.0f32..2.0,
+            ),
+        )
+        .input(
+            "k",
+            gen::vec(
+                move |i: &Inputs| {
+                    let s = shape(i);
+                    s.heads * s.seq_k * head_dim
+                },
+                -2.0f32..2.0,
+            ),
+        )
+        .input(
+            "v",
+            gen::vec(
+                move |i: &Inputs| {
+                    let s = shape(i);
+                    s.heads * s.seq_k * head_dim
+                },
+                -1.0f32..1.0,
+            ),
+        )
+        .output::<f32>("o", move |i: &Inputs| {
+            let s = shape(i);
+            s.heads * s.seq_q * head_dim
+        })
         .cases(12)
         .launch_with(move |i| {
             let s = shape(i);
-            launch(llm::attention_launch(s.heads, s.seq_q, s.seq_k, head_dim, causal))
+            launch(llm::attention_launch(
+                s.heads, s.seq_q, s.seq_k, head_dim, causal,
+            ))
         })
         .reference(move |i, o| {
-            llm::attention(shape(i), scale, i.buf("q"), i.buf("k"), i.buf("v"), o.buf("o"))
+            llm::attention(
+                shape(i),
+                scale,
+                i.buf("q"),
+                i.buf("k"),
+                i.buf("v"),
+                o.buf("o"),
+            )
         });
 }

@@ -26,7 +26,9 @@ fn saxpy(c: &mut Criterion) {
         };
         let mut group = rocm_bench::DeviceGroup::new(c, "saxpy", &target);
         // Read x and y, write y.
-        group.throughput(Throughput::Bytes((3 * n * std::mem::size_of::<f32>()) as u64));
+        group.throughput(Throughput::Bytes(
+            (3 * n * std::mem::size_of::<f32>()) as u64,
+        ));
         group.bench_launches("n=1M", &stream, |s| {
             kernel
                 .launch(LaunchConfig::cover(n, 256))

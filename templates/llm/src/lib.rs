@@ -47,7 +47,10 @@ fn fits_int(kernel: &'static str, what: &str, n: usize) -> Result<(), ShapeError
     if n > i32::MAX as usize {
         return Err(refuse(
             kernel,
-            format!("{what} = {n} does not fit the kernel's `int` (at most {})", i32::MAX),
+            format!(
+                "{what} = {n} does not fit the kernel's `int` (at most {})",
+                i32::MAX
+            ),
         ));
     }
     Ok(())
@@ -70,7 +73,11 @@ pub fn elementwise_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig
 }
 
 /// Launch of a row kernel (`softmax_rows`, `rmsnorm`): one block per row.
-pub fn rows_launch(kernel: &'static str, rows: usize, cols: usize) -> Result<LaunchConfig, ShapeError> {
+pub fn rows_launch(
+    kernel: &'static str,
+    rows: usize,
+    cols: usize,
+) -> Result<LaunchConfig, ShapeError> {
     non_empty(kernel, &[("rows", rows), ("cols", cols)])?;
     if rows > u32::MAX as usize {
         return Err(refuse(kernel, "more rows than a grid has blocks"));
@@ -86,7 +93,10 @@ pub fn rope_launch(
     heads: usize,
     head_dim: usize,
 ) -> Result<LaunchConfig, ShapeError> {
-    non_empty(kernel, &[("tokens", tokens), ("heads", heads), ("head_dim", head_dim)])?;
+    non_empty(
+        kernel,
+        &[("tokens", tokens), ("heads", heads), ("head_dim", head_dim)],
+    )?;
     if head_dim % 2 != 0 {
         return Err(refuse(
             kernel,
@@ -145,16 +155,28 @@ pub fn attention_launch(
 ) -> Result<LaunchConfig, ShapeError> {
     let kernel = "flash_attention";
     attention_kernel(head_dim)?;
-    non_empty(kernel, &[("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)])?;
-    fits_int(kernel, "heads * seq * head_dim", heads * seq_q.max(seq_k) * head_dim)?;
+    non_empty(
+        kernel,
+        &[("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)],
+    )?;
+    fits_int(
+        kernel,
+        "heads * seq * head_dim",
+        heads * seq_q.max(seq_k) * head_dim,
+    )?;
     if causal && seq_q > seq_k {
         return Err(refuse(
             kernel,
-            format!("causal with seq_q = {seq_q} > seq_k = {seq_k}: the first queries would see no key"),
+            format!(
+                "causal with seq_q = {seq_q} > seq_k = {seq_k}: the first queries would see no key"
+            ),
         ));
     }
     if heads > 65_535 {
-        return Err(refuse(kernel, format!("heads = {heads}: the grid's y dimension holds 65535")));
+        return Err(refuse(
+            kernel,
+            format!("heads = {heads}: the grid's y dimension holds 65535"),
+        ));
     }
     Ok(LaunchConfig::new(
         ((seq_q as u32).div_ceil(FA_BM), heads as u32, 1),
@@ -169,7 +191,11 @@ pub fn matmul_launch(m: usize, n: usize, k: usize) -> Result<LaunchConfig, Shape
         fits_int("matmul", &format!("{what}'s element count"), rows * cols)?;
     }
     Ok(LaunchConfig::new(
-        ((n as u32).div_ceil(MM_TILE), (m as u32).div_ceil(MM_TILE), 1),
+        (
+            (n as u32).div_ceil(MM_TILE),
+            (m as u32).div_ceil(MM_TILE),
+            1,
+        ),
         (MM_THREADS, 1, 1),
     ))
 }
@@ -200,7 +226,9 @@ pub fn causal_mask(rows: usize, cols: usize, offset: i32, scores: &mut [f32]) {
 /// Reference of `softmax_rows`: each row of `x[rows][cols]`, `exp(x - max) / sum`.
 pub fn softmax_rows(cols: usize, x: &[f32], y: &mut [f32]) {
     for (xr, yr) in x.chunks(cols).zip(y.chunks_mut(cols)) {
-        let m = xr.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+        let m = xr
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
         let sum: f64 = xr.iter().map(|&v| (f64::from(v) - m).exp()).sum();
         for (y, &x) in yr.iter_mut().zip(xr) {
             *y = ((f64::from(x) - m).exp() / sum) as f32;
@@ -315,7 +343,10 @@ pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32],
                 } else {
                     let kc = &k[c * d..(c + 1) * d];
                     f64::from(scale)
-                        * qr.iter().zip(kc).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum::<f64>()
+                        * qr.iter()
+                            .zip(kc)
+                            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                            .sum::<f64>()
                 };
                 m = m.max(*pc);
             }
@@ -326,7 +357,11 @@ pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32],
             }
             let out = &mut o[(h * s.seq_q + r) * d..(h * s.seq_q + r + 1) * d];
             for (j, out) in out.iter_mut().enumerate() {
-                let acc: f64 = p.iter().enumerate().map(|(c, &pc)| pc * f64::from(v[c * d + j])).sum();
+                let acc: f64 = p
+                    .iter()
+                    .enumerate()
+                    .map(|(c, &pc)| pc * f64::from(v[c * d + j]))
+                    .sum();
                 *out = (acc / sum) as f32;
             }
         }
@@ -337,7 +372,9 @@ pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32],
 pub fn matmul(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     for i in 0..m {
         for j in 0..n {
-            let acc: f64 = (0..k).map(|l| f64::from(a[i * k + l]) * f64::from(b[l * n + j])).sum();
+            let acc: f64 = (0..k)
+                .map(|l| f64::from(a[i * k + l]) * f64::from(b[l * n + j]))
+                .sum();
             c[i * n + j] = acc as f32;
         }
     }
@@ -370,7 +407,13 @@ mod tests {
 
     #[test]
     fn attention_over_one_key_is_that_value() {
-        let s = AttentionShape { heads: 1, seq_q: 1, seq_k: 1, head_dim: 2, causal: true };
+        let s = AttentionShape {
+            heads: 1,
+            seq_q: 1,
+            seq_k: 1,
+            head_dim: 2,
+            causal: true,
+        };
         let mut o = [0.0; 2];
         attention(s, 1.0, &[1.0, 1.0], &[0.5, 0.5], &[3.0, -1.0], &mut o);
         assert_eq!(o, [3.0, -1.0]);
@@ -379,13 +422,19 @@ mod tests {
     #[test]
     fn unsupported_shapes_are_refused_with_the_reason() {
         let e = attention_launch(8, 16, 16, 96, false).unwrap_err();
-        assert!(e.to_string().contains("head_dim = 96 is not supported"), "{e}");
+        assert!(
+            e.to_string().contains("head_dim = 96 is not supported"),
+            "{e}"
+        );
         let e = attention_launch(8, 32, 16, 64, true).unwrap_err();
         assert!(e.to_string().contains("seq_q = 32 > seq_k = 16"), "{e}");
         let e = rope_launch("rope", 4, 2, 7).unwrap_err();
         assert!(e.to_string().contains("head_dim = 7 is odd"), "{e}");
         let e = rope_kv_append_launch(4, 2, 64, 10, 12).unwrap_err();
-        assert!(e.to_string().contains("do not fit a cache of 12 positions"), "{e}");
+        assert!(
+            e.to_string().contains("do not fit a cache of 12 positions"),
+            "{e}"
+        );
         assert!(matmul_launch(0, 4, 4).is_err());
         assert!(attention_launch(8, 100, 100, 128, true).is_ok());
     }

@@ -103,12 +103,20 @@ impl VendorBlas {
             .ok_or_else(|| {
                 format!(
                     "no {} found (tried {}): install it, or set ROCM_VENDOR_BLAS to its path",
-                    if flavour == Flavour::Cublas { "cuBLAS" } else { "rocBLAS" },
+                    if flavour == Flavour::Cublas {
+                        "cuBLAS"
+                    } else {
+                        "rocBLAS"
+                    },
                     tried.join(", ")
                 )
             })?;
         let (create, destroy, gemm) = match flavour {
-            Flavour::Cublas => ("cublasCreate_v2", "cublasDestroy_v2", "cublasSgemmStridedBatched"),
+            Flavour::Cublas => (
+                "cublasCreate_v2",
+                "cublasDestroy_v2",
+                "cublasSgemmStridedBatched",
+            ),
             Flavour::Rocblas => (
                 "rocblas_create_handle",
                 "rocblas_destroy_handle",
@@ -124,11 +132,15 @@ impl VendorBlas {
             let destroy = *lib
                 .get::<unsafe extern "C" fn(Handle) -> c_int>(destroy.as_bytes())
                 .map_err(|_| sym(destroy))?;
-            let gemm = *lib.get::<GemmStridedBatched>(gemm.as_bytes()).map_err(|_| sym(gemm))?;
+            let gemm = *lib
+                .get::<GemmStridedBatched>(gemm.as_bytes())
+                .map_err(|_| sym(gemm))?;
             let mut handle: Handle = std::ptr::null_mut();
             let status = create(&mut handle);
             if status != 0 {
-                return Err(format!("{path}: creating a handle failed with status {status}"));
+                return Err(format!(
+                    "{path}: creating a handle failed with status {status}"
+                ));
             }
             Ok(VendorBlas {
                 flavour,
