@@ -12,6 +12,7 @@
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
 use llm_kernels as llm;
+use rocm_kernels::Backend;
 use rocm_test::{gen, Inputs, Launch, Suite, Tolerance};
 
 /// The launch the crate's wrapper computes; a refused shape fails the trial with the reason.
@@ -215,7 +216,108 @@ fn main() -> std::process::ExitCode {
                 let (m, n, k) = (i.size("m"), i.size("n"), i.size("k"));
                 llm::matmul(m, n, k, i.buf("a"), i.buf("b"), o.buf("c"))
             });
+
+        bandwidth_checks(s);
     })
+}
+
+/// The memory-bound kernels at a large size on the GPUs, each timed against a device-to-device
+/// copy of as many bytes (printed, and in `cargo rocm test`'s JSON; a slow result never fails).
+/// `LLM_BANDWIDTH_N` sets the element count (default 2^26, 256 MiB a buffer). Their trials on the
+/// cpu backend are ignored, saying so.
+fn bandwidth_checks(s: &mut Suite) {
+    let n: usize = std::env::var("LLM_BANDWIDTH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 26);
+    let gpus = [Backend::Amd, Backend::Nvidia];
+    let f = 4u64; // bytes a float
+    s.check("scale")
+        .named("scale_bandwidth")
+        .only_backends(gpus)
+        .size("n", n)
+        .cases(1)
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("s", 0.5f32)
+        .input("x", gen::vec("n", -1.0f32..1.0))
+        .output::<f32>("y", "n")
+        .launch_with(|i| launch(llm::elementwise_launch("scale", i.size("n"))))
+        .reference(|i, o| llm::scale(i.scalar("s"), i.buf("x"), o.buf("y")))
+        .bandwidth(move |i| 2 * f * i.size("n") as u64);
+    s.check("swiglu")
+        .named("swiglu_bandwidth")
+        .only_backends(gpus)
+        .size("n", n)
+        .cases(1)
+        .scalar("n", gen::size::<i32>("n"))
+        .input("gate", gen::vec("n", -8.0f32..8.0))
+        .input("up", gen::vec("n", -2.0f32..2.0))
+        .output::<f32>("y", "n")
+        .launch_with(|i| launch(llm::elementwise_launch("swiglu", i.size("n"))))
+        .reference(|i, o| llm::swiglu(i.buf("gate"), i.buf("up"), o.buf("y")))
+        .bandwidth(move |i| 3 * f * i.size("n") as u64);
+    let (rows, cols) = ((n / 4096).max(1), 4096);
+    s.check("causal_mask")
+        .named("causal_mask_bandwidth")
+        .only_backends(gpus)
+        .size("rows", rows)
+        .size("cols", cols)
+        .cases(1)
+        .scalar("batch", 1i32)
+        .scalar("rows", gen::size::<i32>("rows"))
+        .scalar("cols", gen::size::<i32>("cols"))
+        .scalar("offset", 0i32)
+        .inout(
+            "scores",
+            gen::vec(move |_: &Inputs| rows * cols, -4.0f32..4.0),
+        )
+        .launch_with(move |_| launch(llm::elementwise_launch("causal_mask", rows * cols)))
+        .reference(move |i, o| llm::causal_mask(rows, cols, i.scalar("offset"), o.buf("scores")))
+        // Reads every score, writes the masked half.
+        .bandwidth(move |_| f * (rows * cols + rows * cols / 2) as u64);
+    for kernel in ["softmax_rows", "rmsnorm"] {
+        let c = s.check(kernel);
+        c.named(&format!("{kernel}_bandwidth"))
+            .only_backends(gpus)
+            .size("rows", rows)
+            .size("cols", cols)
+            .cases(1)
+            .scalar("rows", gen::size::<i32>("rows"))
+            .scalar("cols", gen::size::<i32>("cols"));
+        if kernel == "rmsnorm" {
+            c.scalar("eps", 1e-5f32)
+                .input("x", gen::vec(move |_: &Inputs| rows * cols, -2.0f32..2.0))
+                .input("w", gen::vec("cols", -2.0f32..2.0));
+        } else {
+            c.input("x", gen::vec(move |_: &Inputs| rows * cols, -8.0f32..8.0));
+        }
+        c.output::<f32>("y", move |_: &Inputs| rows * cols)
+            .launch_with(move |_| launch(llm::rows_launch(kernel, rows, cols)))
+            .reference(move |i, o| {
+                if kernel == "rmsnorm" {
+                    llm::rmsnorm(cols, i.scalar("eps"), i.buf("x"), i.buf("w"), o.buf("y"))
+                } else {
+                    llm::softmax_rows(cols, i.buf("x"), o.buf("y"))
+                }
+            })
+            .bandwidth(move |_| 2 * f * (rows * cols) as u64);
+    }
+    // RoPE on q of a prefill: tokens × 32 heads × 128.
+    let tokens = (n / 4096).max(1);
+    s.check("rope")
+        .named("rope_bandwidth")
+        .only_backends(gpus)
+        .size("tokens", tokens)
+        .cases(1)
+        .scalar("tokens", gen::size::<i32>("tokens"))
+        .scalar("heads", 32i32)
+        .scalar("head_dim", 128i32)
+        .scalar("pos0", 0i32)
+        .input("inv_freq", llm::rope_inv_freq(500_000.0, 128))
+        .inout("x", gen::vec(move |_: &Inputs| tokens * 4096, -1.0f32..1.0))
+        .launch_with(move |_| launch(llm::rope_launch("rope", tokens, 32, 128)))
+        .reference(|i, o| llm::rope(32, 128, 0, i.buf("inv_freq"), o.buf("x")))
+        .bandwidth(move |_| 2 * f * (tokens * 4096) as u64);
 }
 
 /// A check of a row kernel (`softmax_rows`, `rmsnorm`) on `rows` × `cols` inputs.

@@ -97,7 +97,7 @@ pub fn rope_launch(
         kernel,
         &[("tokens", tokens), ("heads", heads), ("head_dim", head_dim)],
     )?;
-    if head_dim % 2 != 0 {
+    if !head_dim.is_multiple_of(2) {
         return Err(refuse(
             kernel,
             format!("head_dim = {head_dim} is odd: rotate-half RoPE pairs element i with i + head_dim/2"),
