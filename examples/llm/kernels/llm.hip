@@ -10,6 +10,11 @@
 //   KV cache     cache[max_seq][kv_heads][head_dim], contiguous (not paged)
 #include <hip/hip_runtime.h>
 
+// -infinity, and 64-bit offsets, without the standard headers (NVRTC has none: no INFINITY, no
+// index_t); __int_as_float is in HIP, CUDA and the cpu backend alike.
+#define NEG_INF __int_as_float((int)0xff800000u)
+typedef long long index_t;
+
 // Threads per block of the row kernels (ROW_BLOCK in src/lib.rs).
 #define ROW_BLOCK 256
 
@@ -25,12 +30,12 @@ __global__ void scale(int n, float s, const float* x, float* y) {
 // `c` lies after query `r`, i.e. c > r + offset (offset = cols - rows when the queries are the
 // last `rows` positions of `cols`).
 __global__ void causal_mask(int batch, int rows, int cols, int offset, float* scores) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (long long)batch * rows * cols) {
+    index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (index_t)batch * rows * cols) {
         int r = (int)((i / cols) % rows);
         int c = (int)(i % cols);
         if (c > r + offset) {
-            scores[i] = -INFINITY;
+            scores[i] = NEG_INF;
         }
     }
 }
@@ -71,9 +76,9 @@ __device__ float block_sum(float v, float* red) {
 // (-inf) become 0. One block of ROW_BLOCK threads per row.
 __global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, const float* x, float* y) {
     __shared__ float red[ROW_BLOCK];
-    const float* xr = x + (size_t)blockIdx.x * cols;
-    float* yr = y + (size_t)blockIdx.x * cols;
-    float m = -INFINITY;
+    const float* xr = x + (index_t)blockIdx.x * cols;
+    float* yr = y + (index_t)blockIdx.x * cols;
+    float m = NEG_INF;
     for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
         m = fmaxf(m, xr[c]);
     }
@@ -92,8 +97,8 @@ __global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, co
 // RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w. One block of ROW_BLOCK threads per row.
 __global__ void __launch_bounds__(ROW_BLOCK) rmsnorm(int rows, int cols, float eps, const float* x, const float* w, float* y) {
     __shared__ float red[ROW_BLOCK];
-    const float* xr = x + (size_t)blockIdx.x * cols;
-    float* yr = y + (size_t)blockIdx.x * cols;
+    const float* xr = x + (index_t)blockIdx.x * cols;
+    float* yr = y + (index_t)blockIdx.x * cols;
     float ss = 0.0f;
     for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
         ss += xr[c] * xr[c];
@@ -130,10 +135,10 @@ __device__ void rotate_pair(const float* in, float* out, int i, int half, float 
 // compute it. One thread per pair.
 __global__ void rope(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, float* x) {
     int half = head_dim / 2;
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < (long long)tokens * heads * half) {
+    index_t p = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < (index_t)tokens * heads * half) {
         int i = (int)(p % half);
-        long long th = p / half;  // token * heads + head
+        index_t th = p / half;  // token * heads + head
         int t = (int)(th / heads);
         float* xh = x + th * head_dim;
         rotate_pair(xh, xh, i, half, (float)(pos0 + t) * inv_freq[i]);
@@ -148,15 +153,15 @@ __global__ void rope_kv_append(int tokens, int kv_heads, int head_dim, int pos0,
                                const float* inv_freq, const float* k, const float* v,
                                float* k_cache, float* v_cache) {
     int half = head_dim / 2;
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < (long long)tokens * kv_heads * half) {
+    index_t p = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < (index_t)tokens * kv_heads * half) {
         int i = (int)(p % half);
-        long long th = p / half;
+        index_t th = p / half;
         int t = (int)(th / kv_heads);
         if (pos0 + t >= max_seq) {
             return;
         }
-        long long dst = ((long long)pos0 * kv_heads + th) * head_dim;
+        index_t dst = ((index_t)pos0 * kv_heads + th) * head_dim;
         rotate_pair(k + th * head_dim, k_cache + dst, i, half, (float)(pos0 + t) * inv_freq[i]);
         v_cache[dst + i] = v[th * head_dim + i];
         v_cache[dst + i + half] = v[th * head_dim + i + half];
@@ -177,12 +182,12 @@ __global__ void rope_kv_append(int tokens, int kv_heads, int head_dim, int pos0,
 template <int D>
 __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float scale,
                                       const float* q, const float* k, const float* v, float* o,
-                                      float (*qs)[D], float (*ks)[D], float (*vs)[D],
+                                      float (*qs)[D], float (*ks)[D + 1], float (*vs)[D],
                                       float (*ps)[FA_BN], float* row_m, float* row_l,
                                       float* row_alpha) {
     const int t = threadIdx.x;
     const int q0 = blockIdx.x * FA_BM;
-    const size_t head = blockIdx.y;
+    const index_t head = blockIdx.y;
     q += head * seq_q * D;
     o += head * seq_q * D;
     k += head * seq_k * D;
@@ -191,10 +196,10 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
 
     for (int e = t; e < FA_BM * D; e += FA_THREADS) {
         int r = e / D, c = e % D;
-        qs[r][c] = q0 + r < seq_q ? q[(size_t)(q0 + r) * D + c] * scale : 0.0f;
+        qs[r][c] = q0 + r < seq_q ? q[(index_t)(q0 + r) * D + c] * scale : 0.0f;
     }
     if (t < FA_BM) {
-        row_m[t] = -INFINITY;
+        row_m[t] = NEG_INF;
         row_l[t] = 0.0f;
     }
     // This thread's share of the output: row `my_row`, columns lane, lane + FA_LANES, ...
@@ -212,14 +217,14 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
         for (int e = t; e < FA_BN * D; e += FA_THREADS) {
             int r = e / D, c = e % D;
             bool in = k0 + r < seq_k;
-            ks[r][c] = in ? k[(size_t)(k0 + r) * D + c] : 0.0f;
-            vs[r][c] = in ? v[(size_t)(k0 + r) * D + c] : 0.0f;
+            ks[r][c] = in ? k[(index_t)(k0 + r) * D + c] : 0.0f;
+            vs[r][c] = in ? v[(index_t)(k0 + r) * D + c] : 0.0f;
         }
         __syncthreads();
         for (int e = t; e < FA_BM * FA_BN; e += FA_THREADS) {
             int r = e / FA_BN, c = e % FA_BN;
             int key = k0 + c;
-            float s = -INFINITY;
+            float s = NEG_INF;
             if (key < seq_k && !(causal && key > q0 + r + shift)) {
                 s = 0.0f;
                 for (int d = 0; d < D; ++d) {
@@ -237,7 +242,7 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
             }
             float alpha = 1.0f;
             float sum = 0.0f;
-            if (m_new == -INFINITY) {
+            if (m_new == NEG_INF) {
                 // Nothing seen yet for this row: p = 0 everywhere.
                 for (int c = 0; c < FA_BN; ++c) {
                     ps[t][c] = 0.0f;
@@ -269,7 +274,7 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
     if (q0 + my_row < seq_q) {
         const float inv = 1.0f / row_l[my_row];
         for (int j = 0; j < D / FA_LANES; ++j) {
-            o[(size_t)(q0 + my_row) * D + lane + j * FA_LANES] = acc[j] * inv;
+            o[(index_t)(q0 + my_row) * D + lane + j * FA_LANES] = acc[j] * inv;
         }
     }
 }
@@ -277,7 +282,7 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale,
                                                                   const float* q, const float* k, const float* v, float* o) {
     __shared__ float qs[FA_BM][64];
-    __shared__ float ks[FA_BN][64];
+    __shared__ float ks[FA_BN][64 + 1];  // padded: a wave reads a column of ks
     __shared__ float vs[FA_BN][64];
     __shared__ float ps[FA_BM][FA_BN];
     __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM];
@@ -287,7 +292,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, int seq_k, int causal, float scale,
                                                                    const float* q, const float* k, const float* v, float* o) {
     __shared__ float qs[FA_BM][128];
-    __shared__ float ks[FA_BN][128];
+    __shared__ float ks[FA_BN][128 + 1];  // padded: a wave reads a column of ks
     __shared__ float vs[FA_BN][128];
     __shared__ float ps[FA_BM][FA_BN];
     __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM];
@@ -321,9 +326,9 @@ __global__ void __launch_bounds__(MM_THREADS) matmul(int m, int n, int k, const 
         for (int l = 0; l < (MM_TILE * MM_BK) / MM_THREADS; ++l) {
             int e = t + l * MM_THREADS;
             int r = e / MM_BK, kk = e % MM_BK;
-            as[kk][r] = (row0 + r < m && k0 + kk < k) ? a[(size_t)(row0 + r) * k + k0 + kk] : 0.0f;
+            as[kk][r] = (row0 + r < m && k0 + kk < k) ? a[(index_t)(row0 + r) * k + k0 + kk] : 0.0f;
             int kb = e / MM_TILE, cb = e % MM_TILE;
-            bs[kb][cb] = (k0 + kb < k && col0 + cb < n) ? b[(size_t)(k0 + kb) * n + col0 + cb] : 0.0f;
+            bs[kb][cb] = (k0 + kb < k && col0 + cb < n) ? b[(index_t)(k0 + kb) * n + col0 + cb] : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -351,7 +356,7 @@ __global__ void __launch_bounds__(MM_THREADS) matmul(int m, int n, int k, const 
         for (int j = 0; j < 8; ++j) {
             int col = col0 + tc + 16 * j;
             if (r < m && col < n) {
-                c[(size_t)r * n + col] = acc[i][j];
+                c[(index_t)r * n + col] = acc[i][j];
             }
         }
     }
