@@ -28,7 +28,8 @@ for l in sys.stdin:
   if m.get("reason")=="compiler-artifact" and m.get("executable"): print(m["executable"])'
   }
   # Kernels for sm_90: with nvcc here, cubins; without, CUDA source for NVRTC on the box.
-  export ROCM_NVIDIA_ARCH=sm_90
+  # The nvidia backend is built only when asked for (or when nvcc is here); amd is not needed there.
+  export ROCM_NVIDIA_ARCH=sm_90 ROCM_BACKENDS=cpu,nvidia
   cp "$(exe_of test --release -p llm-kernels --test kernels --no-run)" "$CARRY/kernels-test"
   cp "$(exe_of bench -p llm-kernels --bench kernels --no-run)" "$CARRY/kernels-bench"
   strip "$CARRY/kernels-test" "$CARRY/kernels-bench"

@@ -51,7 +51,9 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         .filter(|e| {
             let gpu_only = e.name.contains("_bandwidth::")
                 && e.outcome == TrialOutcome::Ignored
-                && e.message.as_deref().is_some_and(|m| m.contains("only_backends"));
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("only_backends"));
             e.outcome != TrialOutcome::Passed && !gpu_only
         })
         .map(|e| format!("{}: {}", e.name, e.message.clone().unwrap_or_default()))
