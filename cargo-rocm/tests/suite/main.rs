@@ -6,6 +6,7 @@ mod build_command;
 mod cli;
 mod harness_common;
 mod test_example;
+mod test_llm_template;
 mod test_planted;
 mod test_races;
 mod test_realworld;
