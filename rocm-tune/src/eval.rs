@@ -131,6 +131,11 @@ pub trait Evaluator {
     fn static_features(&mut self, _config: &Config) -> Option<Result<Features, EvalError>> {
         None
     }
+
+    /// A hint: these configurations are likely to be evaluated (or queried for static
+    /// features) soon, in this order. An evaluator that compiles can start compiling them in
+    /// the background, so compilation overlaps measurement. Ignoring it is always correct.
+    fn prefetch(&mut self, _upcoming: &[Config]) {}
 }
 
 impl<E: Evaluator + ?Sized> Evaluator for &mut E {
@@ -142,6 +147,9 @@ impl<E: Evaluator + ?Sized> Evaluator for &mut E {
     }
     fn static_features(&mut self, config: &Config) -> Option<Result<Features, EvalError>> {
         (**self).static_features(config)
+    }
+    fn prefetch(&mut self, upcoming: &[Config]) {
+        (**self).prefetch(upcoming)
     }
 }
 

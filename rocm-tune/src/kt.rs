@@ -63,7 +63,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use crate::cache::{aggregate, Aggregate, CacheRecord};
-use crate::eval::{mean, FailureKind};
+use crate::eval::{mean, FailureKind, Features};
 use crate::space::SearchSpace;
 use crate::value::{python_float_repr, Value};
 
@@ -497,6 +497,56 @@ impl KtCache {
                 Ok((k.clone(), vals))
             })
             .collect()
+    }
+
+    /// Our records for the entries of this cache that are configurations of `space` (import:
+    /// what Kernel Tuner measured answers a later `cargo rocm tune` without running). The
+    /// objective is `time` (ms): `times` when present, else `time` as one sample; error
+    /// markers become failures. Returns the records and one line per entry left out.
+    pub fn to_records(&self, space: &SearchSpace) -> (Vec<CacheRecord>, Vec<String>) {
+        let mut records = Vec::new();
+        let mut skipped = Vec::new();
+        for (key, entry) in &self.cache {
+            let Some(entry) = entry.as_object() else {
+                skipped.push(format!("entry `{key}` is not an object"));
+                continue;
+            };
+            let mut values = Vec::with_capacity(space.num_params());
+            for n in space.names() {
+                match entry.get(n).and_then(Value::from_json) {
+                    Some(v) => values.push(v),
+                    None => break,
+                }
+            }
+            let Some(id) = (values.len() == space.num_params())
+                .then(|| space.find_values(&values))
+                .flatten()
+            else {
+                skipped.push(format!("entry `{key}` is not a configuration of this space"));
+                continue;
+            };
+            let record = if let Some(kind) = entry_failure(entry) {
+                CacheRecord::new(
+                    space,
+                    id,
+                    Vec::new(),
+                    Some((kind, format!("imported from Kernel Tuner: {}", marker_for(kind)))),
+                    Features::new(),
+                )
+            } else {
+                let times: Vec<f64> = match entry.get("times").and_then(|t| t.as_array()) {
+                    Some(a) => a.iter().filter_map(|x| x.as_f64()).collect(),
+                    None => entry.get("time").and_then(|t| t.as_f64()).into_iter().collect(),
+                };
+                if times.is_empty() || times.iter().any(|t| !t.is_finite() || *t <= 0.0) {
+                    skipped.push(format!("entry `{key}` has no usable time"));
+                    continue;
+                }
+                CacheRecord::new(space, id, times, None, Features::new())
+            };
+            records.push(record);
+        }
+        (records, skipped)
     }
 
     /// Builds a cache from our records (several records of a configuration are pooled, see

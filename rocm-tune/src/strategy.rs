@@ -16,6 +16,7 @@ pub use bayes::BayesianOptimization;
 pub use genetic::GeneticAlgorithm;
 pub use regression::{FitReport, RegressionPrune};
 
+use crate::space::ConfigId;
 use crate::tuner::{Session, Stop};
 
 /// A search strategy.
@@ -39,7 +40,11 @@ impl Strategy for BruteForce {
     }
     fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
         let space = session.space();
-        for id in space.ids() {
+        let ids: Vec<ConfigId> = space.ids().collect();
+        for (i, &id) in ids.iter().enumerate() {
+            if i % PREFETCH == 0 {
+                session.prefetch(&ids[i..(i + PREFETCH).min(ids.len())]);
+            }
             session.evaluate(id)?;
         }
         Ok(())
@@ -57,8 +62,15 @@ impl Strategy for RandomSampling {
     }
     fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
         loop {
-            let id = session.random_unevaluated().ok_or(Stop::SpaceExhausted)?;
-            session.evaluate(id)?;
+            let n = session.remaining().unwrap_or(PREFETCH).min(PREFETCH);
+            let batch = session.random_unevaluated_batch(n.max(1));
+            if batch.is_empty() {
+                return Err(Stop::SpaceExhausted);
+            }
+            session.prefetch(&batch);
+            for id in batch {
+                session.evaluate(id)?;
+            }
         }
     }
 }
@@ -66,12 +78,23 @@ impl Strategy for RandomSampling {
 /// Evaluates `n` random not-yet-evaluated configurations (initial designs of model-based
 /// strategies).
 pub(crate) fn evaluate_random(session: &mut Session<'_>, n: usize) -> Result<(), Stop> {
-    for _ in 0..n {
-        let id = session.random_unevaluated().ok_or(Stop::SpaceExhausted)?;
+    let batch = session.random_unevaluated_batch(n);
+    if batch.len() < n && batch.is_empty() {
+        return Err(Stop::SpaceExhausted);
+    }
+    session.prefetch(&batch);
+    for &id in &batch {
         session.evaluate(id)?;
+    }
+    if batch.len() < n {
+        return Err(Stop::SpaceExhausted);
     }
     Ok(())
 }
+
+/// How many configurations strategies announce ahead ([`Session::prefetch`]) when they know
+/// their next ones.
+pub(crate) const PREFETCH: usize = 8;
 
 /// Every strategy with default settings, in a fixed order.
 pub fn default_strategies() -> Vec<Box<dyn Strategy>> {

@@ -331,12 +331,16 @@ pub enum TuneError {
     },
 }
 
+/// Called after every evaluation with the space, the step and the best objective so far.
+pub type Observer<'a> = dyn FnMut(&SearchSpace, &TraceEntry, Option<f64>) + 'a;
+
 /// Runs strategies on a space with an evaluator.
 pub struct Tuner<'a> {
     space: &'a SearchSpace,
     evaluator: &'a mut dyn Evaluator,
     options: TuneOptions,
     cache: Option<&'a mut JsonlCache>,
+    observer: Option<&'a mut Observer<'a>>,
 }
 
 impl<'a> Tuner<'a> {
@@ -347,7 +351,14 @@ impl<'a> Tuner<'a> {
             evaluator,
             options: TuneOptions::default(),
             cache: None,
+            observer: None,
         }
+    }
+
+    /// Calls `observer` after every evaluation (progress bars, event streams).
+    pub fn observe(mut self, observer: &'a mut Observer<'a>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Replaces all options.
@@ -405,6 +416,7 @@ impl<'a> Tuner<'a> {
             space: self.space,
             evaluator: self.evaluator,
             cache: self.cache,
+            observer: self.observer,
             prior,
             results: HashMap::new(),
             features: HashMap::new(),
@@ -455,6 +467,7 @@ pub struct Session<'a> {
     space: &'a SearchSpace,
     evaluator: &'a mut dyn Evaluator,
     cache: Option<&'a mut JsonlCache>,
+    observer: Option<&'a mut Observer<'a>>,
     prior: HashMap<ConfigId, Aggregate>,
     results: HashMap<ConfigId, Outcome>,
     features: HashMap<ConfigId, Features>,
@@ -577,6 +590,57 @@ impl<'a> Session<'a> {
         left.get(i).copied()
     }
 
+    /// Up to `n` distinct random configurations not evaluated yet (fewer when fewer are left),
+    /// for strategies that pick several at once and can announce them ([`Session::prefetch`]).
+    pub fn random_unevaluated_batch(&mut self, n: usize) -> Vec<ConfigId> {
+        let mut out: Vec<ConfigId> = Vec::with_capacity(n);
+        let total = self.space.len();
+        while out.len() < n && self.results.len() + out.len() < total {
+            let left = total - self.results.len() - out.len();
+            let pick = if (self.results.len() + out.len()) * 2 < total {
+                (0..64)
+                    .map(|_| ConfigId(self.rng.below(total)))
+                    .find(|id| !self.results.contains_key(id) && !out.contains(id))
+            } else {
+                None
+            };
+            let id = match pick {
+                Some(id) => id,
+                None => {
+                    let k = self.rng.below(left);
+                    match self
+                        .space
+                        .ids()
+                        .filter(|id| !self.results.contains_key(id) && !out.contains(id))
+                        .nth(k)
+                    {
+                        Some(id) => id,
+                        None => break,
+                    }
+                }
+            };
+            out.push(id);
+        }
+        out
+    }
+
+    /// Tells the evaluator that these configurations will probably be evaluated soon, in this
+    /// order (see [`Evaluator::prefetch`]); known ones are left out. Costs no budget.
+    pub fn prefetch(&mut self, ids: &[ConfigId]) {
+        let configs: Vec<Config> = ids
+            .iter()
+            .filter(|id| {
+                id.0 < self.space.len()
+                    && !self.results.contains_key(id)
+                    && !self.prior.contains_key(id)
+            })
+            .map(|&id| self.space.config(id))
+            .collect();
+        if !configs.is_empty() {
+            self.evaluator.prefetch(&configs);
+        }
+    }
+
     /// Evaluates `id` (or returns its known result). `Ok(Some(objective))` for a valid
     /// measurement, `Ok(None)` for a failed configuration, `Err(Stop)` when the run must end.
     pub fn evaluate(&mut self, id: ConfigId) -> Result<Option<f64>, Stop> {
@@ -619,6 +683,9 @@ impl<'a> Session<'a> {
             from_cache,
             elapsed: self.start.elapsed(),
         });
+        if let (Some(observer), Some(step)) = (self.observer.as_deref_mut(), self.trace.last()) {
+            observer(self.space, step, self.best.map(|(_, b)| b));
+        }
         Ok(outcome.objective())
     }
 

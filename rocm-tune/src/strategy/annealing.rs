@@ -1,3 +1,5 @@
+//! Simulated annealing over neighbouring configurations.
+
 use crate::space::{ConfigId, Neighborhood};
 use crate::tuner::{Session, Stop};
 

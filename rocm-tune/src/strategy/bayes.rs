@@ -1,3 +1,5 @@
+//! Bayesian optimisation: a Gaussian process on log-times and expected improvement.
+
 use std::collections::HashSet;
 
 use crate::encode::{quadratic_design, Feasibility, FeatureEncoder};

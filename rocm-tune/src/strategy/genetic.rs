@@ -1,3 +1,5 @@
+//! A generational genetic algorithm over value indices.
+
 use crate::space::ConfigId;
 use crate::tuner::{Session, Stop};
 
@@ -128,19 +130,26 @@ impl Strategy for GeneticAlgorithm {
         let rate = self
             .mutation_rate
             .unwrap_or(1.0 / space.num_params().max(1) as f64);
-        let mut pop = Vec::with_capacity(size);
-        while pop.len() < size {
-            let id = session.random_unevaluated().ok_or(Stop::SpaceExhausted)?;
+        let mut pop = session.random_unevaluated_batch(size);
+        if pop.is_empty() {
+            return Err(Stop::SpaceExhausted);
+        }
+        session.prefetch(&pop);
+        for &id in &pop {
             session.evaluate(id)?;
-            pop.push(id);
         }
         loop {
             pop.sort_by(|&a, &b| cost(session, a).total_cmp(&cost(session, b)));
             let mut next: Vec<ConfigId> = pop.iter().copied().take(self.elites.min(size)).collect();
+            let elites = next.len();
+            // The whole generation is bred first, so its compiles can start together.
             while next.len() < size {
                 let id = self.child(session, &pop, &next, rate)?;
-                session.evaluate(id)?;
                 next.push(id);
+            }
+            session.prefetch(&next[elites..]);
+            for &id in &next[elites..] {
+                session.evaluate(id)?;
             }
             pop = next;
         }

@@ -1,3 +1,5 @@
+//! rocm-perf-lab's regression-and-prune flow: seed, fit, predict the whole space, prune, confirm.
+
 use std::collections::{BTreeSet, HashSet};
 
 use crate::encode::{quadratic_design, Feasibility, FeatureEncoder};
@@ -473,6 +475,8 @@ impl Strategy for RegressionPrune {
         )?;
         if !model.statics.is_empty() {
             pool.truncate(self.max_static_queries);
+            // Ranking asks for every survivor's static features: compile them together.
+            session.prefetch(&pool);
         }
         let mut ranked = self.rank(session, &enc, &model, &pool, &rejected)?;
 
@@ -495,6 +499,14 @@ impl Strategy for RegressionPrune {
                     }
                 }
             };
+            // The next ones in predicted order (evaluators ignore what they already have).
+            let ahead: Vec<ConfigId> = ranked
+                .iter()
+                .copied()
+                .filter(|&c| !session.is_evaluated(c) && !rejected.contains(&c))
+                .take(self.refit_every.max(1))
+                .collect();
+            session.prefetch(&ahead);
             if self.static_precheck
                 && !session.is_evaluated(id)
                 && self.statically_infeasible(session, id)?

@@ -268,3 +268,54 @@ fn our_records_export_to_kernel_tuner_format() {
         }
     }
 }
+
+#[testkit::test]
+fn kernel_tuner_caches_import_into_ours_and_export_back() {
+    let (c, _) = KtCache::parse(FIXTURE).unwrap();
+    let table = RecordedTable::from_kt(&c, &KtImport::default()).unwrap();
+    let (records, skipped) = c.to_records(table.space());
+    assert!(skipped.is_empty(), "{skipped:?}");
+    assert_eq!(records.len(), c.cache.len());
+    // A resumed run answers every imported configuration from the cache, measuring nothing.
+    let dir = temp_dir("import");
+    let mut cache = JsonlCache::open(
+        dir.join("run.jsonl"),
+        rocm_tune::CacheMeta::for_space(table.space(), Some("matmul_kernel"), None),
+    )
+    .unwrap();
+    for r in &records {
+        cache.append(r.clone()).unwrap();
+    }
+    struct Never;
+    impl rocm_tune::Evaluator for Never {
+        fn evaluate(
+            &mut self,
+            _: &rocm_tune::Config,
+        ) -> Result<rocm_tune::Measurement, rocm_tune::EvalError> {
+            panic!("everything should come from the imported cache")
+        }
+    }
+    let r = Tuner::new(table.space(), &mut Never)
+        .cache(&mut cache)
+        .run(&mut rocm_tune::BruteForce)
+        .unwrap();
+    assert_eq!(r.cache_hits, table.space().len());
+    let best = r.best.unwrap();
+    assert!((best.objective - table.optimum()).abs() / table.optimum() < 1e-9);
+    // Exported again, the same configurations with the same times and failures.
+    let back = KtCache::from_records(
+        table.space(),
+        &c.device_name,
+        &c.kernel_name,
+        c.problem_size.clone(),
+        cache.records(),
+    );
+    assert_eq!(back.cache.len(), c.cache.len());
+    for (key, e) in &c.cache {
+        let b = &back.cache[key];
+        match e.get("time").and_then(|t| t.as_f64()) {
+            Some(t) => assert!((b["time"].as_f64().unwrap() - t).abs() < 1e-9, "{key}"),
+            None => assert!(b["time"].is_string(), "{key}: {b:?}"),
+        }
+    }
+}

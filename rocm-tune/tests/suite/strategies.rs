@@ -450,3 +450,52 @@ fn session_helpers() {
     assert_eq!(r.stop, StopReason::StrategyFinished);
     assert_eq!(r.evaluations, 1);
 }
+
+/// Records which configurations were announced before being evaluated.
+struct Announced<'a> {
+    inner: ReplayEvaluator<'a>,
+    hinted: std::collections::HashSet<String>,
+    evaluated: usize,
+    announced_first: usize,
+}
+
+impl Evaluator for Announced<'_> {
+    fn evaluate(&mut self, c: &Config) -> Result<Measurement, EvalError> {
+        self.evaluated += 1;
+        if self.hinted.contains(&c.key()) {
+            self.announced_first += 1;
+        }
+        self.inner.evaluate(c)
+    }
+    fn static_features(&mut self, c: &Config) -> Option<Result<rocm_tune::Features, EvalError>> {
+        self.inner.static_features(c)
+    }
+    fn prefetch(&mut self, upcoming: &[Config]) {
+        self.hinted.extend(upcoming.iter().map(Config::key));
+    }
+}
+
+#[testkit::test]
+fn strategies_that_know_their_next_configurations_announce_them() {
+    let table = synthetic::matmul_table(2);
+    for (mut s, at_least) in [
+        (Box::new(rocm_tune::BruteForce) as Box<dyn Strategy>, 1.0),
+        (Box::new(RandomSampling), 1.0),
+        (Box::new(rocm_tune::GeneticAlgorithm::default()), 0.9),
+        (Box::new(rocm_tune::RegressionPrune::default()), 0.5),
+    ] {
+        let mut ev = Announced {
+            inner: ReplayEvaluator::new(&table),
+            hinted: Default::default(),
+            evaluated: 0,
+            announced_first: 0,
+        };
+        Tuner::new(table.space(), &mut ev)
+            .budget(Budget::evals(60))
+            .seed(3)
+            .run(s.as_mut())
+            .unwrap();
+        let share = ev.announced_first as f64 / ev.evaluated as f64;
+        assert!(share >= at_least, "{}: {share}", s.name());
+    }
+}
