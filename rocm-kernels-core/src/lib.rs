@@ -4,6 +4,8 @@
 //!   writes into the user's crate (`include_kernels!`) and the runtime and the test harness read.
 //! * [`manifest`]: the same library as a JSON file under `OUT_DIR`, for `cargo rocm`.
 //! * [`target`]: AMD target ids and which code runs on which device.
+//! * [`wisdom`]: the file `cargo rocm tune` writes (the best configuration per kernel, device and
+//!   problem size), which the build compiles in and the runtime chooses from.
 //! * [`headers`]: the kernel-language headers (`include/cpu`, `include/nvidia`) both sides compile
 //!   against.
 //!
@@ -13,6 +15,7 @@ pub mod headers;
 pub mod library;
 pub mod manifest;
 pub mod target;
+pub mod wisdom;
 
 pub use library::{Backend, KernelLibrary, ObjectFormat};
 pub use target::TargetId;

@@ -57,13 +57,27 @@ impl SizeSpec {
     pub(crate) fn is_fixed(&self) -> bool {
         matches!(self, SizeSpec::Fixed(_))
     }
+    /// The largest value it can take (a tuning problem's size where none is given).
+    pub(crate) fn high(&self) -> usize {
+        match *self {
+            SizeSpec::Fixed(n) | SizeSpec::Range(_, n) => n,
+        }
+    }
 }
 
-/// The length of a generated input buffer: a named size of the check, or a fixed number.
+/// The length of a generated input buffer: a named size of the check, the product of two
+/// (a matrix: `("m", "k")`), or a fixed number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LenRef {
     Size(String),
+    Product(String, String),
     Fixed(usize),
+}
+
+impl From<(&str, &str)> for LenRef {
+    fn from((a, b): (&str, &str)) -> Self {
+        LenRef::Product(a.to_owned(), b.to_owned())
+    }
 }
 
 impl From<&str> for LenRef {
@@ -84,7 +98,9 @@ pub struct Vector<T> {
     elems: SBoxedStrategy<T>,
 }
 
-/// A buffer whose length is `len` (a size name or a number) and whose elements come from `elems`.
+/// A buffer whose length is `len` (a size name, a pair of size names for a matrix, or a number)
+/// and whose elements come from `elems`: `gen::vec("n", -1.0f32..1.0)`,
+/// `gen::vec(("m", "k"), -1.0f32..1.0)`.
 pub fn vec<T: Element>(
     len: impl Into<LenRef>,
     elems: impl Strategy<Value = T> + Send + Sync + 'static,

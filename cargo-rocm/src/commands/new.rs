@@ -52,6 +52,7 @@ pub const BASIC: &[TemplateFile] = template! {
     "README.md" => "README.md",
     "build.rs" => "build.rs",
     "kernels/kernels.hip" => "kernels/kernels.hip",
+    "kernels/matmul.hip" => "kernels/matmul.hip",
     "src/lib.rs" => "src/lib.rs",
     "tests/kernels.rs" => "tests/kernels.rs",
     "benches/kernels.rs" => "benches/kernels.rs",

@@ -1,13 +1,32 @@
 //! basic: HIP kernels (in `kernels/`) with their Rust references.
 //!
 //! The references say what each kernel computes; `tests/kernels.rs` checks the kernels against
-//! them on every backend, and `benches/kernels.rs` measures the kernels.
+//! them on every backend, and `benches/kernels.rs` measures the kernels. `matmul` is also
+//! tunable (`cargo rocm tune`): [`matmul_tuned`] launches it with the best configuration found
+//! for the device and the nearest problem size.
+
+use rocm_kernels::runtime::{Device, LaunchConfig, RuntimeError};
+use rocm_kernels::tuning::{Config, Param, Selected, TunedKernel};
 
 /// The compiled kernels (every backend `build.rs` built), for `rocm_test` and the runtime.
 pub static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("kernels");
 
+/// The variants of `matmul` that `cargo rocm tune` found best (`tune/wisdom.json`).
+pub static MATMUL: &TunedKernel = rocm_kernels::include_tuned!("matmul");
+
 /// Threads per block of `block_sum` (`BLOCK` in `kernels/kernels.hip`).
 pub const BLOCK: usize = 256;
+
+/// The configuration of `matmul` where nothing was tuned: the defaults of
+/// `kernels/matmul.hip`, which `KERNELS` was compiled with.
+pub const MATMUL_DEFAULT: Config = &[
+    ("BLOCK_X", Param::Int(16)),
+    ("BLOCK_Y", Param::Int(16)),
+    ("TILE_X", Param::Int(2)),
+    ("TILE_Y", Param::Int(2)),
+    ("BK", Param::Int(16)),
+    ("PAD", Param::Int(0)),
+];
 
 /// Reference of `saxpy`: `y[i] = a * x[i] + y[i]`.
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
@@ -24,6 +43,61 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
     }
 }
 
+/// Reference of `matmul`: `C = A·B` for `n × n` row-major matrices (accumulated in `f64`).
+pub fn matmul(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
+    for r in 0..n {
+        for col in 0..n {
+            c[r * n + col] = (0..n)
+                .map(|k| f64::from(a[r * n + k]) * f64::from(b[k * n + col]))
+                .sum::<f64>() as f32;
+        }
+    }
+}
+
+/// The launch of `matmul` for `n × n` matrices with these tile shapes: blocks of
+/// `(block_x, block_y)` threads, each block computing `block_y·tile_y` rows and
+/// `block_x·tile_x` columns of C.
+pub fn matmul_launch(block_x: u32, block_y: u32, tile_x: u32, tile_y: u32, n: usize) -> LaunchConfig {
+    let (rows, cols) = ((block_y * tile_y) as usize, (block_x * tile_x) as usize);
+    LaunchConfig::new(
+        (n.div_ceil(cols) as u32, n.div_ceil(rows) as u32, 1),
+        (block_x, block_y, 1),
+    )
+}
+
+/// The launch of `matmul` for a configuration, given as a lookup of its parameters
+/// (`|p| tuning::int(MATMUL_DEFAULT, p)`, `|p| selected.int(p)`, a tuning `Config`'s `int`).
+pub fn matmul_launch_for(param: impl Fn(&str) -> Option<i64>, n: usize) -> LaunchConfig {
+    let p = |name: &str| param(name).unwrap_or(1) as u32;
+    matmul_launch(p("BLOCK_X"), p("BLOCK_Y"), p("TILE_X"), p("TILE_Y"), n)
+}
+
+/// `C = A·B` on `device` with the best configuration `cargo rocm tune` found for this device
+/// and the nearest problem size, or [`MATMUL_DEFAULT`]; also says which ran and why.
+pub fn matmul_tuned(
+    device: &Device,
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+) -> Result<(Vec<f32>, Selected), RuntimeError> {
+    let chosen = MATMUL.select(device.info(), &[("n", n as i64)], KERNELS, MATMUL_DEFAULT);
+    let launch = matmul_launch_for(|p| chosen.int(p), n);
+    let module = device.load(chosen.library)?;
+    let kernel = module.kernel("matmul")?;
+    let (da, db) = (device.upload(a)?, device.upload(b)?);
+    let mut dc = device.alloc::<f32>(n * n)?;
+    let stream = device.stream()?;
+    kernel
+        .launch(launch)
+        .arg(&da)
+        .arg(&db)
+        .arg(&mut dc)
+        .arg(&(n as i32))
+        .run(&stream)?;
+    stream.synchronize()?;
+    Ok((dc.to_vec()?, chosen))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -35,5 +109,10 @@ mod tests {
         let mut partial = [0.0; 2];
         super::block_sum(&x, &mut partial);
         assert_eq!(partial, [super::BLOCK as f32, 3.0]);
+        let mut c = [0.0; 4];
+        super::matmul(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c, 2);
+        assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+        let l = super::matmul_launch(16, 8, 2, 4, 100);
+        assert_eq!((l.grid.x, l.grid.y, l.block.x, l.block.y), (4, 4, 16, 8));
     }
 }

@@ -33,6 +33,49 @@ pub fn check_nvrtc(arch: &str) -> crate::runtime::Result<String> {
     nvrtc::library_name()
 }
 
+/// Compiles `source` (the text of file `name`, with the HIP-on-CUDA headers on the include
+/// path) with NVRTC for `arch` (`sm_90`) and extra NVRTC `options` (`-DTILE=16`), naming the
+/// symbols of `kernels`. No GPU or driver is needed. A compile error is
+/// [`RuntimeError::Api`] with the compiler's log; a missing NVRTC is
+/// [`RuntimeError::LibraryLoad`] saying what to install.
+///
+/// [`RtcImage`]: super::RtcImage
+pub fn compile_at_run_time(
+    name: &str,
+    source: &[u8],
+    arch: &str,
+    kernels: &[&str],
+    options: &[String],
+) -> crate::runtime::Result<super::RtcImage> {
+    let out = nvrtc::compile_with(name, source, arch, kernels, options, true)?;
+    let symbols = out
+        .symbols
+        .into_iter()
+        .map(|(k, s)| (k.to_string(), s))
+        .collect();
+    Ok(match out.cubin {
+        Some(bytes) => super::RtcImage {
+            format: ObjectFormat::Cubin,
+            target: arch.to_string(),
+            bytes,
+            symbols,
+            log: out.log,
+        },
+        None => super::RtcImage {
+            format: ObjectFormat::Ptx,
+            target: arch.replacen("sm_", "compute_", 1),
+            bytes: out.ptx,
+            symbols,
+            log: out.log,
+        },
+    })
+}
+
+/// The version of the NVRTC [`compile_at_run_time`] uses (`13.0`), and the library's path.
+pub fn nvrtc_version() -> crate::runtime::Result<(String, String)> {
+    Ok((nvrtc::version()?, nvrtc::library_name()?))
+}
+
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
