@@ -13,6 +13,7 @@ pub mod env;
 pub mod new;
 pub mod test;
 pub mod toolchain;
+pub mod tune;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -30,6 +31,9 @@ pub enum Command {
     Test(test::TestArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
     New(new::NewArgs),
+    /// Search kernels' launch and compile-time parameters, verifying every candidate, and keep
+    /// the best per device and problem size
+    Tune(tune::TuneArgs),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -42,5 +46,6 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
+        Command::Tune(args) => tune::run(&global, args, out),
     }
 }

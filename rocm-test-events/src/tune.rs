@@ -49,6 +49,8 @@ pub struct TuneRequest {
     pub jobs: Option<usize>,
     /// Where caches, results and the compiled-variant cache go (default: `target/rocm/tune`).
     pub out_dir: Option<PathBuf>,
+    /// The folder `results.json` goes to (default: `out_dir`).
+    pub results: Option<PathBuf>,
     /// Where compiled variants are cached (default: `<out_dir>/compiled`).
     pub compile_cache: Option<PathBuf>,
     /// Update this wisdom file with the best configurations found.
@@ -81,6 +83,7 @@ impl Default for TuneRequest {
             time_limit_s: None,
             jobs: None,
             out_dir: None,
+            results: None,
             compile_cache: None,
             wisdom: None,
             events: None,

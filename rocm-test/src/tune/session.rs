@@ -348,6 +348,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         .clone()
         .unwrap_or_else(|| out_dir.join("compiled"));
     let mut events = Events::open(request.events.as_deref());
+    let results_dir = request.results.clone().unwrap_or_else(|| out_dir.clone());
     let mut report = TuneReport::default();
     let selected: Vec<&Tunable> = suite
         .tunables()
@@ -374,7 +375,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                     .collect(),
             });
         }
-        return finish(&out_dir, report);
+        return finish(&results_dir, report);
     }
     if selected.is_empty() {
         let names: Vec<&str> = suite.tunables().iter().map(|t| t.name.as_str()).collect();
@@ -392,7 +393,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 )
             },
         });
-        return finish(&out_dir, report);
+        return finish(&results_dir, report);
     }
 
     let time_limit = Duration::from_secs_f64(
@@ -408,7 +409,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 kernel: String::new(),
                 message: e,
             });
-            return finish(&out_dir, report);
+            return finish(&results_dir, report);
         }
     };
     let mut wisdom = match &request.wisdom {
@@ -419,7 +420,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                     kernel: String::new(),
                     message: e.to_string(),
                 });
-                return finish(&out_dir, report);
+                return finish(&results_dir, report);
             }
         },
         None => None,
@@ -500,7 +501,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
             }),
         }
     }
-    finish(&out_dir, report)
+    finish(&results_dir, report)
 }
 
 fn param_infos(t: &Tunable) -> Vec<ParamInfo> {
