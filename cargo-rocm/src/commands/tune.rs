@@ -232,17 +232,20 @@ fn parse_problem(s: &str) -> Result<std::collections::BTreeMap<String, i64>, Str
 
 pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<u8> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     if args.cmd_template.is_some() {
+        // No crate needed: results go to its target directory when there is one.
         let target_dir = match &args.target_dir {
             Some(d) => d.clone(),
-            None => workspace::metadata(&cargo, Some(&manifest))
+            None => workspace::locate_manifest(global.manifest_path.as_deref())
+                .ok()
+                .and_then(|m| workspace::metadata(&cargo, Some(&m)).ok())
                 .map(|m| m.target_directory.into_std_path_buf())
-                .unwrap_or_else(|_| PathBuf::from("target")),
+                .unwrap_or_else(|| PathBuf::from("target")),
         };
         let report = tune_command(&args, &target_dir.join("rocm").join("tune"), out)?;
         return present(&args, &target_dir.join("rocm").join("tune"), report, out);
     }
+    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
     let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
     let harnesses: Vec<(workspace::HarnessTargets, PathBuf)> = packages

@@ -7,6 +7,7 @@ mod harness_common;
 mod test_example;
 mod test_planted;
 mod test_races;
+mod test_tune;
 mod toolchain_build;
 mod toolchain_e2e;
 mod toolchain_interrupt;

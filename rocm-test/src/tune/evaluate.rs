@@ -20,6 +20,17 @@ use crate::element::{HostBuf, ScalarValue};
 use crate::runtime::{push_scalar, DevBuf};
 use crate::Launch;
 
+/// Run user code (a reference, a launch closure) catching a panic without the panic hook's
+/// message and backtrace on stderr: the panic becomes the run's own error message. The hook is
+/// process-wide, and tune mode runs user code on this thread only.
+fn quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let out = catch_unwind(AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    out
+}
+
 /// One kernel argument on the device.
 enum Slot {
     Scalar(ScalarValue),
@@ -146,7 +157,7 @@ impl<'a> KernelEvaluator<'a> {
             .ok_or("the check has no reference")?;
         let names: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
         let mut bufs: Vec<HostBuf> = expected.iter().map(|(_, b)| b.clone()).collect();
-        catch_unwind(AssertUnwindSafe(|| {
+        quietly(|| {
             reference(
                 &inputs,
                 &mut Outputs {
@@ -154,7 +165,7 @@ impl<'a> KernelEvaluator<'a> {
                     bufs: &mut bufs,
                 },
             )
-        }))
+        })
         .map_err(|p| {
             format!(
                 "the reference of check `{}` panicked: {} (at sizes {:?}); nothing was measured",
@@ -218,7 +229,7 @@ impl<'a> KernelEvaluator<'a> {
             .as_ref()
             .ok_or_else(|| EvalError::Fatal("the tunable has no launch".into()))?;
         let inputs = Inputs { case: &self.case };
-        catch_unwind(AssertUnwindSafe(|| f(config, &inputs))).map_err(|p| {
+        quietly(|| f(config, &inputs)).map_err(|p| {
             EvalError::Invalid(format!(
                 "the launch closure panicked: {}",
                 crate::run::panic_message(&*p)
