@@ -11,6 +11,7 @@ pub mod detect;
 pub mod doctor;
 pub mod env;
 pub mod new;
+pub mod profile;
 pub mod test;
 pub mod toolchain;
 
@@ -30,6 +31,9 @@ pub enum Command {
     Test(test::TestArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
     New(new::NewArgs),
+    /// Run a bench, test, example or command under the backend's profiler and show each kernel's
+    /// times, stability, registers, occupancy and throughput
+    Profile(Box<profile::ProfileArgs>),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -42,5 +46,6 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
+        Command::Profile(args) => profile::run(&global, *args, out),
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
 use super::launch::{ArgKind, ArgRef};
+use super::launch_log::{self, Work};
 use super::{Device, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
 use crate::library::{KernelDecl, KernelLibrary, ParamKind};
 
@@ -49,6 +50,7 @@ impl Module {
         match self.inner.function(name)? {
             Some(function) => Ok(Kernel {
                 name: name.to_string(),
+                library: self.library.name,
                 device: self.device.clone(),
                 decl: self.library.kernel(name),
                 function,
@@ -73,6 +75,8 @@ impl Module {
 #[derive(Debug, Clone)]
 pub struct Kernel {
     name: String,
+    /// The library's name, for the launch log.
+    library: &'static str,
     device: Device,
     decl: Option<&'static KernelDecl>,
     function: Arc<dyn FunctionBackend>,
@@ -199,6 +203,7 @@ impl Kernel {
         &self,
         config: &LaunchConfig,
         args: &[ArgRef],
+        work: Work,
         stream: &Stream,
     ) -> Result<()> {
         self.device.check_same(stream.device())?;
@@ -213,8 +218,33 @@ impl Kernel {
         }
         self.check_args(args)?;
         let raw: Vec<*mut c_void> = args.iter().map(|a| a.ptr as *mut c_void).collect();
-        // Safety: the arguments were checked against the parameter list where it is known, and
-        // the builder borrows every buffer until this returns.
-        unsafe { self.function.launch(config, &raw, stream.inner()) }
+        let Some(log) = launch_log::log() else {
+            // Safety: the arguments were checked against the parameter list where it is known,
+            // and the builder borrows every buffer until this returns.
+            return unsafe { self.function.launch(config, &raw, stream.inner()) };
+        };
+        let info = self.device.info();
+        if log.first_time(self.library, &self.name, config) {
+            let threads = u32::try_from(config.block.count()).unwrap_or(u32::MAX);
+            if let Some(resources) = self.function.resources(threads, config.shared_bytes) {
+                log.function(self.library, &self.name, info, config, resources);
+            }
+        }
+        let start = log.now_ns();
+        // Safety: as above.
+        let result = unsafe { self.function.launch(config, &raw, stream.inner()) };
+        // A cpu launch returns when the kernel is done; GPU launches only queue it.
+        let duration = (info.backend == crate::Backend::Cpu && result.is_ok())
+            .then(|| log.now_ns().saturating_sub(start));
+        log.launch(
+            self.library,
+            &self.name,
+            info,
+            config,
+            start,
+            duration,
+            work,
+        );
+        result
     }
 }

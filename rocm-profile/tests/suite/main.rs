@@ -1,0 +1,4 @@
+//! placeholder
+fn main() -> std::process::ExitCode {
+    testkit::main()
+}
