@@ -80,6 +80,10 @@ fn name_ends(p: &Path, suffix: &str) -> bool {
 /// Every file under `dir`, sorted (so merged output is in a stable order).
 pub(crate) fn files_under(dir: &Path) -> Result<Vec<PathBuf>, ProfileError> {
     let mut out = Vec::new();
+    if !dir.exists() {
+        // The tool made no folder: nothing was written (said as NoOutput by the caller).
+        return Ok(out);
+    }
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
         let entries = std::fs::read_dir(&d).map_err(|e| ProfileError::io(&d, e))?;
