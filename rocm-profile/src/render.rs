@@ -239,12 +239,11 @@ pub fn kernel(k: &KernelReport) -> String {
     for (name, v) in &k.counters {
         row(name, number(*v));
     }
+    let width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
     let mut out = format!("`{}`\n", k.name);
-    out += &table(&["", ""], &rows)
-        .lines()
-        .skip(1)
-        .map(|l| l.to_owned() + "\n")
-        .collect::<String>();
+    for r in &rows {
+        let _ = writeln!(out, "  {:<width$}  {}", r[0], r[1]);
+    }
     out
 }
 

@@ -4,6 +4,7 @@
 mod build_command;
 mod cli;
 mod harness_common;
+mod profile_command;
 mod test_example;
 mod test_planted;
 mod test_races;

@@ -283,7 +283,10 @@ pub fn ncu_csv() -> String {
             r.block,
             r.grid_items / u64::from(r.block)
         );
-        s += &format!("{pre},\"gpu__time_duration.sum\",\"usecond\",\"{:.3}\"\n", r.duration as f64 / 1e3);
+        s += &format!(
+            "{pre},\"gpu__time_duration.sum\",\"usecond\",\"{:.3}\"\n",
+            r.duration as f64 / 1e3
+        );
         s += &format!("{pre},\"launch__registers_per_thread\",\"register/thread\",\"16\"\n");
         s += &format!("{pre},\"sm__maximum_warps_per_active_cycle_pct\",\"%\",\"100\"\n");
         s += &format!("{pre},\"dram__bytes.sum\",\"Mbyte\",\"12.58\"\n");

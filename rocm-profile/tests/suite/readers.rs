@@ -8,24 +8,37 @@ use crate::fixtures;
 /// What every reader must find in the fixtures.
 fn check(c: &Collected, shared: bool) {
     assert_eq!(c.dispatches.len(), 30, "{}", c.source);
-    let saxpy: Vec<_> = c.dispatches.iter().filter(|d| d.kernel == "saxpy").collect();
-    let block_sum: Vec<_> = c.dispatches.iter().filter(|d| d.kernel == "block_sum").collect();
-    assert_eq!((saxpy.len(), block_sum.len()), (20, 10), "{}", c.source);
-    let expect: Vec<f64> = fixtures::rows()
+    let saxpy: Vec<_> = c
+        .dispatches
         .iter()
-        .map(|r| r.duration as f64)
+        .filter(|d| d.kernel == "saxpy")
         .collect();
+    let block_sum: Vec<_> = c
+        .dispatches
+        .iter()
+        .filter(|d| d.kernel == "block_sum")
+        .collect();
+    assert_eq!((saxpy.len(), block_sum.len()), (20, 10), "{}", c.source);
+    let expect: Vec<f64> = fixtures::rows().iter().map(|r| r.duration as f64).collect();
     let got: Vec<f64> = c.dispatches.iter().map(|d| d.duration_ns).collect();
     assert_eq!(got, expect, "{}", c.source);
     assert_eq!(saxpy[0].block, Some([256, 1, 1]));
-    assert_eq!(saxpy[0].grid, Some([4096, 1, 1]), "grid sizes count work-items");
+    assert_eq!(
+        saxpy[0].grid,
+        Some([4096, 1, 1]),
+        "grid sizes count work-items"
+    );
     if shared {
         assert_eq!(block_sum[0].shared_bytes, Some(1024));
     }
 }
 
 fn check_counters(c: &Collected) {
-    let waves: Vec<f64> = c.dispatches.iter().map(|d| d.counters["SQ_WAVES"]).collect();
+    let waves: Vec<f64> = c
+        .dispatches
+        .iter()
+        .map(|d| d.counters["SQ_WAVES"])
+        .collect();
     let expect: Vec<f64> = fixtures::rows().iter().map(|r| r.waves).collect();
     assert_eq!(waves, expect, "{}", c.source);
 }
@@ -45,8 +58,14 @@ fn both_rocpd_layouts_read_to_the_same_dispatches() {
         assert_eq!(c.device.as_deref(), Some("AMD Instinct MI210"));
         assert!(c.notes.is_empty(), "{:?}", c.notes);
     }
-    assert_eq!(rocprof::rocpd::read(&early).unwrap().source, "rocpd database, schema 3");
-    assert!(rocprof::rocpd::read(&late).unwrap().source.contains("3.1.0"));
+    assert_eq!(
+        rocprof::rocpd::read(&early).unwrap().source,
+        "rocpd database, schema 3"
+    );
+    assert!(rocprof::rocpd::read(&late)
+        .unwrap()
+        .source
+        .contains("3.1.0"));
 }
 
 #[testkit::test]
@@ -55,9 +74,15 @@ fn unknown_rocpd_versions_and_foreign_databases_are_clear_errors() {
     let future = dir.path().join("future.db");
     fixtures::rocpd_early(&future, "4.0.0");
     let err = rocprof::rocpd::read(&future).unwrap_err();
-    assert!(matches!(err, ProfileError::UnknownSchemaVersion { .. }), "{err}");
+    assert!(
+        matches!(err, ProfileError::UnknownSchemaVersion { .. }),
+        "{err}"
+    );
     let text = err.to_string();
-    assert!(text.contains("schema version 4.0.0") && text.contains("rocpd convert -f csv"), "{text}");
+    assert!(
+        text.contains("schema version 4.0.0") && text.contains("rocpd convert -f csv"),
+        "{text}"
+    );
 
     let foreign = dir.path().join("foreign.db");
     rusqlite::Connection::open(&foreign)
@@ -79,7 +104,10 @@ fn unknown_rocpd_versions_and_foreign_databases_are_clear_errors() {
         .unwrap();
     drop(db);
     let err = rocprof::rocpd::read(&broken).unwrap_err();
-    assert!(err.to_string().contains("`name` in the `kernels` view"), "{err}");
+    assert!(
+        err.to_string().contains("`name` in the `kernels` view"),
+        "{err}"
+    );
 }
 
 #[testkit::test]
@@ -108,7 +136,10 @@ fn csv_without_a_needed_column_and_empty_output_are_clear_errors() {
     )
     .unwrap();
     let err = rocprof::read_output(dir.path()).unwrap_err();
-    assert!(err.to_string().contains("no column `End_Timestamp`"), "{err}");
+    assert!(
+        err.to_string().contains("no column `End_Timestamp`"),
+        "{err}"
+    );
     let empty = tempfile::tempdir().unwrap();
     let err = rocprof::read_output(empty.path()).unwrap_err();
     assert!(matches!(err, ProfileError::NoOutput { .. }), "{err}");
@@ -121,7 +152,10 @@ fn ncu_csv_reads_by_column_name_in_base_units() {
     let d = &c.dispatches[0];
     assert_eq!(d.counters["launch__registers_per_thread"], 16.0);
     assert_eq!(d.counters["dram__bytes.sum"], 12.58e6);
-    assert!(!d.counters.contains_key(ncu::DURATION), "the duration is the dispatch's time");
+    assert!(
+        !d.counters.contains_key(ncu::DURATION),
+        "the duration is the dispatch's time"
+    );
     let err = ncu::read("empty.csv".as_ref(), "==PROF== nothing\n").unwrap_err();
     assert!(matches!(err, ProfileError::NoOutput { .. }), "{err}");
 }

@@ -41,8 +41,12 @@ fn origin(kernel: &str, backend: Backend) -> Origin {
 
 #[testkit::test]
 fn stable_noisy_and_bimodal_sets_get_their_verdicts() {
-    let stable: Vec<f64> = (0..200).map(|i| 10_000.0 * (1.0 + 0.002 * jitter(i))).collect();
-    let noisy: Vec<f64> = (0..200).map(|i| 10_000.0 * (1.0 + 0.08 * jitter(i))).collect();
+    let stable: Vec<f64> = (0..200)
+        .map(|i| 10_000.0 * (1.0 + 0.002 * jitter(i)))
+        .collect();
+    let noisy: Vec<f64> = (0..200)
+        .map(|i| 10_000.0 * (1.0 + 0.08 * jitter(i)))
+        .collect();
     // A clock change half way: 10 µs, then 14 µs.
     let bimodal: Vec<f64> = (0..200)
         .map(|i| if i < 100 { 10_000.0 } else { 14_000.0 } * (1.0 + 0.005 * jitter(i)))
@@ -50,21 +54,36 @@ fn stable_noisy_and_bimodal_sets_get_their_verdicts() {
     let r = build(ReportInput {
         collected: collected(
             Backend::Cpu,
-            &[("stable", stable), ("noisy", noisy), ("bimodal", bimodal), ("few", vec![1.0, 2.0])],
+            &[
+                ("stable", stable),
+                ("noisy", noisy),
+                ("bimodal", bimodal),
+                ("few", vec![1.0, 2.0]),
+            ],
         ),
         launches: Vec::new(),
         amd_kernels: Vec::new(),
         command: vec!["bench".into()],
     })
     .unwrap();
-    let class = |n: &str| r.kernels.iter().find(|k| k.name == n).unwrap().stability.clone();
+    let class = |n: &str| {
+        r.kernels
+            .iter()
+            .find(|k| k.name == n)
+            .unwrap()
+            .stability
+            .clone()
+    };
     assert_eq!(class("stable").class, Stability::Stable);
     assert_eq!(class("noisy").class, Stability::Noisy);
     let b = class("bimodal");
     assert_eq!(b.class, Stability::Unstable);
     assert!(b.bimodal);
     let [low, high] = b.modes_ns.unwrap();
-    assert!((low - 10_000.0).abs() < 200.0 && (high - 14_000.0).abs() < 200.0, "{low} {high}");
+    assert!(
+        (low - 10_000.0).abs() < 200.0 && (high - 14_000.0).abs() < 200.0,
+        "{low} {high}"
+    );
     assert_eq!(class("few").class, Stability::TooFewSamples);
     // The most time first, shares add up to one.
     assert_eq!(r.kernels[0].name, "bimodal");
@@ -105,9 +124,12 @@ fn declared_work_and_the_drivers_occupancy_join_by_kernel() {
         .collect();
     let mut c = collected(Backend::Nvidia, &[("saxpy", vec![5_000.0; 10])]);
     for d in &mut c.dispatches {
-        d.counters.insert("sm__maximum_warps_per_active_cycle_pct".into(), 100.0);
-        d.counters.insert("launch__occupancy_limit_registers".into(), 16.0);
-        d.counters.insert("launch__occupancy_limit_warps".into(), 8.0);
+        d.counters
+            .insert("sm__maximum_warps_per_active_cycle_pct".into(), 100.0);
+        d.counters
+            .insert("launch__occupancy_limit_registers".into(), 16.0);
+        d.counters
+            .insert("launch__occupancy_limit_warps".into(), 8.0);
     }
     let r = build(ReportInput {
         collected: c,
@@ -145,7 +167,15 @@ fn amd_kernels_join_code_objects_and_the_occupancy_model() {
     for arch in ["gfx90a", "gfx1100"] {
         let out = dir.path().join(format!("{arch}.o"));
         let status = std::process::Command::new("clang++-19")
-            .args(["-x", "hip", "--cuda-device-only", "-nogpulib", "-O2", "--no-gpu-bundle-output", "-c"])
+            .args([
+                "-x",
+                "hip",
+                "--cuda-device-only",
+                "-nogpulib",
+                "-O2",
+                "--no-gpu-bundle-output",
+                "-c",
+            ])
             .arg(format!("--offload-arch={arch}"))
             .arg(&src)
             .arg("-o")
@@ -173,7 +203,10 @@ fn amd_kernels_join_code_objects_and_the_occupancy_model() {
     assert!(res.source.contains("gfx90a"), "{}", res.source);
     let o = k.occupancy.as_ref().unwrap();
     // gfx90a: 512 VGPRs per SIMD lane / 128 = 4 of 8 waves, limited by VGPRs.
-    assert_eq!((o.waves, o.max_waves, o.limiter.as_deref()), (4, 8, Some("vgprs")));
+    assert_eq!(
+        (o.waves, o.max_waves, o.limiter.as_deref()),
+        (4, 8, Some("vgprs"))
+    );
 }
 
 /// Every key of a report's JSON is described in `docs/profile-schema.json` (its `properties`,
@@ -187,8 +220,13 @@ fn the_json_report_follows_the_published_schema() {
         schema["properties"]["schema_version"]["const"],
         rocm_profile::SCHEMA_VERSION
     );
-    let mut c = collected(Backend::Nvidia, &[("saxpy", (0..20).map(|i| 5_000.0 + i as f64).collect())]);
-    c.dispatches[0].counters.insert("dram__bytes.sum".into(), 1e6);
+    let mut c = collected(
+        Backend::Nvidia,
+        &[("saxpy", (0..20).map(|i| 5_000.0 + i as f64).collect())],
+    );
+    c.dispatches[0]
+        .counters
+        .insert("dram__bytes.sum".into(), 1e6);
     c.notes.push("a note".into());
     let r = build(ReportInput {
         collected: c,
@@ -224,8 +262,20 @@ fn the_json_report_follows_the_published_schema() {
     let value = serde_json::to_value(&r).unwrap();
     let mut checked = BTreeSet::new();
     conforms(&schema, &schema, &value, "$", &mut checked);
-    for object in ["report", "kernel", "time", "stability", "launch", "resources", "occupancy", "throughput"] {
-        assert!(checked.contains(object), "{object} was not checked: {checked:?}");
+    for object in [
+        "report",
+        "kernel",
+        "time",
+        "stability",
+        "launch",
+        "resources",
+        "occupancy",
+        "throughput",
+    ] {
+        assert!(
+            checked.contains(object),
+            "{object} was not checked: {checked:?}"
+        );
     }
 }
 
@@ -254,9 +304,15 @@ fn conforms(
     if value.is_null() {
         return;
     }
-    if let (Some(props), Some(obj)) = (node.get("properties").and_then(|p| p.as_object()), value.as_object()) {
+    if let (Some(props), Some(obj)) = (
+        node.get("properties").and_then(|p| p.as_object()),
+        value.as_object(),
+    ) {
         for key in obj.keys() {
-            assert!(props.contains_key(key), "{at}.{key} is not in docs/profile-schema.json");
+            assert!(
+                props.contains_key(key),
+                "{at}.{key} is not in docs/profile-schema.json"
+            );
         }
         for req in node["required"].as_array().into_iter().flatten() {
             let req = req.as_str().unwrap();

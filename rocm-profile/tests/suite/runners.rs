@@ -68,10 +68,23 @@ fn rocprofv3_passes_split_sets_that_do_not_fit_and_drop_unknown_counters() {
     assert_eq!(c.dispatches.len(), 30);
     assert_eq!(c.dispatches[0].counters["SQ_WAVES"], 4096.0);
     let notes = c.notes.join("\n");
-    assert!(notes.contains("counters SQ_WAVES SQ_INSTS_VALU TCC_HIT did not fit one rocprofv3 pass"), "{notes}");
-    assert!(notes.contains("counter BAD could not be collected") && notes.contains("not supported on gfx90a"), "{notes}");
+    assert!(
+        notes.contains("counters SQ_WAVES SQ_INSTS_VALU TCC_HIT did not fit one rocprofv3 pass"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("counter BAD could not be collected")
+            && notes.contains("not supported on gfx90a"),
+        "{notes}"
+    );
     // The trace pass, the failed three-counter pass, its two halves and the BAD pass.
-    for pass in ["trace.log", "counters-1.log", "counters-2.log", "counters-3.log", "counters-4.log"] {
+    for pass in [
+        "trace.log",
+        "counters-1.log",
+        "counters-2.log",
+        "counters-3.log",
+        "counters-4.log",
+    ] {
         assert!(out.join(pass).exists(), "{pass}");
     }
 }
@@ -82,22 +95,45 @@ fn a_failing_workload_and_a_missing_or_old_rocprofv3_are_clear_errors() {
     let db = dir.path().join("fixture.db");
     fixtures::rocpd_early(&db, "3");
     let tool = Rocprofv3::find(fake_rocprofv3(dir.path()).to_str().unwrap()).unwrap();
-    let err = profile(&tool, &workload("sh", &["-c", "echo boom >&2; exit 3"], &db), &[], &dir.path().join("raw")).unwrap_err();
+    let err = profile(
+        &tool,
+        &workload("sh", &["-c", "echo boom >&2; exit 3"], &db),
+        &[],
+        &dir.path().join("raw"),
+    )
+    .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ProfileError::Failed { .. }), "{text}");
-    assert!(text.contains("exit status 3") && text.contains("boom"), "{text}");
+    assert!(
+        text.contains("exit status 3") && text.contains("boom"),
+        "{text}"
+    );
 
     let err = Rocprofv3::find("/nonexistent/rocprofv3").unwrap_err();
     assert!(err.to_string().contains("install ROCprofiler-SDK"), "{err}");
-    let old = script(dir.path(), "old-rocprof", "echo 'usage: rocprof [--hip-trace] [-i file]'\n");
+    let old = script(
+        dir.path(),
+        "old-rocprof",
+        "echo 'usage: rocprof [--hip-trace] [-i file]'\n",
+    );
     let err = Rocprofv3::find(old.to_str().unwrap()).unwrap_err();
     assert!(matches!(err, ProfileError::ToolTooOld { .. }), "{err}");
     assert!(err.to_string().contains("no --kernel-trace"), "{err}");
 
     // A profiler that runs the workload but writes nothing.
-    let silent = script(dir.path(), "silent", "if [ \"$1\" = --help ]; then echo --kernel-trace; fi\nexit 0\n");
+    let silent = script(
+        dir.path(),
+        "silent",
+        "if [ \"$1\" = --help ]; then echo --kernel-trace; fi\nexit 0\n",
+    );
     let tool = Rocprofv3::find(silent.to_str().unwrap()).unwrap();
-    let err = profile(&tool, &workload("true", &[], &db), &[], &dir.path().join("raw2")).unwrap_err();
+    let err = profile(
+        &tool,
+        &workload("true", &[], &db),
+        &[],
+        &dir.path().join("raw2"),
+    )
+    .unwrap_err();
     assert!(matches!(err, ProfileError::NoOutput { .. }), "{err}");
 }
 
@@ -136,7 +172,15 @@ fn ncu_runs_and_drops_metrics_it_does_not_know() {
         env: vec![("FIXTURE_CSV".into(), csv.clone().into())],
         ..Workload::default()
     };
-    let c = ncu::profile(&tool, &w, &["bogus__metric".into()], Some(10), &[], &dir.path().join("raw")).unwrap();
+    let c = ncu::profile(
+        &tool,
+        &w,
+        &["bogus__metric".into()],
+        Some(10),
+        &[],
+        &dir.path().join("raw"),
+    )
+    .unwrap();
     assert_eq!(c.dispatches.len(), 30);
     let notes = c.notes.join("\n");
     assert!(notes.contains("bogus__metric are not available"), "{notes}");
