@@ -344,7 +344,7 @@ impl Rng {
 }
 
 /// The hand-picked kernels of every unit: the cases worked out by hand in the unit tests and
-/// `docs/occupancy.md`, and three realistic kernels (an unrolled FMA chain, an MFMA loop, an LDS
+/// `docs/profile.md`, and three realistic kernels (an unrolled FMA chain, an MFMA loop, an LDS
 /// tile).
 pub fn hand_kernels(p: &Processor, max_lds: u32) -> Vec<KernelSpec> {
     let spec = |name: &str, vgprs, lds, launch_bounds: u32| KernelSpec {

@@ -17,7 +17,7 @@
 //! `rocm-code-object` reads (metadata and kernel descriptor) into [`KernelResources`], and
 //! [`code_object_occupancy`] does it for every kernel of a code object. [`corpus`] is the
 //! generator and comparison harness that holds the model against clang. The rules, per
-//! generation, are in `docs/occupancy.md`.
+//! generation, are in `docs/profile.md`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
