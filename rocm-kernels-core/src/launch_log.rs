@@ -101,6 +101,16 @@ pub struct Function {
     pub block_threads: u32,
     /// Dynamic shared memory per block the occupancy is for, bytes.
     pub shared_bytes: u32,
+    /// Threads per warp.
+    pub warp_size: u32,
+    #[serde(flatten)]
+    pub resources: DriverResources,
+}
+
+/// What the driver says of a kernel at one block size (nvidia: the function attributes and
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`). The runtime's backends return it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverResources {
     /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
     pub registers: Option<u32>,
     /// Static shared memory per block, bytes (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
@@ -109,13 +119,11 @@ pub struct Function {
     pub local_bytes: Option<u32>,
     /// Largest block this kernel can be launched with (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
     pub max_threads_per_block: Option<u32>,
-    /// Blocks of `block_threads` resident per multiprocessor
+    /// Blocks of the block size resident per multiprocessor
     /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
     pub active_blocks_per_sm: Option<u32>,
     /// Warps a multiprocessor holds at most (`MAX_THREADS_PER_MULTIPROCESSOR` / warp size).
     pub max_warps_per_sm: Option<u32>,
-    /// Threads per warp.
-    pub warp_size: u32,
     /// Why a field above is missing, when a driver call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -125,7 +133,7 @@ impl Function {
     /// Resident warps per multiprocessor at this block size.
     pub fn active_warps_per_sm(&self) -> Option<u32> {
         let warps_per_block = self.block_threads.div_ceil(self.warp_size.max(1));
-        Some(self.active_blocks_per_sm? * warps_per_block)
+        Some(self.resources.active_blocks_per_sm? * warps_per_block)
     }
 }
 
@@ -209,14 +217,13 @@ mod tests {
                 },
                 block_threads: 256,
                 shared_bytes: 0,
-                registers: Some(16),
-                static_shared_bytes: Some(0),
-                local_bytes: Some(0),
-                max_threads_per_block: Some(1024),
-                active_blocks_per_sm: Some(8),
-                max_warps_per_sm: Some(64),
                 warp_size: 32,
-                error: None,
+                resources: DriverResources {
+                    registers: Some(16),
+                    active_blocks_per_sm: Some(8),
+                    max_warps_per_sm: Some(64),
+                    ..DriverResources::default()
+                },
             }),
         ];
         let text: String = records.iter().map(LaunchRecord::to_line).collect();

@@ -313,30 +313,32 @@ fn kernel_report(
             if let Some(f) = f {
                 resources = Some(Resources {
                     source: "driver".into(),
-                    vgprs: f.registers,
+                    vgprs: f.resources.registers,
                     agprs: None,
                     sgprs: None,
-                    lds_bytes: f.static_shared_bytes,
-                    scratch_bytes: f.local_bytes,
+                    lds_bytes: f.resources.static_shared_bytes,
+                    scratch_bytes: f.resources.local_bytes,
                     vgpr_spills: None,
                     sgpr_spills: None,
                     wave_size: Some(f.warp_size),
                 });
-                if let Some(e) = &f.error {
+                if let Some(e) = &f.resources.error {
                     notes.push(format!(
                         "`{name}`: the driver did not report everything: {e}"
                     ));
                 }
                 let profiler = mean_counter(dispatches, "sm__maximum_warps_per_active_cycle_pct")
                     .map(|pct| pct / 100.0);
-                if let (Some(warps), Some(max)) = (f.active_warps_per_sm(), f.max_warps_per_sm) {
+                if let (Some(warps), Some(max)) =
+                    (f.active_warps_per_sm(), f.resources.max_warps_per_sm)
+                {
                     occupancy = Some(OccupancyReport {
                         source: "driver (cuOccupancyMaxActiveBlocksPerMultiprocessor)".into(),
                         waves: warps,
                         max_waves: max,
                         fraction: f64::from(warps) / f64::from(max.max(1)),
                         limiter: ncu_limiter(dispatches),
-                        blocks_per_cu: f.active_blocks_per_sm,
+                        blocks_per_cu: f.resources.active_blocks_per_sm,
                         block_threads: f.block_threads,
                         profiler_fraction: profiler,
                     });

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::library::{Backend, KernelLibrary};
+pub use rocm_kernels_core::launch_log::DriverResources;
 
 pub mod amd;
 pub mod cpu;
@@ -93,20 +94,6 @@ pub struct ParamLayout {
     pub is_pointer: bool,
 }
 
-/// A kernel's resources and occupancy at one block size, as the driver reports them (the launch
-/// log's `function` records, `rocm_kernels_core::launch_log::Function`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FunctionResources {
-    pub registers: Option<u32>,
-    pub static_shared_bytes: Option<u32>,
-    pub local_bytes: Option<u32>,
-    pub max_threads_per_block: Option<u32>,
-    pub active_blocks_per_sm: Option<u32>,
-    pub max_warps_per_sm: Option<u32>,
-    /// Why a field is missing, when a driver call failed.
-    pub error: Option<String>,
-}
-
 /// One kernel of a loaded module.
 pub trait FunctionBackend: Send + Sync + Debug {
     /// The parameter layout the compiled code has, when the backend can tell.
@@ -114,7 +101,7 @@ pub trait FunctionBackend: Send + Sync + Debug {
     /// Registers, shared and local memory, and the driver's occupancy for blocks of
     /// `block_threads` with `dynamic_shared` bytes, where the backend's driver reports them
     /// (nvidia); `None` elsewhere.
-    fn resources(&self, _block_threads: u32, _dynamic_shared: u32) -> Option<FunctionResources> {
+    fn resources(&self, _block_threads: u32, _dynamic_shared: u32) -> Option<DriverResources> {
         None
     }
     /// Launch; `args[i]` points to the value of argument `i` (like `hipModuleLaunchKernel`).

@@ -13,7 +13,7 @@ use rocm_kernels_core::launch_log::{
     Function, Launch, LaunchRecord, Origin, ENV_LAUNCH_LOG, LAUNCH_LOG_VERSION,
 };
 
-use super::backend::FunctionResources;
+use super::backend::DriverResources;
 use super::{DeviceInfo, LaunchConfig};
 
 /// The open log of this process.
@@ -125,20 +125,14 @@ impl LaunchLog {
         kernel: &str,
         device: &DeviceInfo,
         config: &LaunchConfig,
-        r: FunctionResources,
+        resources: DriverResources,
     ) {
         self.write(&LaunchRecord::Function(Function {
             origin: Self::origin(library, kernel, device),
             block_threads: u32::try_from(config.block.count()).unwrap_or(u32::MAX),
             shared_bytes: config.shared_bytes,
-            registers: r.registers,
-            static_shared_bytes: r.static_shared_bytes,
-            local_bytes: r.local_bytes,
-            max_threads_per_block: r.max_threads_per_block,
-            active_blocks_per_sm: r.active_blocks_per_sm,
-            max_warps_per_sm: r.max_warps_per_sm,
             warp_size: device.wave_size,
-            error: r.error,
+            resources,
         }));
     }
 }

@@ -94,21 +94,10 @@ pub fn rocpd_early(path: &Path, schema_version: &str) {
     .unwrap();
     let mut symbols: Vec<&str> = Vec::new();
     for (i, r) in rows().iter().enumerate() {
-        let kernel = match symbols.iter().position(|s| *s == r.name) {
-            Some(k) => k + 1,
-            None => {
-                symbols.push(r.name);
-                db.execute(
-                    "INSERT INTO rocpd_info_kernel_symbol_u0 (id, guid, kernel_name, display_name, group_segment_size, private_segment_size) VALUES (?1, 'g', ?2, ?2, ?3, 0)",
-                    rusqlite::params![symbols.len() as i64, r.name, r.lds],
-                )
-                .unwrap();
-                symbols.len()
-            }
-        };
+        let kernel = kernel_id(&db, "rocpd_info_kernel_symbol_u0", &mut symbols, r);
         db.execute(
             "INSERT INTO rocpd_kernel_dispatch_u0 (guid, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, end, private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id) VALUES ('g', 1, 1, 1, 2, ?1, ?2, 1, 0, ?3, ?4, 0, ?5, ?6, 1, 1, ?7, 1, 1, ?8)",
-            rusqlite::params![kernel as i64, (i + 1) as i64, r.start, r.start + r.duration, r.lds, r.block, r.grid_items as i64, (100 + i) as i64],
+            rusqlite::params![kernel, (i + 1) as i64, r.start, r.start + r.duration, r.lds, r.block, r.grid_items as i64, (100 + i) as i64],
         )
         .unwrap();
         db.execute(
@@ -175,18 +164,7 @@ pub fn rocpd_late(path: &Path) {
     .unwrap();
     let mut symbols: Vec<&str> = Vec::new();
     for (i, r) in rows().iter().enumerate() {
-        let kernel = match symbols.iter().position(|s| *s == r.name) {
-            Some(k) => k + 1,
-            None => {
-                symbols.push(r.name);
-                db.execute(
-                    "INSERT INTO rocpd_info_kernel_symbol_u1 (id, guid, kernel_name, display_name, group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, accum_vgpr_count) VALUES (?1, 'g', ?2, ?2, ?3, 0, 16, 8, 0)",
-                    rusqlite::params![symbols.len() as i64, r.name, r.lds],
-                )
-                .unwrap();
-                symbols.len()
-            }
-        };
+        let kernel = kernel_id(&db, "rocpd_info_kernel_symbol_u1", &mut symbols, r);
         let (s, e) = (2 * i as i64 + 1, 2 * i as i64 + 2);
         db.execute(
             "INSERT INTO rocpd_timestamp_u1 (id, guid, value, phase, track_id) VALUES (?1, 'g', ?2, 1, 1), (?3, 'g', ?4, 2, 1)",
@@ -195,7 +173,7 @@ pub fn rocpd_late(path: &Path) {
         .unwrap();
         db.execute(
             "INSERT INTO rocpd_kernel_dispatch_u1 (guid, track_id, kernel_id, dispatch_id, start_id, end_id, private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id, extdata) VALUES ('g', 1, ?1, ?2, ?3, ?4, 0, ?5, ?6, 1, 1, ?7, 1, 1, ?8, '{}')",
-            rusqlite::params![kernel as i64, (i + 1) as i64, s, e, r.lds, r.block, r.grid_items as i64, (100 + i) as i64],
+            rusqlite::params![kernel, (i + 1) as i64, s, e, r.lds, r.block, r.grid_items as i64, (100 + i) as i64],
         )
         .unwrap();
         db.execute(
@@ -264,6 +242,20 @@ pub fn csv_late(dir: &Path) {
         "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Name\",\"Product_Name\"\n0,0,\"CPU\",\"AMD EPYC\",\"AMD EPYC\"\n1,1,\"GPU\",\"gfx90a\",\"AMD Instinct MI210\"\n",
     )
     .unwrap();
+}
+
+/// The id of a row's kernel in a `rocpd_info_kernel_symbol` table, inserting it the first time.
+fn kernel_id(db: &Connection, table: &str, symbols: &mut Vec<&'static str>, r: &Row) -> i64 {
+    if let Some(k) = symbols.iter().position(|s| *s == r.name) {
+        return k as i64 + 1;
+    }
+    symbols.push(r.name);
+    db.execute(
+        &format!("INSERT INTO {table} (id, guid, kernel_name, display_name, group_segment_size, private_segment_size) VALUES (?1, 'g', ?2, ?2, ?3, 0)"),
+        rusqlite::params![symbols.len() as i64, r.name, r.lds],
+    )
+    .unwrap();
+    symbols.len() as i64
 }
 
 fn demangled(symbol: &str) -> &'static str {

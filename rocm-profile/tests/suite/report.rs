@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use rocm_kernels_core::launch_log::{Function, Launch, LaunchRecord, Origin, LAUNCH_LOG_VERSION};
+use rocm_kernels_core::launch_log::{
+    DriverResources, Function, Launch, LaunchRecord, Origin, LAUNCH_LOG_VERSION,
+};
 use rocm_kernels_core::Backend;
 use rocm_profile::{build, Collected, Dispatch, ReportInput};
 use rocm_stats::Stability;
@@ -37,6 +39,26 @@ fn origin(kernel: &str, backend: Backend) -> Origin {
         device: "NVIDIA H100 80GB HBM3".into(),
         arch: "sm_90".into(),
     }
+}
+
+/// What the driver says of `saxpy` at 256 threads on an H100-like device: 16 registers, 8 blocks
+/// (64 warps) of 64 per SM.
+fn saxpy_function() -> LaunchRecord {
+    LaunchRecord::Function(Function {
+        origin: origin("saxpy", Backend::Nvidia),
+        block_threads: 256,
+        shared_bytes: 0,
+        warp_size: 32,
+        resources: DriverResources {
+            registers: Some(16),
+            static_shared_bytes: Some(0),
+            local_bytes: Some(0),
+            max_threads_per_block: Some(1024),
+            active_blocks_per_sm: Some(8),
+            max_warps_per_sm: Some(64),
+            error: None,
+        },
+    })
 }
 
 #[testkit::test]
@@ -108,19 +130,7 @@ fn declared_work_and_the_drivers_occupancy_join_by_kernel() {
                 flops: Some(2_097_152),
             })
         })
-        .chain(std::iter::once(LaunchRecord::Function(Function {
-            origin: origin("saxpy", Backend::Nvidia),
-            block_threads: 256,
-            shared_bytes: 0,
-            registers: Some(16),
-            static_shared_bytes: Some(0),
-            local_bytes: Some(0),
-            max_threads_per_block: Some(1024),
-            active_blocks_per_sm: Some(8),
-            max_warps_per_sm: Some(64),
-            warp_size: 32,
-            error: None,
-        })))
+        .chain(std::iter::once(saxpy_function()))
         .collect();
     let mut c = collected(Backend::Nvidia, &[("saxpy", vec![5_000.0; 10])]);
     for d in &mut c.dispatches {
@@ -241,19 +251,7 @@ fn the_json_report_follows_the_published_schema() {
                 bytes: Some(10),
                 flops: Some(10),
             }),
-            LaunchRecord::Function(Function {
-                origin: origin("saxpy", Backend::Nvidia),
-                block_threads: 256,
-                shared_bytes: 0,
-                registers: Some(16),
-                static_shared_bytes: Some(0),
-                local_bytes: Some(0),
-                max_threads_per_block: Some(1024),
-                active_blocks_per_sm: Some(8),
-                max_warps_per_sm: Some(64),
-                warp_size: 32,
-                error: None,
-            }),
+            saxpy_function(),
         ],
         amd_kernels: Vec::new(),
         command: vec!["bench".into()],

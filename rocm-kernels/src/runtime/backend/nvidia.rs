@@ -43,7 +43,7 @@ use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 
 use super::{
-    DeviceBackend, DevicePtr, EventBackend, FunctionBackend, FunctionResources, ModuleBackend,
+    DeviceBackend, DevicePtr, DriverResources, EventBackend, FunctionBackend, ModuleBackend,
     ParamLayout, ProbeResult, StreamBackend,
 };
 use crate::library::{Backend, CodeObject, KernelLibrary, ObjectFormat};
@@ -798,11 +798,11 @@ impl FunctionBackend for NvFunction {
         None
     }
 
-    fn resources(&self, block_threads: u32, dynamic_shared: u32) -> Option<FunctionResources> {
+    fn resources(&self, block_threads: u32, dynamic_shared: u32) -> Option<DriverResources> {
         let device = &self.module.device;
-        let mut out = FunctionResources {
+        let mut out = DriverResources {
             max_warps_per_sm: Some(device.max_threads_per_sm / device.info.wave_size.max(1)),
-            ..FunctionResources::default()
+            ..DriverResources::default()
         };
         let read = guarded("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
             let function = self.handle()?;
