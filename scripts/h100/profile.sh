@@ -4,9 +4,9 @@
 #   scripts/h100/profile.sh build      # here (Rust, no GPU, no nvcc needed): build the binaries
 #   scripts/h100/profile.sh            # there (NVIDIA driver, ncu, python3; no Rust): run, check
 #
-# `build` writes two release binaries to target/h100/ (ignored by git; carry it with the tree):
-#   target/h100/cargo-rocm       the `cargo-rocm` command
-#   target/h100/kernels-bench    examples/basic's criterion benchmarks (saxpy, block_sum), built
+# `build` writes two release binaries to .carry/h100/ (ignored by git; carry it with the tree):
+#   .carry/h100/cargo-rocm       the `cargo-rocm` command
+#   .carry/h100/kernels-bench    examples/basic's criterion benchmarks (saxpy, block_sum), built
 #                                with ROCM_BACKENDS=cpu,nvidia: without nvcc the kernels are
 #                                embedded as CUDA source and NVRTC (libnvrtc.so.13 from
 #                                /usr/local/cuda/lib64, CUDA_PATH or CUDA_HOME) compiles them for
@@ -22,7 +22,7 @@
 # Exit status 0 when every check passes. About a minute of GPU time.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/target/h100"
+bin="$here/.carry/h100"
 
 build() {
   set -e
@@ -44,7 +44,7 @@ for line in sys.stdin:
   cp "$exe" "$bin/kernels-bench"
   strip "$bin"/* 2>/dev/null || true
   ls -l "$bin"
-  echo "built; carry target/h100/ with the tree and run scripts/h100/profile.sh on the GPU machine" >&2
+  echo "built; carry .carry/h100/ with the tree and run scripts/h100/profile.sh on the GPU machine" >&2
 }
 
 run() {
