@@ -110,7 +110,7 @@ for k in report["kernels"]:
     limits = [min(d[m] for m in d if m.startswith("launch__occupancy_limit_")) for d in direct]
     ok = abs(100 * occ["fraction"] - ncu_pct) < 0.5 and occ["blocks_per_cu"] == min(limits)
     failed += not ok
-    print("%s %s occupancy: driver (%s) %d/%d warps per SM = %.1f%%, %s blocks per SM; ncu theoretical %.1f%%, block limit %d; registers driver %s, ncu %s" % (
+    print("%s %s occupancy from the %s: %d/%d warps per SM = %.1f%%, %s blocks per SM; ncu theoretical %.1f%%, block limit %d; registers driver %s, ncu %s" % (
         "ok  " if ok else "FAIL", name, occ["source"], occ["waves"], occ["max_waves"], 100 * occ["fraction"],
         occ["blocks_per_cu"], ncu_pct, min(limits), (k.get("resources") or {}).get("vgprs"),
         direct[0].get("launch__registers_per_thread")))
