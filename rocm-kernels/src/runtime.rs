@@ -38,7 +38,7 @@ pub use device::{
 pub use error::{FaultSite, Result, RuntimeError};
 pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
 pub use memory::{Buffer, DeviceCopy};
-pub use module::{Kernel, Module};
+pub use module::{Global, Kernel, Module};
 pub use stream::{Event, Stream};
 
 pub use crate::library::Backend;

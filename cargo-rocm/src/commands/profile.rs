@@ -175,6 +175,10 @@ pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Resu
         workload
             .env
             .push(("ROCM_DEFAULT_BACKEND".into(), backend.as_str().into()));
+        // rocm-bench's benches run on every device unless told which.
+        workload
+            .env
+            .push((rocm_bench::vars::BACKEND.into(), backend.as_str().into()));
         out.status(
             "Profiling",
             format!("`{}` on {backend}", workload.command_line().join(" ")),

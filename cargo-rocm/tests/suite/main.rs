@@ -1,6 +1,7 @@
 //! The integration tests of `cargo-rocm`, one binary (see `testkit`): each module below was a
 //! test binary of its own.
 
+mod bench_command;
 mod build_command;
 mod cli;
 mod harness_common;
@@ -8,6 +9,7 @@ mod profile_command;
 mod test_example;
 mod test_planted;
 mod test_races;
+mod test_realworld;
 mod toolchain_build;
 mod toolchain_e2e;
 mod toolchain_interrupt;

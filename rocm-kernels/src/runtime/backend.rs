@@ -84,6 +84,14 @@ pub trait ModuleBackend: Send + Sync + Debug {
     fn kernel_names(&self) -> Vec<String>;
     /// The kernel of that name, or `None`.
     fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>>;
+    /// The device address and size of the `__constant__`/`__device__` variable `decl` (or, where
+    /// the build did not list it, the one whose symbol is `symbol`), or `None` when this module
+    /// has none.
+    fn global(
+        &self,
+        decl: Option<&'static crate::library::GlobalDecl>,
+        symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>>;
 }
 
 /// How the backend itself sees a parameter (from the compiled code, exact), used to check a
@@ -92,6 +100,8 @@ pub trait ModuleBackend: Send + Sync + Debug {
 pub struct ParamLayout {
     pub size: u32,
     pub is_pointer: bool,
+    /// Alignment of the parameter's type in bytes; 0 when the backend cannot tell.
+    pub align: u32,
 }
 
 /// One kernel of a loaded module.

@@ -29,7 +29,9 @@ pub struct CpuOptions {
     /// Wave size the kernel sees (`warpSize`, the width of `__shfl`/`__ballot`): 32 or 64.
     pub wave_size: u32,
     /// Checked mode: device buffers get guard pages, so out-of-bounds accesses and stray pointers
-    /// become [`RuntimeError::OutOfBounds`]/[`RuntimeError::KernelFault`] naming block and thread.
+    /// become [`RuntimeError::OutOfBounds`]/[`RuntimeError::KernelFault`] naming block and thread
+    /// (a faulting launch runs once more to name the exact thread; a passing one costs the same
+    /// as unchecked).
     pub checked: bool,
     /// Run blocks in an order shuffled by this seed (exposes dependencies between blocks).
     pub shuffle_seed: Option<u64>,

@@ -129,6 +129,10 @@ pub unsafe trait KernelArg {
     fn arg_ptr(&self) -> *const c_void;
     fn arg_size(&self) -> usize;
     fn arg_kind(&self) -> ArgKind;
+    /// Alignment of the value in bytes (checked against the parameter's where it is known).
+    fn arg_align(&self) -> usize {
+        1
+    }
     /// For error messages: `f32`, `Buffer<f32>`.
     fn arg_type(&self) -> String;
     /// The device a pointer argument lives on, when known (checked at launch).
@@ -143,6 +147,7 @@ macro_rules! value_arg {
             fn arg_ptr(&self) -> *const c_void { (self as *const $t).cast() }
             fn arg_size(&self) -> usize { std::mem::size_of::<$t>() }
             fn arg_kind(&self) -> ArgKind { ArgKind::Value }
+            fn arg_align(&self) -> usize { std::mem::align_of::<$t>() }
             fn arg_type(&self) -> String { stringify!($t).to_string() }
         }
     )*};
@@ -163,6 +168,9 @@ unsafe impl<T: DeviceCopy> KernelArg for Value<T> {
     fn arg_kind(&self) -> ArgKind {
         ArgKind::Value
     }
+    fn arg_align(&self) -> usize {
+        std::mem::align_of::<T>()
+    }
     fn arg_type(&self) -> String {
         std::any::type_name::<T>().to_string()
     }
@@ -178,6 +186,9 @@ unsafe impl<T: DeviceCopy> KernelArg for Buffer<T> {
     fn arg_kind(&self) -> ArgKind {
         ArgKind::Pointer
     }
+    fn arg_align(&self) -> usize {
+        8
+    }
     fn arg_type(&self) -> String {
         format!("Buffer<{}>", std::any::type_name::<T>())
     }
@@ -192,6 +203,7 @@ pub struct ArgRef {
     pub(crate) ptr: *const c_void,
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
+    pub(crate) align: usize,
     pub(crate) type_name: String,
     /// The device the buffer lives on, for pointer arguments made from a `Buffer`.
     pub(crate) device: Option<super::Device>,
@@ -209,6 +221,7 @@ fn arg_ref<A: KernelArg + ?Sized>(arg: &A) -> ArgRef {
         ptr: arg.arg_ptr(),
         size: arg.arg_size(),
         kind: arg.arg_kind(),
+        align: arg.arg_align(),
         type_name: arg.arg_type(),
         device: arg.arg_device().cloned(),
     }

@@ -712,6 +712,34 @@ impl ModuleInner {
 }
 
 impl ModuleBackend for NvModule {
+    fn global(
+        &self,
+        _decl: Option<&'static crate::library::GlobalDecl>,
+        symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>> {
+        self.inner.ensure_loaded()?;
+        let loaded = self.inner.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let Ok(c) = CString::new(symbol) else {
+            return Ok(None);
+        };
+        let _state = self.inner.device.enter()?;
+        for m in loaded.iter().flat_map(|(_, l)| l.iter()) {
+            // Safety: a module of the current context, loaded above.
+            match unsafe { cu::module::get_global(m.module, c.clone()) } {
+                Ok((ptr, bytes)) => return Ok(Some((ptr as DevicePtr, bytes))),
+                Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NOT_FOUND => continue,
+                Err(e) => {
+                    return Err(RuntimeError::Api {
+                        backend: Backend::Nvidia,
+                        call: format!("cuModuleGetGlobal(`{symbol}`)"),
+                        message: error_text(&e),
+                    })
+                }
+            }
+        }
+        Ok(None)
+    }
+
     fn kernel_names(&self) -> Vec<String> {
         let loaded = self.inner.loaded.lock().unwrap_or_else(|p| p.into_inner());
         let mut names: Vec<String> = loaded
