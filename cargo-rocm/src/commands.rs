@@ -6,11 +6,13 @@ use clap::Subcommand;
 use crate::cli::Cli;
 use crate::output::Output;
 
+pub mod bench;
 pub mod build;
 pub mod detect;
 pub mod doctor;
 pub mod env;
 pub mod new;
+pub mod profile;
 pub mod test;
 pub mod toolchain;
 pub mod tune;
@@ -29,11 +31,16 @@ pub enum Command {
     Toolchain(toolchain::ToolchainArgs),
     /// Run every kernel's checks against its Rust reference on every backend that can run here
     Test(test::TestArgs),
+    /// Benchmark kernels on every device by device time, keep every result, compare runs, plot
+    Bench(bench::BenchArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
     New(new::NewArgs),
     /// Search kernels' launch and compile-time parameters, verifying every candidate, and keep
     /// the best per device and problem size
     Tune(tune::TuneArgs),
+    /// Run a bench, test, example or command under the backend's profiler and show each kernel's
+    /// times, stability, registers, occupancy and throughput
+    Profile(Box<profile::ProfileArgs>),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -47,5 +54,7 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
         Command::Tune(args) => tune::run(&global, args, out),
+        Command::Profile(args) => profile::run(&global, *args, out),
+        Command::Bench(args) => bench::run(&global, args, out),
     }
 }

@@ -11,11 +11,12 @@ use std::fmt::Write;
 use rocm_kernels_core::library::canonical_kernel_name;
 use rocm_kernels_core::library::ParamKind;
 use rocm_kernels_core::manifest::{
-    BuildManifest, ManifestCpu, ManifestKernel, ManifestObject, ManifestParam, ManifestSymbol,
+    BuildManifest, ManifestCpu, ManifestGlobal, ManifestKernel, ManifestObject, ManifestParam,
+    ManifestSymbol,
 };
 
 use crate::contract::ParamGen;
-use crate::cpu::CpuKernelGen;
+use crate::cpu::{CpuGlobalGen, CpuKernelGen};
 use crate::error::BuildError;
 use crate::ObjectOut;
 
@@ -29,6 +30,7 @@ pub(crate) fn manifest(
     name: &str,
     objects: &[ObjectOut],
     cpu: &[CpuKernelGen],
+    cpu_globals: &[CpuGlobalGen],
 ) -> Result<BuildManifest, BuildError> {
     let mut join = Join {
         library: name,
@@ -96,6 +98,18 @@ pub(crate) fn manifest(
             })
             .collect(),
         kernels,
+        globals: cpu_globals
+            .iter()
+            .map(|g| ManifestGlobal {
+                name: g.name.clone(),
+                constant: g.constant,
+                source: g.source_rel.clone(),
+                line: g.line,
+                symbol: crate::cpu::gpu_symbol(&g.name),
+                cpu_symbol: Some(g.symbol.clone()),
+                cpu_race_symbol: g.race_symbol.clone(),
+            })
+            .collect(),
     })
 }
 
@@ -131,12 +145,21 @@ impl Join<'_> {
         }
     }
 
-    /// Keeps `params` for kernel `i` when they say more (more source types) than what it has.
-    fn offer(&mut self, i: usize, params: Vec<ParamGen>) {
+    /// Keeps `params` for kernel `i` when they say more (more source types) than what it has,
+    /// and fills sizes one list lacks (0: a struct the cpu build cannot size) from the other
+    /// (AMD metadata knows every argument's size).
+    fn offer(&mut self, i: usize, mut params: Vec<ParamGen>) {
         let typed = |ps: &[ParamGen]| ps.iter().filter(|p| !p.type_name.is_empty()).count();
         let current = &mut self.kernels[i].1;
         if current.is_empty() || typed(&params) > typed(current) {
-            *current = params;
+            std::mem::swap(current, &mut params);
+        }
+        if current.len() == params.len() {
+            for (kept, other) in current.iter_mut().zip(&params) {
+                if kept.size == 0 && other.size != 0 && kept.kind == other.kind {
+                    kept.size = other.size;
+                }
+            }
         }
     }
 }
@@ -165,6 +188,28 @@ pub(crate) fn render(m: &BuildManifest) -> String {
                 let _ = writeln!(
                     s,
                     "        #[link_name = {race:?}]\n        fn __rocm_kernels_cpu_race_{i}();"
+                );
+            }
+        }
+        s.push_str("    }\n");
+    }
+    let accessors: Vec<(usize, &str, Option<&str>)> = m
+        .globals
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| Some((i, g.cpu_symbol.as_deref()?, g.cpu_race_symbol.as_deref())))
+        .collect();
+    if !accessors.is_empty() {
+        s.push_str("    unsafe extern \"C\" {\n");
+        for (i, symbol, race) in &accessors {
+            let _ = writeln!(
+                s,
+                "        #[link_name = {symbol:?}]\n        fn __rocm_kernels_cpu_global_{i}();"
+            );
+            if let Some(race) = race {
+                let _ = writeln!(
+                    s,
+                    "        #[link_name = {race:?}]\n        fn __rocm_kernels_cpu_global_race_{i}();"
                 );
             }
         }
@@ -226,6 +271,27 @@ pub(crate) fn render(m: &BuildManifest) -> String {
             k.source,
             params(&k.params),
             symbols.join(", "),
+        );
+    }
+    s.push_str("        ],\n        globals: &[\n");
+    for (i, g) in m.globals.iter().enumerate() {
+        let cpu = match &g.cpu_symbol {
+            Some(_) => {
+                let race = if g.cpu_race_symbol.is_some() {
+                    format!("Some(__rocm_kernels_cpu_global_race_{i} as *const ())")
+                } else {
+                    "None".to_owned()
+                };
+                format!(
+                    "Some({K}::library::CpuGlobal {{ accessor: __rocm_kernels_cpu_global_{i} as *const (), race: {race} }})"
+                )
+            }
+            None => "None".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "            {K}::library::GlobalDecl {{ name: {:?}, constant: {}, source: {:?}, symbol: {:?}, cpu: {cpu} }},",
+            g.name, g.constant, g.source, g.symbol
         );
     }
     s.push_str("        ],\n    }\n};\n");
@@ -311,7 +377,16 @@ mod tests {
         let objects = [amd("gfx90a"), amd("gfx1030")];
         // The cpu scan spells the instantiation as the source does.
         let cpu = [cpu_kernel("k<16u>", "k/a.hip")];
-        let m = manifest("demo", &objects, &cpu).unwrap();
+        let globals = [crate::cpu::CpuGlobalGen {
+            name: "ns::mask".into(),
+            constant: true,
+            symbol: "rk_g0".into(),
+            race_symbol: Some("rkrace_rk_g0".into()),
+            source_rel: "k/a.hip".into(),
+            line: 3,
+        }];
+        let m = manifest("demo", &objects, &cpu, &globals).unwrap();
+        assert_eq!(m.globals[0].symbol, "_ZN2ns4maskE");
         assert_eq!(m.kernels.len(), 1, "{m:#?}");
         let k = &m.kernels[0];
         assert_eq!(k.name, "k<16>");
@@ -336,6 +411,11 @@ mod tests {
             "{s}"
         );
         assert!(s.contains(r#"#[link_name = "rocm_cpu_6"]"#), "{s}");
+        assert!(s.contains(r#"#[link_name = "rkrace_rk_g0"]"#), "{s}");
+        assert!(
+            s.contains(r#"GlobalDecl { name: "ns::mask", constant: true, source: "k/a.hip", symbol: "_ZN2ns4maskE", cpu: Some(::rocm_kernels::library::CpuGlobal { accessor: __rocm_kernels_cpu_global_0 as *const (), race: Some(__rocm_kernels_cpu_global_race_0 as *const ()) }) }"#),
+            "{s}"
+        );
         assert!(s.contains("ParamKind::GlobalBuffer"));
         assert!(
             s.contains("entry: __rocm_kernels_cpu_entry_0 as *const (), execution: ::rocm_kernels::library::CpuExecution::PerThreadLoop"),
@@ -349,6 +429,7 @@ mod tests {
             "demo",
             &[],
             &[cpu_kernel("k", "a.hip"), cpu_kernel("k", "b.hip")],
+            &[],
         )
         .unwrap_err()
         .to_string();

@@ -19,6 +19,7 @@
 
 mod compile;
 mod generated;
+mod globals;
 mod lex;
 mod race;
 mod region;
@@ -105,10 +106,32 @@ impl CpuKernelGen {
     }
 }
 
+/// The symbol a GPU compiler gives the namespace-scope variable `qualified` (`ns::mask` →
+/// `_ZN2ns4maskE`), for `hipModuleGetGlobal` and `cuModuleGetGlobal`.
+pub fn gpu_symbol(qualified: &str) -> String {
+    rocm_kernels_core::library::variable_symbol(qualified)
+}
+
+/// A `__constant__` or `__device__` variable of the cpu build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuGlobalGen {
+    /// Qualified by its namespaces: `ns::mask`.
+    pub name: String,
+    pub constant: bool,
+    /// The `extern "C"` accessor giving its address and size.
+    pub symbol: String,
+    /// The race variant's accessor (`rkrace_<symbol>`), when the build made one.
+    pub race_symbol: Option<String>,
+    /// Where it is defined, relative to the crate root, and the line.
+    pub source_rel: String,
+    pub line: u32,
+}
+
 /// What the cpu build produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuBuildOutput {
     pub kernels: Vec<CpuKernelGen>,
+    pub globals: Vec<CpuGlobalGen>,
     /// Files the build read (sources and the headers they include, system headers excepted).
     pub rerun_if_changed: Vec<PathBuf>,
     /// The static library's name (`cargo:rustc-link-lib=static=<lib_name>`).
@@ -135,6 +158,13 @@ pub enum CpuBuildError {
     },
     /// Compiling failed.
     Compile { message: String },
+    /// A kernel uses something the cpu backend cannot run in any form (inline assembly).
+    Unsupported {
+        kernel: String,
+        /// `file:line` of what it uses.
+        location: String,
+        what: String,
+    },
 }
 
 impl fmt::Display for CpuBuildError {
@@ -158,6 +188,17 @@ impl fmt::Display for CpuBuildError {
             CpuBuildError::Compile { message } => {
                 write!(f, "compiling kernels for the cpu backend failed: {message}")
             }
+            CpuBuildError::Unsupported {
+                kernel,
+                location,
+                what,
+            } => write!(
+                f,
+                "kernel `{kernel}` cannot run on the cpu backend: it uses {what} at {location}; \
+                 keep GPU-only code under `#if defined(__HIP_PLATFORM_AMD__)` (or \
+                 `__HIP_PLATFORM_NVIDIA__`) with a portable `#else` branch, which the cpu backend \
+                 (`__HIP_PLATFORM_ROCM_KERNELS_CPU__`) compiles"
+            ),
         }
     }
 }
@@ -309,7 +350,26 @@ fn value_size(type_name: &str) -> u32 {
         "float3" | "int3" | "uint3" => 12,
         "float4" | "int4" | "uint4" | "double2" | "longlong2" | "ulonglong2" => 16,
         "double4" => 32,
-        _ => 0,
+        other => vector_size(other),
+    }
+}
+
+/// Size of a HIP vector type (`uchar4`, `short3`, `ulong2`...), 0 for other names.
+fn vector_size(name: &str) -> u32 {
+    let Some(lanes) = name.chars().last().and_then(|c| c.to_digit(10)) else {
+        return 0;
+    };
+    let element = match &name[..name.len() - 1] {
+        "char" | "uchar" => 1,
+        "short" | "ushort" => 2,
+        "int" | "uint" | "float" => 4,
+        "long" | "ulong" | "longlong" | "ulonglong" | "double" => 8,
+        _ => return 0,
+    };
+    if (1..=4).contains(&lanes) {
+        element * lanes
+    } else {
+        0
     }
 }
 
@@ -434,6 +494,8 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
     let stem = format!("rk_{}_{hash}", sanitize(&req.name));
     let lib_name = format!("rkcpu_{}_{hash}", sanitize(&req.name));
     let mut kernels = Vec::new();
+    let mut globals: Vec<CpuGlobalGen> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
     let mut rerun: BTreeSet<PathBuf> = BTreeSet::new();
     let mut generated = Vec::new();
     for (index, source) in req.sources.iter().enumerate() {
@@ -463,10 +525,32 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             .replace('\\', "/");
         // Region forms (kernels with barriers run without fibers), then the entry points.
         let regions = region::generate(&toks);
+        if let Some(r) = regions.refused.first() {
+            return Err(CpuBuildError::Unsupported {
+                kernel: r.kernel.clone(),
+                location: r.location.clone(),
+                what: r.what.clone(),
+            });
+        }
         for form in regions.forms.iter() {
             unit.add_form(form.code.clone());
         }
-        for kernel in scan::scan(&toks) {
+        let (scanned, templates) = scan::scan_with_templates(&toks);
+        // A kernel template nothing instantiates builds no kernel: say so, with the line to add.
+        for (template, params) in &templates {
+            let prefix = format!("{template}<");
+            if !scanned.iter().any(|k| k.name.starts_with(&prefix)) {
+                let types: Vec<&str> = params.iter().map(|(t, _)| t.as_str()).collect();
+                warnings.push(format!(
+                    "rocm-kernels: kernel template `{template}` in {} is never instantiated, so no \
+                     kernel is built from it; instantiate the ones you launch after it, e.g. \
+                     `template __global__ void {template}<...>({});`",
+                    source.display(),
+                    types.join(", ")
+                ));
+            }
+        }
+        for kernel in scanned {
             if kernels.iter().any(|k: &CpuKernelGen| k.name == kernel.name) {
                 continue; // the same kernel in two sources: the first wins, like a linker would complain
             }
@@ -489,16 +573,39 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                     .collect(),
             });
         }
+        for g in globals::scan_globals(&toks) {
+            if globals.iter().any(|x| x.name == g.name) {
+                continue; // defined twice: the link says so
+            }
+            let symbol = format!("{stem}_g{}", globals.len());
+            unit.add_global(&symbol, &g.name);
+            let file = PathBuf::from(&g.file);
+            let source_rel = file
+                .strip_prefix(&req.crate_root)
+                .unwrap_or(&file)
+                .to_string_lossy()
+                .replace('\\', "/");
+            globals.push(CpuGlobalGen {
+                name: g.name,
+                constant: g.constant,
+                symbol,
+                race_symbol: None,
+                source_rel,
+                line: g.line,
+            });
+        }
         std::fs::write(&unit.file, unit.text()).map_err(io(&unit.file))?;
         generated.push(unit);
     }
-    let mut warnings = Vec::new();
     if !generated.is_empty() {
         let race_objects = if req.race_variant {
             match race::build(req, &generated) {
                 Ok(objects) => {
                     for k in &mut kernels {
                         k.race_symbol = Some(race::entry_symbol(&k.symbol));
+                    }
+                    for g in &mut globals {
+                        g.race_symbol = Some(race::entry_symbol(&g.symbol));
                     }
                     objects
                 }
@@ -537,6 +644,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
     std::fs::write(&report_path, report).map_err(io(&report_path))?;
     Ok(CpuBuildOutput {
         kernels,
+        globals,
         rerun_if_changed: rerun.into_iter().collect(),
         lib_name,
         warnings,
@@ -626,17 +734,17 @@ mod tests {
         );
     }
 
-    /// A kernel whose region form the rewrite gets wrong today: `w` (`auto`, live across the
-    /// barrier) is typed by a lambda placed before the lane loop, where `v` (not live, so kept
-    /// as a lane-local declaration) is not declared yet.
-    const REGION_FORM_FAILS: &str = "__global__ void fails(const float* in, float* out) {\n\
+    /// A kernel whose region form cannot compile: `w`, of a type with a destructor of its own,
+    /// lives across the barrier, and lane slots are never destroyed (`rk::region::alloc` says so
+    /// with a `static_assert`).
+    const REGION_FORM_FAILS: &str = "struct Logged { float v; ~Logged() { v = 0.0f; } };\n\
+         __global__ void fails(const float* in, float* out) {\n\
            __shared__ float s[64];\n\
            int t = threadIdx.x;\n\
-           float v = in[t];\n\
-           auto w = v * 2.0f;\n\
-           s[t] = w;\n\
+           Logged w{in[t] * 2.0f};\n\
+           s[t] = w.v;\n\
            __syncthreads();\n\
-           out[t] = s[63 - t] + w;\n\
+           out[t] = s[63 - t] + w.v;\n\
          }\n";
 
     #[test]
@@ -700,7 +808,7 @@ mod tests {
             "{fails}"
         );
         // The first error line names what went wrong.
-        assert!(fails.contains("'v'"), "{fails}");
+        assert!(fails.contains("trivially destructible"), "{fails}");
         assert_eq!(how("compiles"), Ok(true));
         assert_eq!(how("also<64>"), Ok(true));
         let report = std::fs::read_to_string(dir.path().join("out/cpu-execution.txt")).unwrap();
@@ -723,5 +831,8 @@ mod tests {
         assert_eq!(value_size("const unsigned int"), 4);
         assert_eq!(value_size("float4"), 16);
         assert_eq!(value_size("MyStruct"), 0);
+        assert_eq!(value_size("const uchar4"), 4);
+        assert_eq!(value_size("short3"), 6);
+        assert_eq!(value_size("ulong2"), 16);
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::amd::{self, write_if_changed, AmdCompiler};
 use crate::cache::Hasher;
 use crate::codegen;
-use crate::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuKernelGen};
+use crate::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuGlobalGen, CpuKernelGen};
 use crate::error::BuildError;
 use crate::jobs;
 use crate::nvidia::NvidiaCompiler;
@@ -211,6 +211,7 @@ impl Build {
 
         let mut objects: Vec<ObjectOut> = Vec::new();
         let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
+        let mut cpu_globals: Vec<CpuGlobalGen> = Vec::new();
         let mut errors: Vec<(Backend, BuildError)> = Vec::new();
         for done in results {
             match done {
@@ -226,6 +227,7 @@ impl Build {
                         out.warn(w);
                     }
                     cpu_kernels = cpu_out.kernels;
+                    cpu_globals = cpu_out.globals;
                     // Kernels compiled at run time (`cargo rocm tune`) link against the runtime
                     // in the executable: export its kernel-side symbols.
                     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
@@ -309,7 +311,7 @@ impl Build {
             return Err(e);
         }
 
-        let manifest = codegen::manifest(name, &objects, &cpu_kernels)?;
+        let manifest = codegen::manifest(name, &objects, &cpu_kernels, &cpu_globals)?;
         let rust_file = paths.out_dir.join(format!("{name}.rs"));
         write_if_changed(&rust_file, codegen::render(&manifest).as_bytes())?;
         let manifest_file = paths.state.join(format!("{name}.manifest.json"));

@@ -111,7 +111,14 @@ impl Build {
         };
         let rust_file = out_dir.join(format!("{kernel}.tuned.rs"));
         let files: Vec<PathBuf> = variants.iter().map(|c| c.rust_file.clone()).collect();
-        let text = render(kernel, &known.defines, &known.entries, &entry_variant, &define_sets, &files);
+        let text = render(
+            kernel,
+            &known.defines,
+            &known.entries,
+            &entry_variant,
+            &define_sets,
+            &files,
+        );
         if std::fs::read_to_string(&rust_file).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&rust_file, text)
                 .map_err(|e| BuildError::io("cannot write", &rust_file, e))?;

@@ -23,6 +23,10 @@ const NVIDIA: &[(&str, &str)] = &[
         "hip/hip_bf16.h",
         include_str!("../include/nvidia/hip/hip_bf16.h"),
     ),
+    (
+        "hip/hip_cooperative_groups.h",
+        include_str!("../include/nvidia/hip/hip_cooperative_groups.h"),
+    ),
 ];
 
 /// The folder to pass to the host C++ compiler as `-I` for the cpu backend's

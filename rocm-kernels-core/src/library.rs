@@ -98,6 +98,66 @@ pub struct KernelLibrary {
     pub code_objects: &'static [CodeObject],
     /// Every kernel the sources define, each once, with where it is in every backend.
     pub kernels: &'static [KernelDecl],
+    /// The `__constant__` and `__device__` variables the sources define at namespace scope.
+    pub globals: &'static [GlobalDecl],
+}
+
+/// A `__constant__` or `__device__` variable of a library, which the runtime can read and write
+/// (`Module::global`).
+#[derive(Debug, Clone, Copy)]
+pub struct GlobalDecl {
+    /// Qualified by its namespaces: `ns::mask`.
+    pub name: &'static str,
+    pub constant: bool,
+    /// Where it is defined, relative to the crate root.
+    pub source: &'static str,
+    /// Its symbol in GPU code objects (`mask`, `_ZN2ns4maskE`).
+    pub symbol: &'static str,
+    /// The cpu build's accessor (`void (void **at, unsigned long long *bytes)`) and the race
+    /// variant's, type-erased like kernel entries.
+    pub cpu: Option<CpuGlobal>,
+}
+
+/// The symbol a GPU compiler gives the namespace-scope variable `qualified` (Itanium C++ ABI:
+/// the name itself in the global namespace, `_ZN2ns4maskE` for `ns::mask`).
+///
+/// ```
+/// use rocm_kernels_core::library::variable_symbol;
+/// assert_eq!(variable_symbol("mask"), "mask");
+/// assert_eq!(variable_symbol("ns::mask"), "_ZN2ns4maskE");
+/// assert_eq!(variable_symbol("::a::bc::d"), "_ZN1a2bc1dE");
+/// ```
+pub fn variable_symbol(qualified: &str) -> String {
+    let parts: Vec<&str> = qualified.split("::").filter(|p| !p.is_empty()).collect();
+    if parts.len() <= 1 {
+        return parts.first().copied().unwrap_or_default().to_string();
+    }
+    let mut s = String::from("_ZN");
+    for p in parts {
+        s.push_str(&format!("{}{p}", p.len()));
+    }
+    s.push('E');
+    s
+}
+
+/// The cpu build's accessors of a [`GlobalDecl`].
+#[derive(Debug, Clone, Copy)]
+pub struct CpuGlobal {
+    pub accessor: *const (),
+    pub race: Option<*const ()>,
+}
+
+// Safety: plain function pointers to code linked into the binary.
+unsafe impl Sync for CpuGlobal {}
+unsafe impl Send for CpuGlobal {}
+
+impl KernelLibrary {
+    /// The variable named `name` (`mask`, `ns::mask`, or its symbol).
+    pub fn global(&self, name: &str) -> Option<&'static GlobalDecl> {
+        let globals: &'static [GlobalDecl] = self.globals;
+        let bare = name.trim_start_matches("::");
+        globals.iter().find(|g| g.name == bare || g.symbol == bare)
+    }
 }
 
 impl KernelLibrary {
@@ -394,7 +454,18 @@ mod tests {
                 symbols: &[],
                 cpu: None,
             }],
+            globals: &[GlobalDecl {
+                name: "ns::mask",
+                constant: true,
+                source: "k.hip",
+                symbol: "_ZN2ns4maskE",
+                cpu: None,
+            }],
         };
+        assert!(LIB.global("ns::mask").is_some());
+        assert!(LIB.global("::ns::mask").is_some());
+        assert!(LIB.global("_ZN2ns4maskE").is_some());
+        assert!(LIB.global("mask").is_none());
         assert!(LIB.kernel("k<16>").is_some());
         assert!(LIB.kernel("k<16u>").is_some());
         assert!(LIB.kernel("k<(unsigned int)16>").is_some());

@@ -33,6 +33,27 @@ pub struct BuildManifest {
     pub objects: Vec<ManifestObject>,
     #[serde(default)]
     pub kernels: Vec<ManifestKernel>,
+    /// The `__constant__` and `__device__` variables the sources define at namespace scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globals: Vec<ManifestGlobal>,
+}
+
+/// A `__constant__` or `__device__` variable (see [`crate::library::GlobalDecl`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestGlobal {
+    /// Qualified by its namespaces: `ns::mask`.
+    pub name: String,
+    pub constant: bool,
+    /// Where it is defined (relative to the crate root) and the line.
+    pub source: String,
+    pub line: u32,
+    /// Its symbol in GPU code objects (`mask`, `_ZN2ns4maskE`).
+    pub symbol: String,
+    /// The cpu build's accessor, and the race variant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_symbol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_race_symbol: Option<String>,
 }
 
 /// One compiled artefact for one target.
@@ -203,6 +224,7 @@ mod tests {
                     execution: "regions".into(),
                 }),
             }],
+            globals: Vec::new(),
         }
     }
 

@@ -300,7 +300,11 @@ mod tests {
             Wisdom::load(&dir.path().join("none.json")).unwrap(),
             Wisdom::default()
         );
-        std::fs::write(&path, "{\"format\": \"x\", \"version\": 1, \"kernels\": {}}").unwrap();
+        std::fs::write(
+            &path,
+            "{\"format\": \"x\", \"version\": 1, \"kernels\": {}}",
+        )
+        .unwrap();
         let e = Wisdom::load(&path).unwrap_err().to_string();
         assert!(e.contains("expected `cargo-rocm-wisdom`"), "{e}");
     }

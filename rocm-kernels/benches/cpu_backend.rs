@@ -49,6 +49,56 @@ fn ms((wall, cpu): (Duration, Duration)) -> String {
     )
 }
 
+/// Best (wall, CPU) times of the benchmark kernels on `device`: saxpy, block reduction, warp
+/// reduction, the same through a helper, tiled transpose.
+fn kernel_times(device: &Device, host: &[f32], n: usize, side: usize) -> Vec<(Duration, Duration)> {
+    let module = device.load(BENCH).expect("load bench kernels");
+    let stream: Stream = device.stream().expect("stream");
+    let x = device.upload(host).expect("upload");
+    let mut y = device.upload(host).expect("upload");
+    let mut out = device.alloc::<f32>(n).expect("alloc");
+    let mut times = Vec::new();
+    let saxpy = module.kernel("bench_saxpy").expect("kernel");
+    times.push(best(|| {
+        saxpy
+            .launch(LaunchConfig::cover(n, 256))
+            .arg(&2.0f32)
+            .arg(&x)
+            .arg(&mut y)
+            .arg(&(n as i32))
+            .run(&stream)
+            .expect("saxpy");
+    }));
+    for name in [
+        "bench_block_reduce",
+        "bench_warp_reduce",
+        "bench_warp_reduce_helper",
+    ] {
+        let k = module.kernel(name).expect("kernel");
+        times.push(best(|| {
+            k.launch(LaunchConfig::cover(n, 256))
+                .arg(&x)
+                .arg(&mut out)
+                .arg(&(n as i32))
+                .run(&stream)
+                .expect(name);
+        }));
+    }
+    let transpose = module.kernel("bench_transpose").expect("kernel");
+    let blocks = (side / 32) as u32;
+    times.push(best(|| {
+        transpose
+            .launch(LaunchConfig::new((blocks, blocks), (32, 8)))
+            .arg(&x)
+            .arg(&mut out)
+            .arg(&(side as i32))
+            .arg(&(side as i32))
+            .run(&stream)
+            .expect("transpose");
+    }));
+    times
+}
+
 fn main() {
     // `cargo test --benches` runs this with `--bench` absent: keep that quick.
     let quick = !std::env::args().any(|a| a == "--bench");
@@ -60,32 +110,21 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let device = Device::cpu(CpuOptions {
-        // Unchecked: exact fault reports cost a compiler barrier per thread, and benchmarks
-        // measure speed. (Guard pages themselves cost nothing per access.)
+    // Unchecked, and checked (guard pages, exact fault reports: what the test harness uses).
+    let unchecked = Device::cpu(CpuOptions {
         checked: false,
         threads,
         ..CpuOptions::default()
     });
-    let info = device.info().clone();
-    let module = device.load(BENCH).expect("load bench kernels");
-    let stream: Stream = device.stream().expect("stream");
-    let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
-    let x = device.upload(&host).expect("upload");
-    let mut y = device.upload(&host).expect("upload");
-    let mut out = device.alloc::<f32>(n).expect("alloc");
-
-    let saxpy = module.kernel("bench_saxpy").expect("kernel");
-    let t_saxpy = best(|| {
-        saxpy
-            .launch(LaunchConfig::cover(n, 256))
-            .arg(&2.0f32)
-            .arg(&x)
-            .arg(&mut y)
-            .arg(&(n as i32))
-            .run(&stream)
-            .expect("saxpy");
+    let checked = Device::cpu(CpuOptions {
+        checked: true,
+        threads,
+        ..CpuOptions::default()
     });
+    let info = unchecked.info().clone();
+    let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let plain = kernel_times(&unchecked, &host, n, side);
+    let safe = kernel_times(&checked, &host, n, side);
     let mut xs = host.clone();
     let mut ys = host.clone();
     let t_rust = best(|| {
@@ -94,81 +133,38 @@ fn main() {
             *y += 2.0 * *x;
         }
     });
-
-    let reduce = module.kernel("bench_block_reduce").expect("kernel");
-    let t_reduce = best(|| {
-        reduce
-            .launch(LaunchConfig::cover(n, 256))
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&(n as i32))
-            .run(&stream)
-            .expect("block reduce");
-    });
-    let warp = module.kernel("bench_warp_reduce").expect("kernel");
-    let t_warp = best(|| {
-        warp.launch(LaunchConfig::cover(n, 256))
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&(n as i32))
-            .run(&stream)
-            .expect("warp reduce");
-    });
-    let warp_helper = module.kernel("bench_warp_reduce_helper").expect("kernel");
-    let t_warp_helper = best(|| {
-        warp_helper
-            .launch(LaunchConfig::cover(n, 256))
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&(n as i32))
-            .run(&stream)
-            .expect("warp reduce through a helper");
-    });
-    let transpose = module.kernel("bench_transpose").expect("kernel");
-    let blocks = (side / 32) as u32;
-    let t_transpose = best(|| {
-        transpose
-            .launch(LaunchConfig::new((blocks, blocks), (32, 8)))
-            .arg(&x)
-            .arg(&mut out)
-            .arg(&(side as i32))
-            .arg(&(side as i32))
-            .run(&stream)
-            .expect("transpose");
-    });
     let switch = fiber_switch_ns(if quick { 10_000 } else { 10_000_000 });
 
     println!(
         "cpu backend: {} ({} cores), best of {RUNS}",
         info.name, info.compute_units
     );
-    println!("{:<44} {:>12} {:>12}", "kernel", "wall ms", "cpu ms");
-    println!("{:<44} {}", format!("(a) saxpy, {n} floats"), ms(t_saxpy));
     println!(
-        "{:<44} {}",
-        format!("    plain Rust loop, 1 thread, {n} floats"),
-        ms(t_rust)
+        "{:<44} {:>12} {:>12} {:>12} {:>12} {:>8}",
+        "kernel", "wall ms", "cpu ms", "checked wall", "checked cpu", "ratio"
     );
-    println!(
-        "{:<44} {}",
+    let labels = [
+        format!("(a) saxpy, {n} floats"),
         format!("(b) block reduction, {n} floats, 256/block"),
-        ms(t_reduce)
-    );
-    println!(
-        "{:<44} {}",
         format!("(c) warp-shuffle reduction, {n} floats"),
-        ms(t_warp)
-    );
-    println!(
-        "{:<44} {}",
-        "    the same, shuffles in a helper function",
-        ms(t_warp_helper)
-    );
-    println!(
-        "{:<44} {}",
+        "    the same, shuffles in a helper function".to_string(),
         format!("(d) tiled transpose {side}x{side}"),
-        ms(t_transpose)
-    );
+    ];
+    for (k, label) in labels.iter().enumerate() {
+        println!(
+            "{label:<44} {} {} {:8.2}x",
+            ms(plain[k]),
+            ms(safe[k]),
+            safe[k].1.as_secs_f64() / plain[k].1.as_secs_f64()
+        );
+        if k == 0 {
+            println!(
+                "{:<44} {}",
+                format!("    plain Rust loop, 1 thread, {n} floats"),
+                ms(t_rust)
+            );
+        }
+    }
     println!(
         "{:<44} {:12.2}",
         "fiber switch (ns of thread CPU time)", switch

@@ -11,6 +11,7 @@
 
 #include "hip/detail/abi.h"
 #include "race.h"
+#include "hip/detail/vector_types.h"
 
 namespace {
 struct fact {
@@ -29,6 +30,7 @@ extern "C" const fact rk_abi_layout[] = {
     RK_FIELD(rk_param_info, count),
     RK_FIELD(rk_param_info, size),
     RK_FIELD(rk_param_info, is_pointer),
+    RK_FIELD(rk_param_info, align),
     RK_FIELD(rk_param_info, block_entry),
 
     RK_STRUCT(rk_call),
@@ -54,6 +56,7 @@ extern "C" const fact rk_abi_layout[] = {
     RK_FIELD(rk_launch_desc, thread_order),
     RK_FIELD(rk_launch_desc, whole_blocks),
     RK_FIELD(rk_launch_desc, exec_blocks),
+    RK_FIELD(rk_launch_desc, publish),
     RK_FIELD(rk_launch_desc, watch_len),
     RK_FIELD(rk_launch_desc, watch_addr),
 
@@ -104,6 +107,38 @@ extern "C" const fact rk_abi_layout[] = {
     RK_CONST(RK_RACE_GLOBAL),
     RK_CONST(RK_RACE_SHARED),
     RK_CONST(RK_RACE_STATIC_SHARED),
+
+    // HIP vector types (rocm_kernels::vector mirrors them; its test compares).
+    RK_STRUCT(char2),
+    RK_STRUCT(char3),
+    RK_STRUCT(char4),
+    RK_STRUCT(uchar2),
+    RK_STRUCT(uchar3),
+    RK_STRUCT(uchar4),
+    RK_STRUCT(short2),
+    RK_STRUCT(short3),
+    RK_STRUCT(short4),
+    RK_STRUCT(ushort2),
+    RK_STRUCT(ushort3),
+    RK_STRUCT(ushort4),
+    RK_STRUCT(int2),
+    RK_STRUCT(int3),
+    RK_STRUCT(int4),
+    RK_STRUCT(uint2),
+    RK_STRUCT(uint3),
+    RK_STRUCT(uint4),
+    RK_STRUCT(long2),
+    RK_STRUCT(long3),
+    RK_STRUCT(long4),
+    RK_STRUCT(ulong2),
+    RK_STRUCT(ulong3),
+    RK_STRUCT(ulong4),
+    RK_STRUCT(float2),
+    RK_STRUCT(float3),
+    RK_STRUCT(float4),
+    RK_STRUCT(double2),
+    RK_STRUCT(double3),
+    RK_STRUCT(double4),
 };
 
 extern "C" const uint64_t rk_abi_layout_len = sizeof(rk_abi_layout) / sizeof(rk_abi_layout[0]);

@@ -398,6 +398,7 @@ __attribute__((always_inline)) inline void leave(Worker *w, uint32_t tid, void *
     const uint32_t end = base + ws < w->nthreads ? base + ws : w->nthreads;
     if (tid + 1 == end && w->warp_waiting && resolve_wave(w, base, end)) from = base;
     uint32_t next = next_runnable(w, from);
+    if (next == tid) return;  // its own wave's collective, resolved: it runs on (see resume)
     if (next < w->nthreads)
         resume(w, next, save);
     else
@@ -425,6 +426,7 @@ __attribute__((noinline)) void leave_reordered(Worker *w, uint32_t tid, void **s
     const uint32_t first = a < b ? a : b, last = a < b ? b : a;
     if (at == last && w->warp_waiting && resolve_wave(w, base, end)) from = first;
     const uint32_t next = next_runnable_position(w, from);
+    if (next < w->nthreads && w->run_order[next] == tid) return;  // as in `leave`
     if (next < w->nthreads)
         resume(w, w->run_order[next], save);
     else
@@ -529,7 +531,8 @@ __attribute__((always_inline)) inline void wait_here(Worker *w, uint32_t tid, ui
     if (__builtin_expect(!w->fiber_mode, 0)) enter_fiber_mode(w, tid);
     w->states[tid] = state;
     leave(w, tid, &w->slots[tid].sp);
-    // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid.
+    // Resumed by `resume`, which restored rk_cur.thread_idx and w->cur_tid (or never left: a
+    // collective of its own wave that `leave` resolved at once).
 }
 
 void fiber_main(Fiber *f) {
@@ -940,12 +943,14 @@ bool prepare_launch(Worker *w, Launch *l) {
     rk_cur.dyn_shared = w->dyn_shared;
     rk_cur.exec_fibers = d->exec_fibers;
     rk_cur.exec_blocks = d->exec_blocks;
-    rk_cur.checked = d->checked;
+    rk_cur.checked = d->publish;
     rk_cur.idx_table = nullptr;
     if (d->block[1] != 1 || d->block[2] != 1) {
-        w->idx_table.resize(w->nthreads);
+        // Indexed by the block's linear thread ids (region forms look up their lanes' there),
+        // not by the runtime's threads, which are waves in region form.
+        w->idx_table.resize(w->block_threads);
         rk_uint3 i{0, 0, 0};
-        for (uint32_t t = 0; t < w->nthreads; ++t) {
+        for (uint32_t t = 0; t < w->block_threads; ++t) {
             w->idx_table[t] = i;
             if (++i.x == d->block[0]) {
                 i.x = 0;

@@ -3,12 +3,15 @@
 //! * [`include_kernels!`] embeds a library a build script compiled (`KernelLibrary`).
 //! * [`runtime`]: find a `Device` (an AMD GPU through libamdhip64, an NVIDIA GPU through the
 //!   CUDA driver, or the CPU), load a `Module`, launch `Kernel`s on `Buffer`s.
+//! * [`vector`]: HIP's vector types (`Float4`, `Int2`, ...) with HIP's layout, for buffers and
+//!   by-value arguments.
 //!
 //! A user crate lists this crate as a dependency and `rocm-kernels-build` as a build-dependency;
 //! neither links what only the other needs.
 
 pub mod runtime;
 pub mod tuning;
+pub mod vector;
 
 pub use rocm_kernels_core::library;
 pub use rocm_kernels_core::{Backend, KernelLibrary};

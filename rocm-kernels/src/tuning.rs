@@ -132,7 +132,10 @@ pub struct Selected {
 impl Selected {
     /// The value of parameter `name`.
     pub fn param(&self, name: &str) -> Option<Param> {
-        self.config.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+        self.config
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
     }
 
     /// The integer value of parameter `name`.
@@ -262,16 +265,19 @@ mod tests {
         name: "a",
         code_objects: &[],
         kernels: &[],
+        globals: &[],
     };
     static LIB_B: KernelLibrary = KernelLibrary {
         name: "b",
         code_objects: &[],
         kernels: &[],
+        globals: &[],
     };
     static DEFAULT_LIB: KernelLibrary = KernelLibrary {
         name: "default",
         code_objects: &[],
         kernels: &[],
+        globals: &[],
     };
     static TUNED: TunedKernel = TunedKernel {
         kernel: "mm",
@@ -336,7 +342,11 @@ mod tests {
         assert!(!s.is_tuned());
         assert_eq!(s.library.name, "default");
         assert_eq!(s.int("BM"), Some(32));
-        assert!(s.why.contains("not tuned for cpu x86_64 (wave 32)"), "{}", s.why);
+        assert!(
+            s.why.contains("not tuned for cpu x86_64 (wave 32)"),
+            "{}",
+            s.why
+        );
         let s = TUNED.select(&cpu(64), &[("m", 256)], &DEFAULT_LIB, DEFAULT);
         assert!(!s.is_tuned() && s.why.contains("m=256"), "{}", s.why);
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::element::{ElemType, Element, HostBuf, ScalarValue};
 use crate::gen::{BufSrc, BufferSource, IntoLen, Len, LenRef, ScalarSource, ScalarSrc, SizeSpec};
+use crate::raw::RawValue;
 use crate::{Launch, Tolerance};
 
 /// What a buffer argument is for.
@@ -21,8 +22,18 @@ pub(crate) enum Role {
 #[derive(Clone)]
 pub(crate) enum ArgKind {
     Scalar(ScalarSrc),
-    Buffer { role: Role, src: BufSrc },
-    Output { ty: ElemType, len: Len },
+    /// A by-value argument of a `#[repr(C)]` type: fixed, or computed from the sizes.
+    Struct(StructSrc),
+    Buffer {
+        role: Role,
+        src: BufSrc,
+    },
+    /// `zeroed`: starts as zeros (an accumulator) instead of poison.
+    Output {
+        ty: ElemType,
+        len: Len,
+        zeroed: bool,
+    },
 }
 
 #[derive(Clone)]
@@ -34,6 +45,14 @@ pub(crate) struct ArgSpec {
 type LaunchFn = Arc<dyn Fn(&Inputs<'_>) -> Launch + Send + Sync>;
 type ReferenceFn = Arc<dyn Fn(&Inputs<'_>, &mut Outputs<'_>) + Send + Sync>;
 type BytesFn = Arc<dyn Fn(&Inputs<'_>) -> u64 + Send + Sync>;
+
+/// Where a by-value struct argument comes from.
+#[derive(Clone)]
+pub(crate) enum StructSrc {
+    Fixed(RawValue),
+    FromSizes(Arc<dyn Fn(&Inputs<'_>) -> RawValue + Send + Sync>),
+}
+type PrintfFn = Arc<dyn Fn(&Inputs<'_>) -> Vec<String> + Send + Sync>;
 
 /// One kernel check. Methods chain on `&mut Check`:
 ///
@@ -61,6 +80,9 @@ pub struct Check {
     pub(crate) kernel: String,
     pub(crate) sizes: Vec<(String, SizeSpec)>,
     pub(crate) args: Vec<ArgSpec>,
+    /// `__constant__`/`__device__` variables set before each launch (`Buffer` kinds: inputs, or
+    /// in-out ones read back and compared).
+    pub(crate) globals: Vec<ArgSpec>,
     pub(crate) launch: Option<LaunchFn>,
     pub(crate) reference: Option<ReferenceFn>,
     pub(crate) tolerance: Tolerance,
@@ -68,6 +90,12 @@ pub struct Check {
     pub(crate) cases: Option<u32>,
     /// Bytes the kernel must move, when its bandwidth is to be measured.
     pub(crate) bandwidth: Option<BytesFn>,
+    /// The lines the kernel prints, in any order.
+    pub(crate) printf: Option<PrintfFn>,
+    /// Only on targets with waves of this many lanes.
+    pub(crate) wave_size: Option<u32>,
+    /// Only on these backends.
+    pub(crate) backends: Option<Vec<rocm_kernels::Backend>>,
     /// Mistakes in the registration, reported by every trial of this check.
     pub(crate) errors: Vec<String>,
 }
@@ -79,12 +107,16 @@ impl Check {
             kernel: kernel.to_owned(),
             sizes: Vec::new(),
             args: Vec::new(),
+            globals: Vec::new(),
             launch: None,
             reference: None,
             tolerance: Tolerance::default(),
             tolerance_for: BTreeMap::new(),
             cases: None,
             bandwidth: None,
+            printf: None,
+            wave_size: None,
+            backends: None,
             errors: Vec::new(),
         }
     }
@@ -132,6 +164,59 @@ impl Check {
         self.push_arg(name, ArgKind::Scalar(src.into_src()))
     }
 
+    /// The next kernel argument, passed by value: any `#[repr(C)]` type that is
+    /// [`DeviceCopy`](rocm_kernels::runtime::DeviceCopy) (a struct of parameters, a HIP vector).
+    /// Its size and alignment are checked against the kernel's parameter; the reference reads it
+    /// back with [`Inputs::value`].
+    pub fn by_value<T: rocm_kernels::runtime::DeviceCopy + std::fmt::Debug>(
+        &mut self,
+        name: &str,
+        value: T,
+    ) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Struct(StructSrc::Fixed(RawValue::of(&value))),
+        )
+    }
+
+    /// [`by_value`](Self::by_value), computed from each case's sizes.
+    pub fn by_value_with<T: rocm_kernels::runtime::DeviceCopy + std::fmt::Debug>(
+        &mut self,
+        name: &str,
+        f: impl Fn(&Inputs<'_>) -> T + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Struct(StructSrc::FromSizes(Arc::new(move |i| RawValue::of(&f(i))))),
+        )
+    }
+
+    /// A `__constant__` or `__device__` variable of the library, set before every launch to
+    /// `src` (explicit values or `gen::vec`; its size must be the variable's). The reference reads
+    /// it like an input buffer (`i.buf("mask")`).
+    pub fn global<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_global(name, Role::Input, src.into_src())
+    }
+
+    /// A `__device__` variable set before every launch and read back after it, compared with what
+    /// the reference leaves in `o.buf(name)` (which starts with the values set), like an in-out
+    /// buffer: a counter, a histogram in device memory.
+    pub fn global_inout<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
+        self.push_global(name, Role::InOut, src.into_src())
+    }
+
+    fn push_global(&mut self, name: &str, role: Role, src: BufSrc) -> &mut Self {
+        if self.globals.iter().any(|g| g.name == name) {
+            self.errors
+                .push(format!("variable `{name}` is declared twice"));
+        }
+        self.globals.push(ArgSpec {
+            name: name.to_owned(),
+            kind: ArgKind::Buffer { role, src },
+        });
+        self
+    }
+
     /// The next kernel argument, a buffer the kernel reads: `vec![…]` or `gen::vec("n", …)`.
     pub fn input<T: Element>(&mut self, name: &str, src: impl BufferSource<T>) -> &mut Self {
         self.push_arg(
@@ -152,8 +237,78 @@ impl Check {
             ArgKind::Output {
                 ty: T::TYPE,
                 len: len.into_len(),
+                zeroed: false,
             },
         )
+    }
+
+    /// The next kernel argument, a buffer the kernel adds to (a histogram, a sum by atomics):
+    /// `len` elements that start as zeros on the device and in the reference, instead of poison.
+    pub fn output_zeroed<T: Element>(&mut self, name: &str, len: impl IntoLen) -> &mut Self {
+        self.push_arg(
+            name,
+            ArgKind::Output {
+                ty: T::TYPE,
+                len: len.into_len(),
+                zeroed: true,
+            },
+        )
+    }
+
+    /// What the kernel prints with `printf`, as lines (in any order: threads print in no fixed
+    /// order on a GPU). The trial captures the process's standard output around the launch and
+    /// compares its lines, sorted, with these, sorted. A kernel whose only output is what it
+    /// prints can be checked this way (no output buffer needed).
+    pub fn printf(
+        &mut self,
+        expected: impl Fn(&Inputs<'_>) -> Vec<String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.printf = Some(Arc::new(expected));
+        self
+    }
+
+    /// Run this check only on targets whose waves have `size` lanes (a warp-level kernel written
+    /// for one wave size); its trials elsewhere are ignored, with the reason. References and
+    /// launch functions can also read [`Inputs::wave_size`] and handle every size.
+    pub fn only_wave_size(&mut self, size: u32) -> &mut Self {
+        self.wave_size = Some(size);
+        self
+    }
+
+    /// Run this check only on these backends (`[Backend::Cpu]`); its trials on others are
+    /// ignored, with the reason.
+    pub fn only_backends(
+        &mut self,
+        backends: impl IntoIterator<Item = rocm_kernels::Backend>,
+    ) -> &mut Self {
+        self.backends = Some(backends.into_iter().collect());
+        self
+    }
+
+    /// Why this check does not run on `place` (whose waves have `wave_size` lanes, when known).
+    pub(crate) fn excluded_from(
+        &self,
+        place: &crate::TrialPlace,
+        wave_size: Option<u32>,
+    ) -> Option<String> {
+        if let Some(backends) = &self.backends {
+            if !backends.contains(&place.backend) {
+                let names: Vec<String> = backends.iter().map(|b| b.to_string()).collect();
+                return Some(format!(
+                    "check `{}` runs only on {} (only_backends)",
+                    self.name,
+                    names.join(", ")
+                ));
+            }
+        }
+        match (self.wave_size, wave_size) {
+            (Some(want), Some(have)) if want != have => Some(format!(
+                "check `{}` is for waves of {want} lanes; {place} runs waves of {have} \
+                 (only_wave_size)",
+                self.name
+            )),
+            _ => None,
+        }
     }
 
     /// The next kernel argument, a buffer the kernel reads and writes. The reference's copy starts
@@ -227,7 +382,7 @@ impl Check {
     /// Whether every input is explicit (one case, no generation, no seed).
     pub(crate) fn is_fixed(&self) -> bool {
         self.sizes.iter().all(|(_, s)| s.is_fixed())
-            && !self.args.iter().any(|a| {
+            && !self.args.iter().chain(&self.globals).any(|a| {
                 matches!(
                     &a.kind,
                     ArgKind::Scalar(ScalarSrc::Gen(_))
@@ -305,20 +460,26 @@ impl Check {
                     .into(),
             );
         }
-        if self.reference.is_none() {
+        if self.reference.is_none() && self.printf.is_none() {
             errs.push("no reference: add `.reference(|inputs, outputs| …)`".into());
         }
-        if !self.args.iter().any(|a| {
-            matches!(
-                a.kind,
-                ArgKind::Output { .. }
-                    | ArgKind::Buffer {
-                        role: Role::InOut,
-                        ..
-                    }
-            )
-        }) {
-            errs.push("no output: declare at least one `.output(…)` or `.inout(…)` buffer".into());
+        if self.printf.is_none()
+            && !self.args.iter().chain(&self.globals).any(|a| {
+                matches!(
+                    a.kind,
+                    ArgKind::Output { .. }
+                        | ArgKind::Buffer {
+                            role: Role::InOut,
+                            ..
+                        }
+                )
+            })
+        {
+            errs.push(
+                "no output: declare at least one `.output(…)` or `.inout(…)` buffer, or what the \
+                 kernel prints (`.printf(…)`)"
+                    .into(),
+            );
         }
         errs
     }
@@ -345,29 +506,74 @@ impl Check {
             return errs;
         }
         for (p, a) in params.iter().zip(&self.args) {
-            let is_buffer = !matches!(a.kind, ArgKind::Scalar(_));
+            let is_buffer = !matches!(a.kind, ArgKind::Scalar(_) | ArgKind::Struct(_));
+            let param = format!("`{} {}`", p.type_name, p.name);
             match (p.kind, is_buffer) {
                 (ParamKind::GlobalBuffer, false) => errs.push(format!(
-                    "argument `{}` is declared as a scalar but parameter `{} {}` is a pointer",
-                    a.name, p.type_name, p.name
+                    "argument `{}` is declared as a by-value argument but parameter {param} is a \
+                     pointer",
+                    a.name
                 )),
                 (ParamKind::ByValue, true) => errs.push(format!(
-                    "argument `{}` is declared as a buffer but parameter `{} {}` is passed by value",
-                    a.name, p.type_name, p.name
+                    "argument `{}` is declared as a buffer but parameter {param} is passed by value",
+                    a.name
                 )),
                 (ParamKind::ByValue, false) => {
-                    let size = match &a.kind {
-                        ArgKind::Scalar(ScalarSrc::Fixed(v)) => Some(v.elem_type().size()),
+                    // (size, alignment, what it is) of the argument, where known before running.
+                    let arg = match &a.kind {
+                        ArgKind::Scalar(ScalarSrc::Fixed(v)) => {
+                            let t = v.elem_type();
+                            Some((t.size(), None, t.name().to_string()))
+                        }
+                        ArgKind::Struct(StructSrc::Fixed(v)) => {
+                            Some((v.size(), Some(v.align()), v.type_name().to_string()))
+                        }
                         _ => None,
                     };
-                    if let Some(size) = size.filter(|s| *s as u32 != p.size) {
+                    let Some((size, align, what)) = arg else { continue };
+                    if p.size != 0 && size as u32 != p.size {
                         errs.push(format!(
-                            "argument `{}` is {size} bytes but parameter `{} {}` is {} bytes",
-                            a.name, p.type_name, p.name, p.size
+                            "argument `{}` ({what}) is {size} bytes but parameter {param} is {} \
+                             bytes",
+                            a.name, p.size
                         ));
                     }
+                    let want_align = crate::ctypes::vector_align(p.type_name);
+                    if let (Some(have), Some(want)) = (align, want_align) {
+                        if have != want {
+                            errs.push(format!(
+                                "argument `{}` ({what}) is aligned to {have} bytes but parameter \
+                                 {param} to {want}: use rocm_kernels::vector's types or \
+                                 `#[repr(C, align({want}))]`",
+                                a.name
+                            ));
+                        }
+                    }
                 }
-                (ParamKind::GlobalBuffer, true) => {}
+                (ParamKind::GlobalBuffer, true) => {
+                    let elem = match &a.kind {
+                        ArgKind::Buffer {
+                            src: BufSrc::Values(b),
+                            ..
+                        } => Some(b.elem_type()),
+                        ArgKind::Buffer {
+                            src: BufSrc::Gen { elem, .. },
+                            ..
+                        } => Some(*elem),
+                        ArgKind::Output { ty, .. } => Some(*ty),
+                        _ => None,
+                    };
+                    let pointee = crate::ctypes::pointee(p.type_name);
+                    if let (Some(elem), Some(pointee)) = (elem, pointee) {
+                        if !crate::ctypes::matches(elem, &pointee) {
+                            errs.push(format!(
+                                "argument `{}` is a buffer of {elem} but parameter {param} points \
+                                 to {pointee}",
+                                a.name
+                            ));
+                        }
+                    }
+                }
             }
         }
         errs
@@ -385,6 +591,7 @@ pub(crate) struct Case {
 #[derive(Clone, Debug)]
 pub(crate) enum CaseValue {
     Scalar(ScalarValue),
+    Struct(RawValue),
     Buffer(HostBuf),
 }
 
@@ -407,6 +614,7 @@ impl fmt::Debug for Case {
             first = false;
             match v {
                 CaseValue::Scalar(s) => write!(f, "{n} = {s:?}")?,
+                CaseValue::Struct(s) => write!(f, "{n} = {s:?}")?,
                 CaseValue::Buffer(b) => write!(f, "{n} = {b:?}")?,
             }
         }
@@ -414,12 +622,38 @@ impl fmt::Debug for Case {
     }
 }
 
-/// Read access to one case's inputs, for the reference and for computed launches and lengths.
+/// Read access to one case's inputs, for the reference and for computed launches and lengths,
+/// and to the target the trial runs on.
 pub struct Inputs<'a> {
     pub(crate) case: &'a Case,
+    /// Where the case runs, and its wave size; `None` while inputs are generated (the same on
+    /// every target).
+    pub(crate) target: Option<(&'a crate::TrialPlace, u32)>,
 }
 
 impl Inputs<'_> {
+    /// The number of lanes in a wave on the target this trial runs on (`warpSize`: 32 or 64), for
+    /// references and launches of warp-level kernels.
+    ///
+    /// # Panics
+    /// When called to compute a generated input's length or value (inputs are drawn once for
+    /// every target); output lengths, launches and references can call it.
+    pub fn wave_size(&self) -> u32 {
+        match self.target {
+            Some((_, w)) => w,
+            None => panic!(
+                "the wave size is not known while inputs are generated (they are the same on \
+                 every target): use it in output lengths, launches and references"
+            ),
+        }
+    }
+
+    /// The target this trial runs on (`cpu/w64`, `nvidia/sm_90`); `None` while inputs are
+    /// generated.
+    pub fn target(&self) -> Option<&crate::TrialPlace> {
+        self.target.map(|(p, _)| p)
+    }
+
     /// The value of size `name`.
     ///
     /// # Panics
@@ -436,7 +670,7 @@ impl Inputs<'_> {
     /// # Panics
     /// When there is no such buffer or its element type is not `T`.
     pub fn buf<T: Element>(&self, name: &str) -> &[T] {
-        match self.value(name) {
+        match self.arg_value(name) {
             Some(CaseValue::Buffer(b)) => T::slice(b).unwrap_or_else(|| {
                 panic!("buffer `{name}` holds {}, not {}", b.elem_type(), T::TYPE)
             }),
@@ -449,14 +683,32 @@ impl Inputs<'_> {
     /// # Panics
     /// When there is no such argument or its type is not `T`.
     pub fn scalar<T: Element>(&self, name: &str) -> T {
-        match self.value(name) {
+        match self.arg_value(name) {
             Some(CaseValue::Scalar(s)) => T::unwrap_scalar(s)
                 .unwrap_or_else(|| panic!("scalar `{name}` is {}, not {}", s.elem_type(), T::TYPE)),
             _ => panic!("no scalar argument named `{name}`"),
         }
     }
 
-    fn value(&self, name: &str) -> Option<&CaseValue> {
+    /// The value of by-value argument `name` of a `#[repr(C)]` type (declared with
+    /// [`Check::by_value`]).
+    ///
+    /// # Panics
+    /// When there is no such argument or its type is not `T`.
+    pub fn value<T: rocm_kernels::runtime::DeviceCopy>(&self, name: &str) -> T {
+        match self.arg_value(name) {
+            Some(CaseValue::Struct(v)) => v.get::<T>().unwrap_or_else(|| {
+                panic!(
+                    "argument `{name}` is a {}, not a {}",
+                    v.type_name(),
+                    std::any::type_name::<T>()
+                )
+            }),
+            _ => panic!("no by-value struct argument named `{name}` (numbers: `scalar`)"),
+        }
+    }
+
+    fn arg_value(&self, name: &str) -> Option<&CaseValue> {
         self.case
             .values
             .iter()
@@ -562,17 +814,52 @@ mod tests {
         c.input("x", vec![1.0f32]).scalar("n", 1i64);
         let errs = c.validate_params(&params).join("\n");
         assert!(
-            errs.contains("argument `n` is 8 bytes but parameter `int n` is 4 bytes"),
+            errs.contains("argument `n` (i64) is 8 bytes but parameter `int n` is 4 bytes"),
             "{errs}"
         );
         let mut c = Check::new("k");
         c.scalar("x", 1.0f32).input("n", vec![1i32]);
         let errs = c.validate_params(&params).join("\n");
-        assert!(errs.contains("declared as a scalar but parameter `const float* x` is a pointer"));
+        assert!(errs.contains(
+            "declared as a by-value argument but parameter `const float* x` is a pointer"
+        ));
         assert!(errs.contains("declared as a buffer but parameter `int n` is passed by value"));
         let mut c = Check::new("k");
         c.scalar("x", 1.0f32);
         assert!(c.validate_params(&params)[0].contains("takes 2 parameters (x, n)"));
+        // A buffer's element type against the pointee; a struct's size and a vector's alignment.
+        let mut c = Check::new("k");
+        c.input("x", vec![1.0f64]).scalar("n", 1i32);
+        let errs = c.validate_params(&params).join("\n");
+        assert!(
+            errs.contains(
+                "argument `x` is a buffer of f64 but parameter `const float* x` points to float"
+            ),
+            "{errs}"
+        );
+        let vec_params = [ParamDecl {
+            name: "v",
+            type_name: "float4",
+            size: 16,
+            kind: ParamKind::ByValue,
+        }];
+        let mut c = Check::new("k");
+        c.by_value("v", [1.0f32; 4]);
+        let errs = c.validate_params(&vec_params).join("\n");
+        assert!(
+            errs.contains("is aligned to 4 bytes but parameter `float4 v` to 16"),
+            "{errs}"
+        );
+        let mut c = Check::new("k");
+        c.by_value("v", rocm_kernels::vector::Float4::new(1.0, 2.0, 3.0, 4.0));
+        assert!(c.validate_params(&vec_params).is_empty());
+        let mut c = Check::new("k");
+        c.by_value("v", [1.0f32; 3]);
+        let errs = c.validate_params(&vec_params).join("\n");
+        assert!(
+            errs.contains("is 12 bytes but parameter `float4 v` is 16 bytes"),
+            "{errs}"
+        );
     }
 
     #[test]

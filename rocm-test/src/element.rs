@@ -3,53 +3,6 @@
 
 use std::fmt;
 
-/// The element type of a buffer or scalar, as the kernel sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    F32,
-    F64,
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-}
-
-impl ElemType {
-    /// The Rust name (`f32`), used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            ElemType::F32 => "f32",
-            ElemType::F64 => "f64",
-            ElemType::I8 => "i8",
-            ElemType::I16 => "i16",
-            ElemType::I32 => "i32",
-            ElemType::I64 => "i64",
-            ElemType::U8 => "u8",
-            ElemType::U16 => "u16",
-            ElemType::U32 => "u32",
-            ElemType::U64 => "u64",
-        }
-    }
-
-    /// Size of one element in bytes.
-    pub fn size(self) -> usize {
-        match self {
-            ElemType::I8 | ElemType::U8 => 1,
-            ElemType::I16 | ElemType::U16 => 2,
-            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
-            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F32 | ElemType::F64)
-    }
-}
-
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -72,12 +25,15 @@ mod sealed {
 
 /// A type that can be a kernel buffer element or by-value argument.
 ///
-/// Implemented for `f32`, `f64`, `i8`–`i64` and `u8`–`u64`.
+/// Implemented for `f32`, `f64`, `i8`–`i64`, `u8`–`u64` and HIP's vector types of them
+/// (`rocm_kernels::vector::Float4`, ...: compared component by component).
 pub trait Element:
     Copy + fmt::Debug + PartialEq + Default + Send + Sync + 'static + sealed::Sealed
 {
     /// The tag of this type.
     const TYPE: ElemType;
+    /// Whether its numbers are floating point.
+    const FLOAT: bool;
     /// The value written into output buffers before each launch, so an element the kernel never
     /// writes cannot pass: a NaN with a recognisable payload for floats, `0xABAB…` for integers.
     fn poison() -> Self;
@@ -97,49 +53,135 @@ pub trait Element:
     fn unwrap_scalar(v: &ScalarValue) -> Option<Self>;
     #[doc(hidden)]
     fn from_usize(n: usize) -> Option<Self>;
+    /// A fast way to fill a buffer with draws from `strategy`, when it is a plain range of this
+    /// type (`-1.0f32..1.0`): uniform samples straight from the runner's random generator,
+    /// instead of a proptest value tree per element (about 1.5 us an element in a debug build,
+    /// most of a test run's time).
+    #[doc(hidden)]
+    fn uniform_fill(strategy: &dyn std::any::Any) -> Option<crate::gen::UniformFill>;
+}
+
+/// The bytes of a plain-old-data value (numbers and HIP vectors of them), native order.
+fn pod_bytes<T: Copy>(v: &T) -> &[u8] {
+    // Safety: every type here is a number or a repr(C) vector of numbers without padding.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// The worst of a vector's component verdicts: it passes when every component does.
+fn worst(components: impl Iterator<Item = ElemVerdict>) -> ElemVerdict {
+    components.fold(
+        ElemVerdict {
+            pass: true,
+            abs_err: 0.0,
+            rel_err: 0.0,
+        },
+        |a, v| ElemVerdict {
+            pass: a.pass && v.pass,
+            abs_err: a.abs_err.max(v.abs_err),
+            rel_err: a.rel_err.max(v.rel_err),
+        },
+    )
 }
 
 macro_rules! elements {
-    ($($t:ident $variant:ident $kind:ident $poison:expr;)*) => {
+    (
+        scalars { $($t:ident $variant:ident $kind:ident $poison:expr;)* }
+        vectors { $($vt:ident $vvariant:ident $velem:ident $vname:literal;)* }
+    ) => {
+        /// The element type of a buffer or scalar, as the kernel sees it: a number, or one of
+        /// HIP's vector types (`rocm_kernels::vector`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ElemType {
+            $($variant,)*
+            $($vvariant,)*
+        }
+
+        impl ElemType {
+            /// The Rust name of a number (`f32`), HIP's of a vector (`float4`), for reports.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ElemType::$variant => stringify!($t),)*
+                    $(ElemType::$vvariant => $vname,)*
+                }
+            }
+
+            /// Size of one element in bytes.
+            pub fn size(self) -> usize {
+                match self {
+                    $(ElemType::$variant => std::mem::size_of::<$t>(),)*
+                    $(ElemType::$vvariant => std::mem::size_of::<rocm_kernels::vector::$vt>(),)*
+                }
+            }
+
+            /// Whether its numbers are floating point.
+            pub fn is_float(self) -> bool {
+                match self {
+                    $(ElemType::$variant => <$t as Element>::FLOAT,)*
+                    $(ElemType::$vvariant => <$velem as Element>::FLOAT,)*
+                }
+            }
+        }
+
         /// A host buffer of any [`Element`] type.
         #[derive(Clone, PartialEq)]
         pub enum HostBuf {
             $($variant(Vec<$t>),)*
+            $($vvariant(Vec<rocm_kernels::vector::$vt>),)*
         }
 
         /// A by-value argument of any [`Element`] type.
         #[derive(Clone, Copy, PartialEq)]
         pub enum ScalarValue {
             $($variant($t),)*
+            $($vvariant(rocm_kernels::vector::$vt),)*
         }
 
         impl HostBuf {
             pub fn elem_type(&self) -> ElemType {
-                match self { $(HostBuf::$variant(_) => ElemType::$variant,)* }
+                match self {
+                    $(HostBuf::$variant(_) => ElemType::$variant,)*
+                    $(HostBuf::$vvariant(_) => ElemType::$vvariant,)*
+                }
             }
             pub fn len(&self) -> usize {
-                match self { $(HostBuf::$variant(v) => v.len(),)* }
+                match self {
+                    $(HostBuf::$variant(v) => v.len(),)*
+                    $(HostBuf::$vvariant(v) => v.len(),)*
+                }
             }
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
             /// A buffer of `len` zeros.
             pub fn zeros(ty: ElemType, len: usize) -> HostBuf {
-                match ty { $(ElemType::$variant => HostBuf::$variant(vec![<$t>::default(); len]),)* }
+                match ty {
+                    $(ElemType::$variant => HostBuf::$variant(vec![<$t>::default(); len]),)*
+                    $(ElemType::$vvariant => HostBuf::$vvariant(vec![Default::default(); len]),)*
+                }
             }
             /// A buffer of `len` poison values (see [`Element::poison`]).
             pub fn poisoned(ty: ElemType, len: usize) -> HostBuf {
-                match ty { $(ElemType::$variant => HostBuf::$variant(vec![<$t as Element>::poison(); len]),)* }
+                match ty {
+                    $(ElemType::$variant => HostBuf::$variant(vec![<$t as Element>::poison(); len]),)*
+                    $(ElemType::$vvariant => HostBuf::$vvariant(vec![<rocm_kernels::vector::$vt as Element>::poison(); len]),)*
+                }
             }
             /// Overwrite every element with the poison value.
             pub fn poison(&mut self) {
-                match self { $(HostBuf::$variant(v) => v.fill(<$t as Element>::poison()),)* }
+                match self {
+                    $(HostBuf::$variant(v) => v.fill(<$t as Element>::poison()),)*
+                    $(HostBuf::$vvariant(v) => v.fill(<rocm_kernels::vector::$vt as Element>::poison()),)*
+                }
             }
             /// Raw bytes in native byte order (what a device upload copies).
             pub fn as_bytes(&self) -> &[u8] {
                 match self {
                     $(HostBuf::$variant(v) => {
                         // Safety: plain-old-data numbers; any bit pattern is a valid u8.
+                        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice())) }
+                    })*
+                    $(HostBuf::$vvariant(v) => {
+                        // Safety: vectors of numbers without padding.
                         unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice())) }
                     })*
                 }
@@ -151,19 +193,32 @@ macro_rules! elements {
                         // Safety: every bit pattern is a valid value of these number types.
                         unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice())) }
                     })*
+                    $(HostBuf::$vvariant(v) => {
+                        // Safety: as above, component by component.
+                        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice())) }
+                    })*
                 }
             }
             pub(crate) fn fmt_elem(&self, i: usize) -> String {
-                match self { $(HostBuf::$variant(v) => format!("{:?}", v[i]),)* }
+                match self {
+                    $(HostBuf::$variant(v) => format!("{:?}", v[i]),)*
+                    $(HostBuf::$vvariant(v) => format!("{:?}", v[i].to_array()),)*
+                }
             }
             pub(crate) fn is_poison_at(&self, i: usize) -> bool {
-                match self { $(HostBuf::$variant(v) => v[i].is_poison(),)* }
+                match self {
+                    $(HostBuf::$variant(v) => v[i].is_poison(),)*
+                    $(HostBuf::$vvariant(v) => v[i].is_poison(),)*
+                }
             }
             /// Compare every element of `self` (got) with `want`.
             pub(crate) fn verdicts(&self, want: &HostBuf, tol: &crate::Tolerance) -> Vec<ElemVerdict> {
                 match (self, want) {
                     $((HostBuf::$variant(g), HostBuf::$variant(w)) => {
                         g.iter().zip(w).map(|(g, w)| <$t as Element>::verdict(*g, *w, tol)).collect()
+                    })*
+                    $((HostBuf::$vvariant(g), HostBuf::$vvariant(w)) => {
+                        g.iter().zip(w).map(|(g, w)| <rocm_kernels::vector::$vt as Element>::verdict(*g, *w, tol)).collect()
                     })*
                     _ => panic!("compared buffers of different element types"),
                 }
@@ -172,17 +227,26 @@ macro_rules! elements {
 
         impl ScalarValue {
             pub fn elem_type(&self) -> ElemType {
-                match self { $(ScalarValue::$variant(_) => ElemType::$variant,)* }
+                match self {
+                    $(ScalarValue::$variant(_) => ElemType::$variant,)*
+                    $(ScalarValue::$vvariant(_) => ElemType::$vvariant,)*
+                }
             }
             /// Raw bytes in native byte order, as the kernel argument is passed.
             pub fn to_bytes(&self) -> Vec<u8> {
-                match self { $(ScalarValue::$variant(v) => v.to_ne_bytes().to_vec(),)* }
+                match self {
+                    $(ScalarValue::$variant(v) => pod_bytes(v).to_vec(),)*
+                    $(ScalarValue::$vvariant(v) => pod_bytes(v).to_vec(),)*
+                }
             }
         }
 
         impl fmt::Debug for ScalarValue {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self { $(ScalarValue::$variant(v) => write!(f, "{v:?}{}", stringify!($t)),)* }
+                match self {
+                    $(ScalarValue::$variant(v) => write!(f, "{v:?}{}", stringify!($t)),)*
+                    $(ScalarValue::$vvariant(v) => write!(f, "{}{:?}", $vname, v.to_array()),)*
+                }
             }
         }
 
@@ -190,8 +254,9 @@ macro_rules! elements {
             impl sealed::Sealed for $t {}
             impl Element for $t {
                 const TYPE: ElemType = ElemType::$variant;
+                const FLOAT: bool = elements!(@is_float $kind);
                 fn poison() -> Self { $poison }
-                fn is_poison(self) -> bool { self.to_ne_bytes() == Self::poison().to_ne_bytes() }
+                fn is_poison(self) -> bool { pod_bytes(&self) == pod_bytes(&Self::poison()) }
                 fn verdict(got: Self, want: Self, tol: &crate::Tolerance) -> ElemVerdict {
                     elements!(@verdict $kind got want tol)
                 }
@@ -209,9 +274,77 @@ macro_rules! elements {
                 fn from_usize(n: usize) -> Option<Self> {
                     elements!(@from_usize $kind $t n)
                 }
+                fn uniform_fill(strategy: &dyn std::any::Any) -> Option<crate::gen::UniformFill> {
+                    use proptest::prelude::RngExt;
+                    if let Some(r) = strategy.downcast_ref::<std::ops::Range<$t>>() {
+                        let r = r.clone();
+                        if r.start < r.end {
+                            return Some(std::sync::Arc::new(move |rng, n| {
+                                HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
+                            }));
+                        }
+                    }
+                    if let Some(r) = strategy.downcast_ref::<std::ops::RangeInclusive<$t>>() {
+                        let r = r.clone();
+                        if r.start() <= r.end() {
+                            return Some(std::sync::Arc::new(move |rng, n| {
+                                HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
+                            }));
+                        }
+                    }
+                    None
+                }
+            }
+        )*
+
+        $(
+            impl sealed::Sealed for rocm_kernels::vector::$vt {}
+            impl Element for rocm_kernels::vector::$vt {
+                const TYPE: ElemType = ElemType::$vvariant;
+                const FLOAT: bool = <$velem as Element>::FLOAT;
+                fn poison() -> Self {
+                    use rocm_kernels::vector::HipVector;
+                    Self::from_slice(&[<$velem as Element>::poison(); 4])
+                }
+                fn is_poison(self) -> bool { pod_bytes(&self) == pod_bytes(&Self::poison()) }
+                fn verdict(got: Self, want: Self, tol: &crate::Tolerance) -> ElemVerdict {
+                    worst(got.to_array().iter().zip(want.to_array()).map(|(g, w)| <$velem as Element>::verdict(*g, w, tol)))
+                }
+                fn wrap_vec(v: Vec<Self>) -> HostBuf { HostBuf::$vvariant(v) }
+                fn slice(buf: &HostBuf) -> Option<&[Self]> {
+                    match buf { HostBuf::$vvariant(v) => Some(v), #[allow(unreachable_patterns)] _ => None }
+                }
+                fn slice_mut(buf: &mut HostBuf) -> Option<&mut [Self]> {
+                    match buf { HostBuf::$vvariant(v) => Some(v), #[allow(unreachable_patterns)] _ => None }
+                }
+                fn wrap_scalar(self) -> ScalarValue { ScalarValue::$vvariant(self) }
+                fn unwrap_scalar(v: &ScalarValue) -> Option<Self> {
+                    match v { ScalarValue::$vvariant(x) => Some(*x), #[allow(unreachable_patterns)] _ => None }
+                }
+                fn from_usize(_: usize) -> Option<Self> { None }
+                fn uniform_fill(strategy: &dyn std::any::Any) -> Option<crate::gen::UniformFill> {
+                    use proptest::prelude::RngExt;
+                    use rocm_kernels::vector::HipVector;
+                    let e = strategy.downcast_ref::<crate::gen::Each<Self>>()?;
+                    let (lo, hi, inclusive) = (e.lo, e.hi, e.inclusive);
+                    if !(lo < hi || (inclusive && lo == hi)) {
+                        return None;
+                    }
+                    Some(std::sync::Arc::new(move |rng, n| {
+                        HostBuf::$vvariant((0..n).map(|_| {
+                            let mut c = [<$velem>::default(); 4];
+                            for x in c.iter_mut().take(Self::LANES) {
+                                *x = if inclusive { rng.random_range(lo..=hi) } else { rng.random_range(lo..hi) };
+                            }
+                            Self::from_slice(&c)
+                        }).collect())
+                    }))
+                }
             }
         )*
     };
+    (@is_float float) => { true };
+    (@is_float int) => { false };
     (@verdict float $got:ident $want:ident $tol:ident) => {
         crate::tolerance::float_verdict($got, $want, $tol)
     };
@@ -223,16 +356,30 @@ macro_rules! elements {
 }
 
 elements! {
-    f32 F32 float f32::from_bits(0x7FC0_0BAD);
-    f64 F64 float f64::from_bits(0x7FF8_0000_0BAD_0BAD);
-    i8 I8 int 0xABu8 as i8;
-    i16 I16 int 0xABABu16 as i16;
-    i32 I32 int 0xABAB_ABABu32 as i32;
-    i64 I64 int 0xABAB_ABAB_ABAB_ABABu64 as i64;
-    u8 U8 int 0xAB;
-    u16 U16 int 0xABAB;
-    u32 U32 int 0xABAB_ABAB;
-    u64 U64 int 0xABAB_ABAB_ABAB_ABAB;
+    scalars {
+        f32 F32 float f32::from_bits(0x7FC0_0BAD);
+        f64 F64 float f64::from_bits(0x7FF8_0000_0BAD_0BAD);
+        i8 I8 int 0xABu8 as i8;
+        i16 I16 int 0xABABu16 as i16;
+        i32 I32 int 0xABAB_ABABu32 as i32;
+        i64 I64 int 0xABAB_ABAB_ABAB_ABABu64 as i64;
+        u8 U8 int 0xAB;
+        u16 U16 int 0xABAB;
+        u32 U32 int 0xABAB_ABAB;
+        u64 U64 int 0xABAB_ABAB_ABAB_ABAB;
+    }
+    vectors {
+        Char2 I8x2 i8 "char2"; Char3 I8x3 i8 "char3"; Char4 I8x4 i8 "char4";
+        UChar2 U8x2 u8 "uchar2"; UChar3 U8x3 u8 "uchar3"; UChar4 U8x4 u8 "uchar4";
+        Short2 I16x2 i16 "short2"; Short3 I16x3 i16 "short3"; Short4 I16x4 i16 "short4";
+        UShort2 U16x2 u16 "ushort2"; UShort3 U16x3 u16 "ushort3"; UShort4 U16x4 u16 "ushort4";
+        Int2 I32x2 i32 "int2"; Int3 I32x3 i32 "int3"; Int4 I32x4 i32 "int4";
+        UInt2 U32x2 u32 "uint2"; UInt3 U32x3 u32 "uint3"; UInt4 U32x4 u32 "uint4";
+        Long2 I64x2 i64 "long2"; Long3 I64x3 i64 "long3"; Long4 I64x4 i64 "long4";
+        ULong2 U64x2 u64 "ulong2"; ULong3 U64x3 u64 "ulong3"; ULong4 U64x4 u64 "ulong4";
+        Float2 F32x2 f32 "float2"; Float3 F32x3 f32 "float3"; Float4 F32x4 f32 "float4";
+        Double2 F64x2 f64 "double2"; Double3 F64x3 f64 "double3"; Double4 F64x4 f64 "double4";
+    }
 }
 
 impl fmt::Debug for HostBuf {

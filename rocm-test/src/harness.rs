@@ -23,7 +23,7 @@ use crate::Suite;
 /// ```no_run
 /// // tests/kernels.rs, with `[[test]] name = "kernels" harness = false` in Cargo.toml
 /// # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-/// #     name: "kernels", code_objects: &[], kernels: &[] };
+/// #     name: "kernels", code_objects: &[], kernels: &[], globals: &[] };
 /// fn main() -> std::process::ExitCode {
 ///     rocm_test::main(&KERNELS, |s| {
 ///         s.check("saxpy"); // …arguments, launch, reference

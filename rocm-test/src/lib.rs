@@ -12,7 +12,7 @@
 //! ```no_run
 //! use rocm_test::{gen, Launch};
 //! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-//! #     name: "kernels", code_objects: &[], kernels: &[] };
+//! #     name: "kernels", code_objects: &[], kernels: &[], globals: &[] };
 //!
 //! fn main() -> std::process::ExitCode {
 //!     rocm_test::main(&KERNELS, |s| {
@@ -41,8 +41,10 @@
 //!
 //! [`Suite::tune`] declares a tunable beside a check, for `cargo rocm tune` ([`tune`]).
 
+mod capture;
 mod check;
 mod compare;
+mod ctypes;
 mod element;
 /// The trial events and option variables, shared with `cargo rocm`.
 pub use rocm_test_events as events;
@@ -51,6 +53,7 @@ mod harness;
 mod isolate;
 mod launch;
 mod options;
+mod raw;
 mod run;
 mod runtime;
 mod suite;
@@ -67,11 +70,12 @@ pub use element::{ElemType, ElemVerdict, Element, HostBuf, ScalarValue};
 pub use harness::main;
 pub use launch::{Dim3, Launch};
 pub use options::{HarnessOptions, RaceCheck, DEFAULT_RACE_CASES};
+pub use raw::RawValue;
 pub use run::DEFAULT_CASES;
 pub use suite::Suite;
 pub use target::{trial_name, Bandwidth, TrialPlace};
 pub use tolerance::Tolerance;
 
-/// Re-exported so harnesses can write strategies (`proptest::num::f32::NORMAL`) without a
+/// Re-exported so harnesses can write strategies (`rocm_test::proptest::num::f32::NORMAL`) without a
 /// separate dependency.
 pub use proptest;

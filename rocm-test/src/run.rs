@@ -8,12 +8,12 @@ use std::sync::Arc;
 use proptest::strategy::{Just, SBoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
-use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Role};
+use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Role, StructSrc};
 use crate::compare::compare;
 use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
 use crate::options::RaceCheck;
-use crate::target::{Bandwidth, LaunchArg, Target};
+use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TrialPlace};
 
 /// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
 #[derive(Debug, Clone)]
@@ -59,6 +59,7 @@ pub(crate) struct RunOk {
 pub(crate) fn run_check(
     check: &Check,
     target: &dyn Target,
+    place: &TrialPlace,
     cfg: &RunConfig,
     trial: &str,
 ) -> Result<RunOk, String> {
@@ -71,7 +72,7 @@ pub(crate) fn run_check(
             .map_err(|e| format!("could not build the inputs: {e}"))?
             .current();
         let race = cfg.race.covers(0, false);
-        let bandwidth = run_case(check, target, &case, race).map_err(|e| {
+        let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
             format!(
                 "{e}  input: {case:?}\n  reproduce with: cargo rocm test{} -- '{trial}' --exact\n",
                 cfg.reproduce_flags
@@ -100,7 +101,7 @@ pub(crate) fn run_check(
     let test = |case: Case| {
         let n = launches.fetch_add(1, Ordering::Relaxed);
         let race = cfg.race.covers(n, failed.load(Ordering::Relaxed));
-        let bandwidth = run_case(check, target, &case, race).map_err(|e| {
+        let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
             failed.store(true, Ordering::Relaxed);
             TestCaseError::fail(e)
         })?;
@@ -153,11 +154,12 @@ const PHASE_2: u64 = 0x5eed_0000_0000_0002;
 pub(crate) fn run_case(
     check: &Check,
     target: &dyn Target,
+    place: &TrialPlace,
     case: &Case,
     race: bool,
 ) -> Result<Option<Bandwidth>, String> {
     match catch_unwind(AssertUnwindSafe(|| {
-        run_case_inner(check, target, case, race)
+        run_case_inner(check, target, place, case, race)
     })) {
         Ok(r) => r,
         Err(payload) => Err(format!("panicked: {}\n", panic_message(&*payload))),
@@ -167,10 +169,14 @@ pub(crate) fn run_case(
 fn run_case_inner(
     check: &Check,
     target: &dyn Target,
+    place: &TrialPlace,
     case: &Case,
     race: bool,
 ) -> Result<Option<Bandwidth>, String> {
-    let inputs = Inputs { case };
+    let inputs = Inputs {
+        case,
+        target: target.wave_size().map(|w| (place, w)),
+    };
     let launch_fn = check
         .launch
         .as_ref()
@@ -192,17 +198,55 @@ fn run_case_inner(
                 }
                 device_bufs.push(b.clone());
             }
-            (ArgKind::Output { ty, len }, _) => {
+            (ArgKind::Output { ty, len, zeroed }, _) => {
                 let n = output_len(len, &inputs);
                 out_names.push(spec.name.clone());
                 expected.push(HostBuf::zeros(*ty, n));
                 out_index.push(device_bufs.len());
-                device_bufs.push(HostBuf::poisoned(*ty, n));
+                device_bufs.push(if *zeroed {
+                    HostBuf::zeros(*ty, n)
+                } else {
+                    HostBuf::poisoned(*ty, n)
+                });
             }
             _ => {}
         }
     }
+    // Variables set before the launch (and read back, for in-out ones).
+    let mut global_bufs: Vec<HostBuf> = Vec::new();
+    let mut global_out: Vec<(usize, usize)> = Vec::new(); // (global index, expected index)
+    for (k, (spec, (_, value))) in check
+        .globals
+        .iter()
+        .zip(&case.values[check.args.len().min(case.values.len())..])
+        .enumerate()
     {
+        if let (ArgKind::Buffer { role, .. }, Some(CaseValue::Buffer(b))) = (&spec.kind, value) {
+            if *role == Role::InOut {
+                out_names.push(spec.name.clone());
+                global_out.push((k, expected.len()));
+                expected.push(b.clone());
+            }
+            global_bufs.push(b.clone());
+        }
+    }
+    {
+        let mut globals: Vec<GlobalArg<'_>> = check
+            .globals
+            .iter()
+            .zip(global_bufs.iter_mut())
+            .map(|(spec, data)| GlobalArg {
+                name: &spec.name,
+                read_back: matches!(
+                    spec.kind,
+                    ArgKind::Buffer {
+                        role: Role::InOut,
+                        ..
+                    }
+                ),
+                data,
+            })
+            .collect();
         let mut args = launch_args(check, case, &mut device_bufs);
         crate::isolate::note(|| {
             format!(
@@ -212,25 +256,46 @@ fn run_case_inner(
                 case.sizes
             )
         });
-        target
-            .launch(&check.kernel, &launch, &mut args, race)
-            .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))?;
+        let mut launch_it = || {
+            target
+                .launch(&check.kernel, &launch, &mut args, &mut globals, race)
+                .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))
+        };
+        match &check.printf {
+            None => launch_it()?,
+            Some(expected_lines) => {
+                let (result, printed) = crate::capture::stdout_of(&mut launch_it)
+                    .map_err(|e| format!("could not capture the kernel's printf output: {e}\n"))?;
+                result?;
+                let expected_lines = catch_unwind(AssertUnwindSafe(|| expected_lines(&inputs)))
+                    .map_err(|p| {
+                        format!("the printf expectation panicked: {}\n", panic_message(&*p))
+                    })?;
+                if let Some(report) = crate::capture::compare_lines(&printed, expected_lines) {
+                    return Err(format!(
+                        "kernel `{}` ({launch}) printed other lines than expected:\n{report}",
+                        check.kernel
+                    ));
+                }
+            }
+        }
     }
 
-    let reference = check
-        .reference
-        .as_ref()
-        .ok_or("the check has no reference")?;
-    let mut outputs = Outputs {
-        names: &out_names,
-        bufs: &mut expected,
-    };
-    catch_unwind(AssertUnwindSafe(|| reference(&inputs, &mut outputs)))
-        .map_err(|p| format!("the reference panicked: {}\n", panic_message(&*p)))?;
+    if let Some(reference) = &check.reference {
+        let mut outputs = Outputs {
+            names: &out_names,
+            bufs: &mut expected,
+        };
+        catch_unwind(AssertUnwindSafe(|| reference(&inputs, &mut outputs)))
+            .map_err(|p| format!("the reference panicked: {}\n", panic_message(&*p)))?;
+    }
 
     let mut report = String::new();
     for (k, name) in out_names.iter().enumerate() {
-        let got = &device_bufs[out_index[k]];
+        let got = match global_out.iter().find(|(_, e)| *e == k) {
+            Some((g, _)) => &global_bufs[*g],
+            None => &device_bufs[out_index[k]],
+        };
         if let Some(m) = compare(name, got, &expected[k], &check.tolerance_of(name)) {
             report.push_str(&m.to_string());
         }
@@ -266,6 +331,9 @@ fn launch_args<'a>(
     for (spec, (_, value)) in check.args.iter().zip(&case.values) {
         match (&spec.kind, value) {
             (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => args.push(LaunchArg::Scalar(*s)),
+            (ArgKind::Struct(_), Some(CaseValue::Struct(v))) => {
+                args.push(LaunchArg::Struct(v.clone()))
+            }
             (ArgKind::Buffer { role, .. }, _) => args.push(LaunchArg::Buffer {
                 data: bufs.next().expect("one device buffer per buffer argument"),
                 read_back: *role == Role::InOut,
@@ -274,7 +342,9 @@ fn launch_args<'a>(
                 data: bufs.next().expect("one device buffer per output"),
                 read_back: true,
             }),
-            (ArgKind::Scalar(_), _) => unreachable!("scalar arguments always have a value"),
+            (ArgKind::Scalar(_) | ArgKind::Struct(_), _) => {
+                unreachable!("by-value arguments always have a value")
+            }
         }
     }
     args
@@ -306,7 +376,10 @@ pub(crate) fn case_strategy_with(
     shrink_values: bool,
 ) -> SBoxedStrategy<Case> {
     let names: Arc<Vec<String>> = Arc::new(check.sizes.iter().map(|(n, _)| n.clone()).collect());
-    let args: Arc<Vec<ArgSpec>> = Arc::new(check.args.clone());
+    // The kernel's arguments, then the variables set before launches: the case's values in that
+    // order.
+    let args: Arc<Vec<ArgSpec>> =
+        Arc::new(check.args.iter().chain(&check.globals).cloned().collect());
     sizes
         .prop_flat_map(move |sizes| {
             let sizes: Vec<(String, usize)> = names.iter().cloned().zip(sizes).collect();
@@ -334,6 +407,15 @@ fn arg_strategy(
 ) -> SBoxedStrategy<(String, Option<CaseValue>)> {
     let name = arg.name.clone();
     let size_of = |s: &str| sizes.iter().find(|(n, _)| n == s).map_or(0, |(_, v)| *v);
+    // What computed lengths and scalars see: the sizes, nothing else yet.
+    let sizes_case = Case {
+        sizes: sizes.to_vec(),
+        values: Vec::new(),
+    };
+    let sizes_only = Inputs {
+        case: &sizes_case,
+        target: None,
+    };
     let value: SBoxedStrategy<Option<CaseValue>> = match &arg.kind {
         ArgKind::Scalar(ScalarSrc::Fixed(v)) => Just(Some(CaseValue::Scalar(*v))).sboxed(),
         ArgKind::Scalar(ScalarSrc::Gen(s)) => {
@@ -352,18 +434,26 @@ fn arg_strategy(
             });
             Just(Some(CaseValue::Scalar(v))).sboxed()
         }
+        ArgKind::Scalar(ScalarSrc::Computed(f)) => {
+            Just(Some(CaseValue::Scalar(f(&sizes_only)))).sboxed()
+        }
+        ArgKind::Struct(StructSrc::Fixed(v)) => Just(Some(CaseValue::Struct(v.clone()))).sboxed(),
+        ArgKind::Struct(StructSrc::FromSizes(f)) => {
+            Just(Some(CaseValue::Struct(f(&sizes_only)))).sboxed()
+        }
         ArgKind::Buffer {
             src: BufSrc::Values(b),
             ..
         } => Just(Some(CaseValue::Buffer(b.clone()))).sboxed(),
         ArgKind::Buffer {
-            src: BufSrc::Gen { len, make },
+            src: BufSrc::Gen { len, make, .. },
             ..
         } => {
             let n = match len {
                 LenRef::Size(s) => size_of(s),
                 LenRef::Product(a, b) => size_of(a) * size_of(b),
                 LenRef::Fixed(n) => *n,
+                LenRef::Computed(f) => f(&sizes_only),
             };
             make(n, shrink)
                 .prop_map(|b| Some(CaseValue::Buffer(b)))

@@ -11,7 +11,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
-use crate::target::{Bandwidth, LaunchArg, Target, TargetSlot, TrialPlace};
+use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TargetSlot, TrialPlace};
 use crate::Launch;
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
@@ -145,6 +145,7 @@ pub(crate) fn cpu_target(
     Arc::new(CpuTarget {
         plain: DeviceTarget::new(device(false), lib),
         race: DeviceTarget::new(device(true), lib),
+        wave_size,
     })
 }
 
@@ -156,27 +157,33 @@ const RACE_CHECK_MAX_BYTES: usize = 64 << 20;
 struct CpuTarget {
     plain: DeviceTarget,
     race: DeviceTarget,
+    wave_size: u32,
 }
 
 impl Target for CpuTarget {
+    fn wave_size(&self) -> Option<u32> {
+        Some(self.wave_size)
+    }
+
     fn launch(
         &self,
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         race: bool,
     ) -> Result<(), String> {
         let bytes: usize = args
             .iter()
             .map(|a| match a {
                 LaunchArg::Buffer { data, .. } => data.as_bytes().len(),
-                LaunchArg::Scalar(_) => 0,
+                LaunchArg::Scalar(_) | LaunchArg::Struct(_) => 0,
             })
             .sum();
         if race && bytes <= RACE_CHECK_MAX_BYTES {
-            self.race.launch(kernel, launch, args, true)
+            self.race.launch(kernel, launch, args, globals, true)
         } else {
-            self.plain.launch(kernel, launch, args, false)
+            self.plain.launch(kernel, launch, args, globals, false)
         }
     }
 
@@ -264,10 +271,19 @@ macro_rules! device_bufs {
     };
 }
 
-device_bufs!(F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64);
+use rocm_kernels::vector::*;
+device_bufs!(
+    F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64,
+    I8x2 Char2, I8x3 Char3, I8x4 Char4, U8x2 UChar2, U8x3 UChar3, U8x4 UChar4,
+    I16x2 Short2, I16x3 Short3, I16x4 Short4, U16x2 UShort2, U16x3 UShort3, U16x4 UShort4,
+    I32x2 Int2, I32x3 Int3, I32x4 Int4, U32x2 UInt2, U32x3 UInt3, U32x4 UInt4,
+    I64x2 Long2, I64x3 Long3, I64x4 Long4, U64x2 ULong2, U64x3 ULong3, U64x4 ULong4,
+    F32x2 Float2, F32x3 Float3, F32x4 Float4, F64x2 Double2, F64x3 Double3, F64x4 Double4
+);
 
 enum DevArg {
     Scalar(ScalarValue),
+    Struct(crate::RawValue),
     Buffer(DevBuf),
 }
 
@@ -283,6 +299,7 @@ impl DeviceTarget {
         args.iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
+                LaunchArg::Struct(v) => Ok(DevArg::Struct(v.clone())),
                 LaunchArg::Buffer { data, .. } => {
                     DevBuf::upload(&self.device, data).map(DevArg::Buffer)
                 }
@@ -303,6 +320,7 @@ impl DeviceTarget {
         for a in dev_args {
             builder = match a {
                 DevArg::Scalar(v) => push_scalar(v, builder),
+                DevArg::Struct(v) => builder.arg(v),
                 DevArg::Buffer(b) => b.push(builder),
             };
         }
@@ -323,18 +341,36 @@ fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f
 }
 
 impl Target for DeviceTarget {
+    fn wave_size(&self) -> Option<u32> {
+        Some(self.device.info().wave_size)
+    }
+
     fn launch(
         &self,
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         _race: bool,
     ) -> Result<(), String> {
-        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+        let module = self.module()?;
+        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
         let dev_args = self.upload(args)?;
+        for g in globals.iter() {
+            module
+                .global(g.name)
+                .and_then(|v| v.write(g.data.as_bytes()))
+                .map_err(|e| format!("setting variable `{}`: {e}", g.name))?;
+        }
         let stream = self.device.stream().map_err(|e| e.to_string())?;
         Self::run(&kernel, launch, &dev_args, &stream)?;
         stream.synchronize().map_err(|e| e.to_string())?;
+        for g in globals.iter_mut().filter(|g| g.read_back) {
+            module
+                .global(g.name)
+                .and_then(|v| v.read(g.data.as_bytes_mut()))
+                .map_err(|e| format!("reading variable `{}`: {e}", g.name))?;
+        }
         for (a, d) in args.iter_mut().zip(&dev_args) {
             if let (
                 LaunchArg::Buffer {

@@ -96,14 +96,19 @@ impl Suite {
             .entry(wave_size)
             .or_insert_with(|| crate::runtime::cpu_target(self.library, wave_size, None))
             .clone();
-        let trial = trial_name(
-            &check.name,
-            &crate::TrialPlace {
-                backend: rocm_kernels::Backend::Cpu,
-                target: format!("w{wave_size}"),
-            },
-        );
-        run_check(check, target.as_ref(), &RunConfig::default(), &trial).map(|ok| ok.cases)
+        let place = crate::TrialPlace {
+            backend: rocm_kernels::Backend::Cpu,
+            target: format!("w{wave_size}"),
+        };
+        let trial = trial_name(&check.name, &place);
+        run_check(
+            check,
+            target.as_ref(),
+            &place,
+            &RunConfig::default(),
+            &trial,
+        )
+        .map(|ok| ok.cases)
     }
 
     /// The trials for these targets, as libtest-mimic trials.
@@ -182,7 +187,15 @@ impl Suite {
             ..RunConfig::default()
         });
         let lib = self.library;
-        let checked: Vec<String> = self.checks.iter().map(|c| c.kernel.clone()).collect();
+        // The table's spelling of each checked kernel (`k<256u>` checks `k<256>`).
+        let checked: Vec<String> = self
+            .checks
+            .iter()
+            .map(|c| {
+                lib.kernel(&c.kernel)
+                    .map_or(c.kernel.clone(), |d| d.name.to_string())
+            })
+            .collect();
         let mut trials = Vec::new();
         // Each tunable's declaration, checked without a device.
         for t in &self.tunables {
@@ -253,9 +266,12 @@ impl Suite {
                     }
                     (Ok(target), true) => {
                         let (target, check, cfg) = (target.clone(), check.clone(), cfg.clone());
-                        let trial = name.clone();
+                        let (trial, place) = (name.clone(), slot.id.clone());
                         Box::new(move || {
-                            run_check(&check, target.as_ref(), &cfg, &trial)
+                            if let Some(why) = check.excluded_from(&place, target.wave_size()) {
+                                return Ok(Done::Ignored(why));
+                            }
+                            run_check(&check, target.as_ref(), &place, &cfg, &trial)
                                 .map(|ok| Done::Passed(Some(ok.cases), ok.seed, ok.bandwidth))
                         })
                     }
@@ -295,12 +311,22 @@ impl Suite {
 pub(crate) fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
     let mut errs = check.validate();
     if !lib.kernels.is_empty() {
-        match lib.kernels.iter().find(|k| k.name == check.kernel) {
+        match lib.kernel(&check.kernel) {
             Some(k) => errs.extend(check.validate_params(k.params)),
             None => {
                 let names: Vec<&str> = lib.kernels.iter().map(|k| k.name).collect();
+                let template_hint = match check.kernel.split_once('<') {
+                    Some((base, _)) => format!(
+                        "; if `{base}` is a kernel template, its source must instantiate `{}` \
+                         (`template __global__ void {}(...);` after the template, with its \
+                         parameter types): templates nobody instantiates build no kernel (the \
+                         build warns about them)",
+                        check.kernel, check.kernel
+                    ),
+                    None => String::new(),
+                };
                 errs.push(format!(
-                    "no kernel named `{}` in library `{}` (it has: {})",
+                    "no kernel named `{}` in library `{}` (it has: {}){template_hint}",
                     check.kernel,
                     lib.name,
                     names.join(", ")

@@ -13,11 +13,20 @@ use crate::Launch;
 /// One kernel argument as handed to a [`Target`].
 pub(crate) enum LaunchArg<'a> {
     Scalar(ScalarValue),
+    Struct(crate::RawValue),
     Buffer {
         data: &'a mut HostBuf,
         /// Copy the device's contents back into `data` after the launch.
         read_back: bool,
     },
+}
+
+/// A `__constant__`/`__device__` variable set before a launch (and read back after it when
+/// `read_back`).
+pub(crate) struct GlobalArg<'a> {
+    pub name: &'a str,
+    pub data: &'a mut HostBuf,
+    pub read_back: bool,
 }
 
 pub use rocm_test_events::Bandwidth;
@@ -38,14 +47,21 @@ pub(crate) trait Target: Send + Sync {
         Err("this target cannot time kernels".into())
     }
 
-    /// Upload the buffers, launch `kernel` once, wait, and download the `read_back` buffers.
-    /// `race`: run it under the race detector where the target has one (the cpu backend).
-    /// The error is the runtime's own message (launch failure, out-of-bounds access, timeout…).
+    /// The number of lanes in a wave here (32 or 64), when known.
+    fn wave_size(&self) -> Option<u32> {
+        None
+    }
+
+    /// Upload the buffers, set the `globals`, launch `kernel` once, wait, and download the
+    /// `read_back` buffers and variables. `race`: run it under the race detector where the target
+    /// has one (the cpu backend). The error is the runtime's own message (launch failure,
+    /// out-of-bounds access, timeout…).
     fn launch(
         &self,
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        globals: &mut [GlobalArg<'_>],
         race: bool,
     ) -> Result<(), String>;
 }

@@ -25,6 +25,7 @@ impl Target for RustTarget {
         kernel: &str,
         launch: &Launch,
         args: &mut [LaunchArg<'_>],
+        _globals: &mut [crate::target::GlobalArg<'_>],
         _race: bool,
     ) -> Result<(), String> {
         let k = self
@@ -39,14 +40,14 @@ impl Target for RustTarget {
 fn scalar<T: Element>(a: &LaunchArg<'_>) -> T {
     match a {
         LaunchArg::Scalar(s) => T::unwrap_scalar(s).expect("scalar type"),
-        LaunchArg::Buffer { .. } => panic!("not a scalar"),
+        LaunchArg::Buffer { .. } | LaunchArg::Struct(_) => panic!("not a scalar"),
     }
 }
 
 fn buf<'a, T: Element>(a: &'a mut LaunchArg<'_>) -> &'a mut [T] {
     match a {
         LaunchArg::Buffer { data, .. } => T::slice_mut(data).expect("buffer type"),
-        LaunchArg::Scalar(_) => panic!("not a buffer"),
+        LaunchArg::Scalar(_) | LaunchArg::Struct(_) => panic!("not a buffer"),
     }
 }
 
@@ -131,6 +132,7 @@ static LIB: KernelLibrary = KernelLibrary {
         decl("helper"),
         decl("orphan"),
     ],
+    globals: &[],
 };
 
 /// Run a suite on the Rust target plus one unavailable backend; return the events by trial name.

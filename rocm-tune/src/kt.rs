@@ -522,7 +522,9 @@ impl KtCache {
                 .then(|| space.find_values(&values))
                 .flatten()
             else {
-                skipped.push(format!("entry `{key}` is not a configuration of this space"));
+                skipped.push(format!(
+                    "entry `{key}` is not a configuration of this space"
+                ));
                 continue;
             };
             let record = if let Some(kind) = entry_failure(entry) {
@@ -530,13 +532,20 @@ impl KtCache {
                     space,
                     id,
                     Vec::new(),
-                    Some((kind, format!("imported from Kernel Tuner: {}", marker_for(kind)))),
+                    Some((
+                        kind,
+                        format!("imported from Kernel Tuner: {}", marker_for(kind)),
+                    )),
                     Features::new(),
                 )
             } else {
                 let times: Vec<f64> = match entry.get("times").and_then(|t| t.as_array()) {
                     Some(a) => a.iter().filter_map(|x| x.as_f64()).collect(),
-                    None => entry.get("time").and_then(|t| t.as_f64()).into_iter().collect(),
+                    None => entry
+                        .get("time")
+                        .and_then(|t| t.as_f64())
+                        .into_iter()
+                        .collect(),
                 };
                 if times.is_empty() || times.iter().any(|t| !t.is_finite() || *t <= 0.0) {
                     skipped.push(format!("entry `{key}` has no usable time"));

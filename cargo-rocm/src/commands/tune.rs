@@ -193,7 +193,10 @@ fn parse_strategy(s: &str) -> Result<String, String> {
     if STRATEGIES.contains(&s) {
         Ok(s.to_owned())
     } else {
-        Err(format!("unknown strategy `{s}` (one of: {})", STRATEGIES.join(", ")))
+        Err(format!(
+            "unknown strategy `{s}` (one of: {})",
+            STRATEGIES.join(", ")
+        ))
     }
 }
 
@@ -359,7 +362,12 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
 }
 
 /// Table, JSON, HTML; the exit code.
-fn present(args: &TuneArgs, out_dir: &Path, report: TuneReport, out: &Output) -> anyhow::Result<u8> {
+fn present(
+    args: &TuneArgs,
+    out_dir: &Path,
+    report: TuneReport,
+    out: &Output,
+) -> anyhow::Result<u8> {
     use std::io::Write;
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(
@@ -423,7 +431,8 @@ fn present(args: &TuneArgs, out_dir: &Path, report: TuneReport, out: &Output) ->
             .join("\n");
         let code = if no_device {
             exit::ENVIRONMENT
-        } else if e.message.contains("declares no tunable") || e.message.contains("no tunable matches")
+        } else if e.message.contains("declares no tunable")
+            || e.message.contains("no tunable matches")
         {
             exit::INPUT
         } else {
@@ -659,7 +668,11 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
     let space = builder
         .build()
         .map_err(|e| exit::coded(exit::FAILED, format!("the search space: {e}")))?;
-    let program = template.split_whitespace().next().unwrap_or("command").to_owned();
+    let program = template
+        .split_whitespace()
+        .next()
+        .unwrap_or("command")
+        .to_owned();
     let name = Path::new(&program)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -670,7 +683,8 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
     ));
     std::fs::create_dir_all(cache_path.parent().expect("has a parent"))?;
     if args.fresh && cache_path.exists() {
-        let aside = cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
+        let aside =
+            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
         std::fs::rename(&cache_path, aside)?;
     }
     let meta = rocm_tune::CacheMeta::for_space(&space, Some(&template), None);
@@ -709,7 +723,10 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
             let m = rocm_tune::Evaluator::evaluate(&mut evaluator, &config);
             Some(Measured {
                 config: config_json(&config),
-                time_ms: m.as_ref().ok().and_then(|m| rocm_tune::Objective::Mean.reduce(&m.times)),
+                time_ms: m
+                    .as_ref()
+                    .ok()
+                    .and_then(|m| rocm_tune::Objective::Mean.reduce(&m.times)),
                 cv: m
                     .as_ref()
                     .ok()
@@ -765,9 +782,11 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
                 let w = r.warnings.iter().map(|w| format!("{w:?}")).collect();
                 (r, stop, w)
             }
-            Err(rocm_tune::TuneError::Aborted { source, partial }) => {
-                (*partial, "aborted".into(), vec![format!("stopped: {source}")])
-            }
+            Err(rocm_tune::TuneError::Aborted { source, partial }) => (
+                *partial,
+                "aborted".into(),
+                vec![format!("stopped: {source}")],
+            ),
         };
         let measured = std::mem::take(&mut evaluator.measured);
         let program_s = std::mem::take(&mut evaluator.program_s);
@@ -927,10 +946,18 @@ mod tests {
 
     #[test]
     fn bad_options_are_usage_errors() {
-        assert!(parse(&["--strategy", "magic"]).unwrap_err().contains("unknown strategy"));
-        assert!(parse(&["--time", "soon"]).unwrap_err().contains("not a duration"));
-        assert!(parse(&["--problem", "n"]).unwrap_err().contains("NAME=VALUE"));
-        assert!(parse(&["--param", "X=1"]).unwrap_err().contains("cmd-template"));
+        assert!(parse(&["--strategy", "magic"])
+            .unwrap_err()
+            .contains("unknown strategy"));
+        assert!(parse(&["--time", "soon"])
+            .unwrap_err()
+            .contains("not a duration"));
+        assert!(parse(&["--problem", "n"])
+            .unwrap_err()
+            .contains("NAME=VALUE"));
+        assert!(parse(&["--param", "X=1"])
+            .unwrap_err()
+            .contains("cmd-template"));
         assert_eq!(parse_duration("90").unwrap(), 90.0);
         assert_eq!(parse_duration("1h").unwrap(), 3600.0);
     }

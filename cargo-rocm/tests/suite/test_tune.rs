@@ -74,12 +74,23 @@ fn measured(cache: &Path) -> Vec<String> {
 #[testkit::test(needs = [CXX])]
 fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
     // Every configuration: the planted failures are recorded by class and never chosen.
-    let (code, report, stderr) = tune(&["--fresh", "--strategy", "brute_force", "--export-kt", "--", "scale"]);
+    let (code, report, stderr) = tune(&[
+        "--fresh",
+        "--strategy",
+        "brute_force",
+        "--export-kt",
+        "--",
+        "scale",
+    ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let run = &report.runs[0];
     assert_eq!((run.space, run.raw_space, run.evaluations), (18, 24, 18));
-    assert_eq!(run.failures.get("wrong_result"), Some(&3), "UNROLL=3: {run:?}");
+    assert_eq!(
+        run.failures.get("wrong_result"),
+        Some(&3),
+        "UNROLL=3: {run:?}"
+    );
     assert_eq!(run.failures.get("launch"), Some(&2), "UNROLL=5 hangs");
     assert_eq!(run.failures.get("compile"), Some(&2), "UNROLL=7");
     let best = run.best.as_ref().expect("a best configuration");
@@ -87,7 +98,10 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
     assert!([1, 2, 4].contains(&unroll), "{best:?}");
     // The restriction: BLOCK * UNROLL <= 512 for everything evaluated.
     for s in &run.trace {
-        let (b, u) = (s.config["BLOCK"].as_i64().unwrap(), s.config["UNROLL"].as_i64().unwrap());
+        let (b, u) = (
+            s.config["BLOCK"].as_i64().unwrap(),
+            s.config["UNROLL"].as_i64().unwrap(),
+        );
         assert!(b * u <= 512, "{:?}", s.config);
         if [3, 5, 7].contains(&u) {
             assert_ne!(s.outcome, "ok", "{:?}", s);
@@ -168,10 +182,17 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
         .status()
         .unwrap();
     let _ = child.wait();
-    assert!(before.len() >= 4, "the run measured too little before the kill: {before:?}");
+    assert!(
+        before.len() >= 4,
+        "the run measured too little before the kill: {before:?}"
+    );
     let before = measured(&cache);
     let out = cargo_rocm(
-        &[&args[..args.len() - 2], &["--message-format", "json", "--", "scale"]].concat(),
+        &[
+            &args[..args.len() - 2],
+            &["--message-format", "json", "--", "scale"],
+        ]
+        .concat(),
         &fixture,
     );
     let (stdout, stderr) = text(&out);
@@ -180,9 +201,17 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
     let r = &resumed.runs[0];
     assert_eq!(r.evaluations, 14);
     let after = measured(&cache);
-    assert_eq!(&after[..before.len()], &before[..], "nothing measured was lost");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "nothing measured was lost"
+    );
     let unique: HashSet<&String> = after.iter().collect();
-    assert_eq!(unique.len(), after.len(), "nothing was measured twice: {after:?}");
+    assert_eq!(
+        unique.len(),
+        after.len(),
+        "nothing was measured twice: {after:?}"
+    );
     let from_cache = r.trace.iter().filter(|s| s.from_cache).count();
     assert!(
         from_cache >= before.len() - 1,
@@ -201,7 +230,10 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
         assert_eq!(code, Some(1), "{name}: {stderr}");
         let message = &report.errors[0].message;
         assert!(message.contains(needle), "{name}: {message}");
-        assert!(caches(name).iter().all(|c| measured(c).is_empty()), "{name}");
+        assert!(
+            caches(name).iter().all(|c| measured(c).is_empty()),
+            "{name}"
+        );
     }
     assert_eq!(std::fs::read(&cache).unwrap(), snapshot);
 }

@@ -57,7 +57,13 @@ pub fn matmul(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
 /// The launch of `matmul` for `n × n` matrices with these tile shapes: blocks of
 /// `(block_x, block_y)` threads, each block computing `block_y·tile_y` rows and
 /// `block_x·tile_x` columns of C.
-pub fn matmul_launch(block_x: u32, block_y: u32, tile_x: u32, tile_y: u32, n: usize) -> LaunchConfig {
+pub fn matmul_launch(
+    block_x: u32,
+    block_y: u32,
+    tile_x: u32,
+    tile_y: u32,
+    n: usize,
+) -> LaunchConfig {
     let (rows, cols) = ((block_y * tile_y) as usize, (block_x * tile_x) as usize);
     LaunchConfig::new(
         (n.div_ceil(cols) as u32, n.div_ceil(rows) as u32, 1),

@@ -53,7 +53,9 @@ fn main() -> std::process::ExitCode {
             .define("PAD", [0, 1])
             .restrict("32 <= BLOCK_X * BLOCK_Y <= 1024")
             .restrict("BLOCK_Y * TILE_Y <= 256 and BLOCK_X * TILE_X <= 256")
-            .restrict("(BLOCK_Y * TILE_Y * (BK + PAD) + BK * (BLOCK_X * TILE_X + PAD)) * 4 <= 49152")
+            .restrict(
+                "(BLOCK_Y * TILE_Y * (BK + PAD) + BK * (BLOCK_X * TILE_X + PAD)) * 4 <= 49152",
+            )
             .launch(|c, i| basic::matmul_launch_for(|p| c.int(p), i.size("n")))
             .problem(&[("n", 256)])
             .default_params(basic::MATMUL_DEFAULT)

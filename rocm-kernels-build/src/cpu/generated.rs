@@ -34,6 +34,8 @@ pub struct GeneratedUnit {
     /// The unit's kernels in the build's kernel list, in order; `entries` has one per kernel.
     pub kernels: Range<usize>,
     entries: Vec<Entry>,
+    /// Accessors of the unit's `__constant__`/`__device__` variables (see [`Self::add_global`]).
+    globals: Vec<String>,
 }
 
 fn quoted(path: &std::path::Path) -> String {
@@ -59,6 +61,7 @@ impl GeneratedUnit {
             forms: Vec::new(),
             kernels: first_kernel..first_kernel,
             entries: Vec::new(),
+            globals: Vec::new(),
         }
     }
 
@@ -97,6 +100,16 @@ impl GeneratedUnit {
         self.kernels.end += 1;
     }
 
+    /// Add an accessor `symbol` for the variable `qualified` (`ns::mask`): an `extern "C"`
+    /// function giving its address and size, so the runtime reaches it even with internal
+    /// linkage, and the race variant's copy through the renamed accessor.
+    pub fn add_global(&mut self, symbol: &str, qualified: &str) {
+        self.globals.push(format!(
+            "extern \"C\" void {symbol}(void **rk_at, unsigned long long *rk_bytes) {{ *rk_at = \
+             (void *)&(::{qualified}); *rk_bytes = sizeof(::{qualified}); }}\n"
+        ));
+    }
+
     /// Whether any region form is compiled.
     pub fn uses_forms(&self) -> bool {
         self.forms.iter().any(|f| f.in_use)
@@ -130,6 +143,12 @@ impl GeneratedUnit {
             match &e.region {
                 Some((form, entry)) if in_use(*form) => text.push_str(entry),
                 _ => text.push_str(&e.per_thread),
+            }
+        }
+        if !self.globals.is_empty() {
+            text.push_str("\n// Accessors of __constant__ and __device__ variables.\n");
+            for g in &self.globals {
+                text.push_str(g);
             }
         }
         text

@@ -388,29 +388,62 @@ impl<'a> Tokens<'a> {
         out
     }
 
+    /// Where token `i` comes from: the line marker in force there (the file, and flags such as
+    /// `3` for a system header) and the token's line in that file. None in text without line
+    /// markers.
+    pub fn origin(&self, i: usize) -> Option<(LineMarker<'a>, u32)> {
+        let at = self.toks.get(i)?.start;
+        let before = self.directives.partition_point(|d| d.start < at);
+        self.directives[..before].iter().rev().find_map(|d| {
+            let marker = self.marker(d)?;
+            // The marker names the line after it; count on from there.
+            let marker_line =
+                self.text[..d.start].bytes().filter(|&c| c == b'\n').count() as u32 + 1;
+            let line = marker.line + self.toks[i].line.saturating_sub(marker_line + 1);
+            Some((marker, line))
+        })
+    }
+
+    /// The line marker a directive is, if it is one.
+    fn marker(&self, d: &Directive) -> Option<LineMarker<'a>> {
+        let rest = self.text[d.start + 1..d.end].trim_start();
+        let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let line = rest[..digits].parse().ok()?;
+        let rest = rest[digits..].trim_start().strip_prefix('"')?;
+        let close = rest.find('"')?;
+        Some(LineMarker {
+            line,
+            file: &rest[..close],
+            flags: rest[close + 1..].split_whitespace().collect(),
+        })
+    }
+
     /// The line markers of preprocessed output (`# 12 "file" 1 3`).
     pub fn line_markers(&self) -> impl Iterator<Item = LineMarker<'a>> + '_ {
-        self.directives.iter().filter_map(|d| {
-            let rest = self.text[d.start + 1..d.end].trim_start();
-            let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
-            let digits = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let line = rest[..digits].parse().ok()?;
-            let rest = rest[digits..].trim_start().strip_prefix('"')?;
-            let close = rest.find('"')?;
-            Some(LineMarker {
-                line,
-                file: &rest[..close],
-                flags: rest[close + 1..].split_whitespace().collect(),
-            })
-        })
+        self.directives.iter().filter_map(|d| self.marker(d))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_know_the_file_and_line_they_come_from() {
+        let t = lex("# 1 \"k.hip\"\nint a;\n# 7 \"h.h\" 1 3\n\nint b;\n# 3 \"k.hip\" 2\nint c;");
+        let at = |name: &str| {
+            let i = (0..t.len()).find(|&i| t.is(i, name)).unwrap();
+            let (m, line) = t.origin(i).unwrap();
+            (m.file.to_string(), line, m.flags.contains(&"3"))
+        };
+        assert_eq!(at("a"), ("k.hip".into(), 1, false));
+        assert_eq!(at("b"), ("h.h".into(), 8, true));
+        assert_eq!(at("c"), ("k.hip".into(), 3, false));
+        assert!(lex("int x;").origin(0).is_none());
+    }
 
     fn texts(t: &Tokens) -> Vec<String> {
         (0..t.len()).map(|i| t.tok(i).to_string()).collect()

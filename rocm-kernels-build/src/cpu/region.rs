@@ -31,6 +31,7 @@
 
 mod analysis;
 mod codegen;
+mod groups;
 mod inline;
 mod parse;
 mod unit;
@@ -53,12 +54,64 @@ pub struct RegionForm {
     pub whole_block: bool,
 }
 
+/// A kernel the cpu backend cannot run at all, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The kernel's qualified name (`ns::scale`).
+    pub kernel: String,
+    /// Where the offending code is: `file:line`.
+    pub location: String,
+    /// What it is, as a phrase: "inline assembly (in `helper`)".
+    pub what: String,
+}
+
 /// What [`generate`] made of a translation unit.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     pub forms: Vec<RegionForm>,
     /// Kernels (qualified names) that keep running on fibers, with why.
     pub fibers: Vec<(String, String)>,
+    /// Kernels that cannot run on the cpu backend in any form.
+    pub refused: Vec<Refusal>,
+}
+
+/// The words that start inline assembly.
+const ASM: &[&str] = &["asm", "__asm__", "__asm"];
+
+/// Whether token `i` of a preprocessed unit is the user's code: not from a system header nor from
+/// the cpu kernel-language headers (whose inline assembly is x86 compiler barriers, and theirs to
+/// have).
+fn users_code(unit: &Tokens, i: usize) -> bool {
+    let Some((marker, _)) = unit.origin(i) else {
+        return true;
+    };
+    if marker.flags.contains(&"3") {
+        return false;
+    }
+    let headers = rocm_kernels_core::headers::cpu_dir();
+    let canonical = std::fs::canonicalize(&headers).unwrap_or_else(|_| headers.clone());
+    let file = std::path::Path::new(marker.file);
+    !file.starts_with(&headers) && !file.starts_with(&canonical)
+}
+
+/// Inline assembly a kernel reaches in the user's code: where, and in which function (None: the
+/// kernel's own body).
+fn inline_assembly(
+    unit: &Tokens,
+    def: &KernelDef,
+    index: &FunctionIndex,
+    instantiated_with: &[&str],
+) -> Option<(usize, Option<String>)> {
+    let found = |(a, b): (usize, usize)| {
+        (a..b).find(|&i| unit.ident(i) && ASM.contains(&unit.tok(i)) && users_code(unit, i))
+    };
+    if let Some(i) = found(def.body) {
+        return Some((i, None));
+    }
+    index
+        .reachable(unit, &[def.body], instantiated_with)
+        .into_iter()
+        .find_map(|f| found(f.body).map(|i| (i, Some(f.name.clone()))))
 }
 
 /// A kernel named as [`super::scan`] names it (`ns::scale<float>`): its definition's name and
@@ -104,8 +157,25 @@ pub fn generate(unit: &Tokens) -> Outcome {
     let (defs, specialized) = kernel_defs(unit);
     // Only the kernels and what they can call are looked into.
     let index = FunctionIndex::new(unit);
+    // What kernel templates are instantiated with can be called by them too (a functor type).
+    let template_args: Vec<(String, Vec<String>)> = super::scan::scan(unit)
+        .into_iter()
+        .filter_map(|k| {
+            let (base, args) = split_template_args(&k.cpp_ref);
+            let args = lex(args);
+            let names = (0..args.len())
+                .filter(|&i| args.ident(i))
+                .map(|i| args.tok(i).to_string())
+                .collect::<Vec<_>>();
+            (!names.is_empty()).then(|| (base.to_string(), names))
+        })
+        .collect();
     let roots: Vec<(usize, usize)> = defs.iter().map(|d| d.body).collect();
-    let reachable = index.reachable(unit, &roots);
+    let named: Vec<&str> = template_args
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(String::as_str))
+        .collect();
+    let reachable = index.reachable(unit, &roots, &named);
     let mut waiting = analysis::waiting_functions(unit, &reachable);
     let readers = analysis::reading_functions(unit, &reachable, &["thread_idx"]);
     let helpers = inline::Helpers::new(unit, &reachable, &waiting);
@@ -119,10 +189,51 @@ pub fn generate(unit: &Tokens) -> Outcome {
         *count.entry(d.qualified.as_str()).or_default() += 1;
     }
     let mut out = Outcome::default();
+    let reaches_assembly = reachable
+        .iter()
+        .map(|f| f.body)
+        .chain(roots.iter().copied())
+        .any(|(a, b)| (a..b).any(|i| unit.ident(i) && ASM.contains(&unit.tok(i))));
     for def in &defs {
+        // The names kernel templates are instantiated with (functor types...).
+        let instantiated_with: Vec<&str> = template_args
+            .iter()
+            .filter(|(base, _)| *base == def.qualified)
+            .flat_map(|(_, names)| names.iter().map(String::as_str))
+            .collect();
+        if reaches_assembly {
+            if let Some((at, function)) = inline_assembly(unit, def, &index, &instantiated_with) {
+                let location = match unit.origin(at) {
+                    Some((marker, line)) => format!("{}:{line}", marker.file),
+                    None => format!("line {}", unit.token(at).line),
+                };
+                let what = match function {
+                    Some(f) => format!("inline assembly (in `{f}`)"),
+                    None => "inline assembly".to_string(),
+                };
+                out.refused.push(Refusal {
+                    kernel: def.qualified.clone(),
+                    location,
+                    what,
+                });
+                continue;
+            }
+        }
         if count[def.qualified.as_str()] > 1 {
             out.fibers
                 .push((def.qualified.clone(), "it is overloaded".into()));
+            continue;
+        }
+        // The region form is one for all of a template's instantiations.
+        let waiting_argument = instantiated_with.iter().find(|n| waiting.contains(**n));
+        if let Some(name) = waiting_argument {
+            out.fibers.push((
+                def.qualified.clone(),
+                format!(
+                    "it is instantiated with `{name}`, which waits for other threads (a call \
+                     operator or function it is called through)"
+                ),
+            ));
             continue;
         }
         if specialized.contains(&def.qualified) {
@@ -133,12 +244,19 @@ pub fn generate(unit: &Tokens) -> Outcome {
             continue;
         }
         // Kernels calling helpers that wait get their region form from a copy of their text
-        // with the calls inlined.
-        let form = match inline::inline_helpers(unit, def, &helpers) {
+        // with the calls inlined, and kernels using cooperative groups from one with the groups'
+        // collectives lowered to the ones the region form knows.
+        let inlined = inline::inline_helpers(unit, def, &helpers);
+        let lowered = match &inlined {
+            Some(text) => groups::lower(text),
+            None if uses_groups(unit, def) => groups::lower(unit.text(def.start, def.body.1 + 1)),
+            None => None,
+        };
+        let form = match lowered.or(inlined) {
             Some(text) => {
                 let toks = lex(&text);
                 match kernel_in(&toks, def) {
-                    Some(inlined) => form_for(&toks, &inlined, &waiting, &readers),
+                    Some(rewritten) => form_for(&toks, &rewritten, &waiting, &readers),
                     None => Err("its text with helpers inlined could not be read back".into()),
                 }
             }
@@ -166,6 +284,16 @@ pub fn generate(unit: &Tokens) -> Outcome {
     out
 }
 
+/// Whether a kernel's text names cooperative groups (see `groups`).
+fn uses_groups(unit: &Tokens, def: &KernelDef) -> bool {
+    (def.start..def.body.1).any(|i| {
+        matches!(
+            unit.tok(i),
+            "thread_block" | "thread_block_tile" | "this_thread_block" | "tiled_partition"
+        )
+    })
+}
+
 /// The region form of one kernel: Err(why) when it calls a function that waits (a helper the
 /// inlining left as a call), or when it has barriers in a shape the rewrite does not take; None
 /// for a kernel without barriers the rewrite does not take (the per-thread loop runs it just as
@@ -177,11 +305,35 @@ fn form_for(
     readers: &BTreeSet<String>,
 ) -> parse::PResult<Option<(String, bool)>> {
     let (ba, bb) = def.body;
-    if let Some(i) = (ba..bb).find(|&i| toks.ident(i) && waiting.contains(toks.tok(i))) {
-        return Err(format!(
-            "it calls `{}`, which waits for other threads inside another function",
-            toks.tok(i)
-        ));
+    // Any use of such a name (a call, a function passed on, a functor's class), except where the
+    // kernel declares a variable of that name and does not call it (`int any = tile.any(p);`).
+    let mut locals = inline::declared_names(toks, ba, bb);
+    locals.extend(
+        parse::param_names(toks, def.params)
+            .into_iter()
+            .map(|(n, _)| n),
+    );
+    let waits = |i: usize| {
+        toks.ident(i)
+            && waiting.contains(toks.tok(i))
+            && (!locals.contains(toks.tok(i)) || toks.is(i + 1, "("))
+    };
+    if let Some(i) = (ba..bb).find(|&i| waits(i)) {
+        let name = toks.tok(i);
+        let member = i >= 2 && toks.ident(i - 2) && matches!(toks.tok(i - 1), "." | "->");
+        return Err(if member {
+            format!(
+                "it calls `{}{}{name}()`, which waits for other threads inside another function",
+                toks.tok(i - 2),
+                toks.tok(i - 1)
+            )
+        } else if matches!(toks.tok(i + 1), "(" | "<" | "::") {
+            format!("it calls `{name}`, which waits for other threads inside another function")
+        } else if toks.ident(i + 1) || toks.is(i + 1, "{") {
+            format!("it uses `{name}`, whose call operator waits for other threads")
+        } else {
+            format!("it takes `{name}`, which waits for other threads, to call it elsewhere")
+        });
     }
     if !parse::has_collective(toks, ba, bb) {
         return Ok(codegen::block_function(toks, def, readers).ok());
@@ -383,7 +535,10 @@ mod tests {
             code.contains("rk_block_k(float* rk_arg_p, int n)"),
             "{code}"
         );
-        assert!(code.contains("rk_p_p[rk_t] = rk_arg_p"), "{code}");
+        assert!(
+            code.contains("::new (static_cast<void *>(rk_p_p + rk_t)) rk::slot_of_t<decltype(rk_arg_p)>(rk_arg_p)"),
+            "{code}"
+        );
     }
 
     #[test]
@@ -479,5 +634,199 @@ mod tests {
             "{}",
             code("b")
         );
+    }
+
+    #[test]
+    fn collectives_only_some_threads_evaluate_keep_fibers_with_the_operator_named() {
+        let o = form(
+            "__rk_kernel__ void a(int* p) { int c = (rk_cur.thread_idx).x < 64 ? __syncthreads_count(p[0]) : 0; p[1] = c; }\n\
+             __rk_kernel__ void b(int* p) { int c = p[0] > 1 && __syncthreads_or(p[1]); p[2] = c; }\n\
+             __rk_kernel__ void c(int* p) { if (p[0] || __any(p[1])) p[2] = 1; }\n\
+             __rk_kernel__ void d(int* p) { int v = p[0] ? 1 : 2; v += __shfl(v, 0) > 0 && p[1]; p[2] = v; }\n\
+             __rk_kernel__ void e(int* p) { int v = (p[0] && p[1]) + __shfl(p[2], 0); p[3] = v; }",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(
+            why["a"].contains("`__syncthreads_count` is under `?:`"),
+            "{why:?}"
+        );
+        assert!(
+            why["b"].contains("`__syncthreads_or` is under `&&`"),
+            "{why:?}"
+        );
+        assert!(why["c"].contains("`__any` is under `||`"), "{why:?}");
+        // Every thread evaluates these: the condition is before the collective, or closed.
+        for k in ["d", "e"] {
+            assert!(o.forms.iter().any(|f| f.kernel == k), "{k}: {why:?}");
+        }
+    }
+
+    #[test]
+    fn lambdas_are_hoisted_or_keep_fibers_with_a_reason() {
+        let o = form(
+            "__rk_kernel__ void a(float* p) { auto sq = [](float x) { return x * x; };\n\
+               float v = p[(rk_cur.thread_idx).x]; __syncthreads(); p[0] = sq(v); }\n\
+             __rk_kernel__ void b(float* p) { float base = p[1]; auto add = [&](float x) { return x + base; };\n\
+               __syncthreads(); p[0] = add(1.0f); }\n\
+             __rk_kernel__ void c(float* p) { auto step = [&]() { p[0] = 1; __syncthreads(); }; step(); }\n\
+             __rk_kernel__ void d(float* p) { auto id = []() { return (rk_cur.thread_idx).x; }; __syncthreads(); p[id()] = 1; }",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        let a = &o.forms.iter().find(|f| f.kernel == "a").expect("a").code;
+        // Declared once, between lane loops, not in a slot.
+        assert!(a.contains("\nauto sq = [](float x)"), "{a}");
+        assert!(!a.contains("decltype(rk_ty"), "{a}");
+        assert!(
+            why["b"].contains("the lambda `add` captures variables"),
+            "{why:?}"
+        );
+        assert!(
+            why["c"].contains("`__syncthreads` inside a lambda"),
+            "{why:?}"
+        );
+        // A lambda reading the coordinates reads them where every lane sets them.
+        let d = &o.forms.iter().find(|f| f.kernel == "d").expect("d").code;
+        assert!(d.contains("constexpr bool RK_TLS = true;"), "{d}");
+        assert!(!d.contains("(rk_tidx).x; }"), "{d}");
+    }
+
+    #[test]
+    fn functors_and_helpers_with_trailing_return_types_are_seen_to_wait() {
+        let o = form(
+            "struct Sum { float operator()(float v) const { return v + __shfl_xor(v, 1); } };\n\
+             struct Far { float operator()(float v) const; };\n\
+             float Far::operator()(float v) const { __syncthreads(); return v; }\n\
+             auto twice(float v) -> float { return __shfl_xor(v, 1) * 2.0f; }\n\
+             __rk_kernel__ void a(float* p) { Sum s; p[0] = s(p[0]); }\n\
+             __rk_kernel__ void b(float* p) { p[0] = Far{}(p[0]); }\n\
+             __rk_kernel__ void c(float* p) { float t = twice(p[0]); p[0] = t; }\n\
+             __rk_kernel__ void d(float* p) { auto f = &twice; p[0] = f(p[0]); }\n\
+             __rk_kernel__ void e(float* p) { float twice = p[0]; p[1] = twice * 2; }",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(
+            why["a"].starts_with("it uses `Sum`, whose call operator waits"),
+            "{why:?}"
+        );
+        assert!(why["b"].starts_with("it uses `Far`"), "{why:?}");
+        // A function that waits, taken to be called through a pointer; a variable of its name.
+        assert!(why["d"].starts_with("it takes `twice`"), "{why:?}");
+        assert!(!why.contains_key("e"), "{why:?}");
+        // The trailing return type names the result's type: inlined.
+        let c = &o.forms.iter().find(|f| f.kernel == "c").expect("c").code;
+        assert!(c.contains("rk_h1_r") && !c.contains("twice("), "{c}");
+    }
+
+    #[test]
+    fn kernel_templates_instantiated_with_a_functor_that_waits_keep_fibers() {
+        let o = form(
+            "struct Max { int operator()(int v) const { return v + __shfl_xor(v, 1); } };\n\
+             struct Twice { int operator()(int v) const { return 2 * v; } };\n\
+             template <class Op> __rk_kernel__ void k(int* p) { Op op; p[0] = op(p[0]); }\n\
+             template __rk_kernel__ void k<Max>(int*);\n\
+             template <class Op> __rk_kernel__ void t(int* p) { Op op; p[0] = op(p[0]); }\n\
+             template __rk_kernel__ void t<Twice>(int*);",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(
+            why["k"].starts_with("it is instantiated with `Max`, which waits"),
+            "{why:?}"
+        );
+        assert!(o.forms.iter().any(|f| f.kernel == "t"), "{o:?}");
+    }
+
+    #[test]
+    fn an_auto_slot_typed_from_a_local_gives_that_local_a_slot() {
+        let o = form(
+            "__rk_kernel__ void k(const float* in, float* out) {\n\
+             thread_local float s[64];\n\
+             int t = (rk_cur.thread_idx).x;\n\
+             float v = in[t];\n\
+             auto w = v * 2.0f;\n\
+             s[t] = w;\n\
+             __syncthreads();\n\
+             out[t] = s[63 - t] + w;\n}",
+        );
+        let code = &o.forms.iter().find(|f| f.kernel == "k").expect("k").code;
+        // `v` is not used after the barrier, but `w`'s type is found from it before the loop.
+        assert!(code.contains("rkr.alloc<float>();"), "{code}");
+        assert!(code.contains("auto &v = rk_v"), "{code}");
+        assert!(code.contains("decltype(rk_ty"), "{code}");
+    }
+
+    #[test]
+    fn slots_are_constructed_where_their_variables_are_declared() {
+        let o = form(
+            "struct Acc { int sum = 5; };\n\
+             __rk_kernel__ void k(int* p) { Acc a; int b{p[0]}; int c = p[1]; __syncthreads(); p[2] = a.sum + b + c; }",
+        );
+        let code = &o.forms[0].code;
+        assert!(code.contains("rk::default_init(a);"), "{code}");
+        assert!(
+            code.contains(
+                "::new (static_cast<void *>(&b)) std::remove_reference_t<decltype(b)>{p[0]};"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains(
+                "::new (static_cast<void *>(&c)) std::remove_reference_t<decltype(c)>(p[1]);"
+            ),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn a_pragma_closing_a_block_is_a_statement_of_its_own() {
+        let o = form(
+            "__rk_kernel__ void k(int* p) { for (int i = 0; i < 4; ++i) { p[i] = i; __syncthreads();\n#pragma unroll\n} }",
+        );
+        assert_eq!(o.forms.len(), 1, "{o:?}");
+    }
+
+    #[test]
+    fn inline_assembly_a_kernel_reaches_is_refused_with_its_line() {
+        let o = form(
+            "# 1 \"k.hip\"\n\
+             __device__ int lanes() { int r; asm volatile(\"s_mov %0, 1\" : \"=s\"(r)); return r; }\n\
+             __rk_kernel__ void a(int* p) { p[0] = lanes(); }\n\
+             __rk_kernel__ void b(int* p) {\n p[0] = 1;\n __asm__(\"v_nop\");\n}\n\
+             __rk_kernel__ void c(int* p) { p[0] = 2; }",
+        );
+        let refused: Vec<_> = o
+            .refused
+            .iter()
+            .map(|r| (r.kernel.as_str(), r.location.as_str(), r.what.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                ("a", "k.hip:1", "inline assembly (in `lanes`)"),
+                ("b", "k.hip:5", "inline assembly")
+            ]
+        );
+        assert!(o.forms.iter().any(|f| f.kernel == "c"), "{o:?}");
+    }
+
+    #[test]
+    fn cooperative_groups_of_known_kinds_run_in_region_form() {
+        let o = form(
+            "__rk_kernel__ void a(int* p) {\n\
+               auto block = cooperative_groups::this_thread_block();\n\
+               auto tile = cooperative_groups::tiled_partition<16>(block);\n\
+               p[block.thread_rank()] = 1;\n\
+               block.sync();\n\
+               int v = cooperative_groups::reduce(tile, p[0], cooperative_groups::plus<int>());\n\
+               p[1] = tile.shfl_down(v, 1);\n}\n\
+             struct thread_group { void sync() const { __syncthreads(); } };\n\
+             __rk_kernel__ void b(thread_group g, int* p) { g.sync(); p[0] = 1; }",
+        );
+        let a = &o.forms.iter().find(|f| f.kernel == "a").expect("a").code;
+        assert!(a.contains("rkr.barrier_full("), "{a}");
+        assert!(a.contains("rkr.tile_reduce<"), "{a}");
+        assert!(a.contains("RK_WARP_SHFL_DOWN"), "{a}");
+        // A `thread_group` could be either kind: its sync() stays a call.
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert!(why["b"].starts_with("it calls `g.sync()`"), "{why:?}");
     }
 }

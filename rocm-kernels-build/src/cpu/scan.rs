@@ -92,9 +92,17 @@ fn param(toks: &Tokens, a: usize, b: usize) -> (String, String) {
         Some(at) => (at, true),
         None => (b, false),
     };
+    // Only qualifiers before the last word (`const uint2`, `unsigned T`): it is the type, unnamed.
+    let only_qualifiers = (a..b - 1).all(|i| {
+        matches!(
+            toks.tok(i),
+            "const" | "volatile" | "unsigned" | "signed" | "struct" | "class" | "enum" | "typename"
+        )
+    });
     let named = b > a + 1
         && toks.ident(b - 1)
         && !TYPE_WORDS.contains(&toks.tok(b - 1))
+        && !only_qualifiers
         && (wordlike(toks, b - 2) || matches!(toks.tok(b - 2), "*" | "&" | "&&" | ">" | ">>"));
     let (ty, name) = if named {
         (join(toks, a, b - 1), toks.tok(b - 1).to_string())
@@ -113,6 +121,14 @@ fn params(toks: &Tokens, open: usize, close: usize) -> Vec<(String, String)> {
 
 /// The kernels of a preprocessed translation unit.
 pub fn scan(toks: &Tokens) -> Vec<ScannedKernel> {
+    scan_with_templates(toks).0
+}
+
+/// A kernel template: its qualified name and its parameters (type, name).
+pub type KernelTemplate = (String, Vec<(String, String)>);
+
+/// The kernels of a preprocessed translation unit, and its kernel templates.
+pub fn scan_with_templates(toks: &Tokens) -> (Vec<ScannedKernel>, Vec<KernelTemplate>) {
     let mut kernels: Vec<ScannedKernel> = Vec::new();
     // Marked templates by qualified name: their parameters (for names in instantiations).
     let mut templates: Vec<(String, Vec<(String, String)>)> = Vec::new();
@@ -137,7 +153,7 @@ pub fn scan(toks: &Tokens) -> Vec<ScannedKernel> {
         }
         i += 1;
     }
-    kernels
+    (kernels, templates)
 }
 
 /// At a marker or `template`: parse the declaration. Returns the kernel (if it is one that can
@@ -299,6 +315,16 @@ mod tests {
         assert_eq!(
             k[0].params,
             vec![("float*".into(), "x".into()), ("int".into(), String::new())]
+        );
+        // An unnamed parameter of a qualified type in an instantiation takes the template's name.
+        let src = "template <int N> __rk_kernel__ void v(const uint2 a, float* o) {}\n\
+                   template __rk_kernel__ void v<4>(const uint2, float*);";
+        assert_eq!(
+            scan_text(src)[0].params,
+            [
+                ("const uint2".to_string(), "a".to_string()),
+                ("float*".to_string(), "o".to_string())
+            ]
         );
     }
 

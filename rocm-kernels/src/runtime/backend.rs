@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::library::{Backend, KernelLibrary};
+pub use rocm_kernels_core::launch_log::DriverResources;
 
 pub mod amd;
 pub mod cpu;
@@ -101,6 +102,14 @@ pub trait ModuleBackend: Send + Sync + Debug {
     fn kernel_names(&self) -> Vec<String>;
     /// The kernel of that name, or `None`.
     fn function(&self, name: &str) -> Result<Option<Arc<dyn FunctionBackend>>>;
+    /// The device address and size of the `__constant__`/`__device__` variable `decl` (or, where
+    /// the build did not list it, the one whose symbol is `symbol`), or `None` when this module
+    /// has none.
+    fn global(
+        &self,
+        decl: Option<&'static crate::library::GlobalDecl>,
+        symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>>;
 }
 
 /// How the backend itself sees a parameter (from the compiled code, exact), used to check a
@@ -109,12 +118,20 @@ pub trait ModuleBackend: Send + Sync + Debug {
 pub struct ParamLayout {
     pub size: u32,
     pub is_pointer: bool,
+    /// Alignment of the parameter's type in bytes; 0 when the backend cannot tell.
+    pub align: u32,
 }
 
 /// One kernel of a loaded module.
 pub trait FunctionBackend: Send + Sync + Debug {
     /// The parameter layout the compiled code has, when the backend can tell.
     fn param_layout(&self) -> Option<Vec<ParamLayout>>;
+    /// Registers, shared and local memory, and the driver's occupancy for blocks of
+    /// `block_threads` with `dynamic_shared` bytes, where the backend's driver reports them
+    /// (nvidia); `None` elsewhere.
+    fn resources(&self, _block_threads: u32, _dynamic_shared: u32) -> Option<DriverResources> {
+        None
+    }
     /// Launch; `args[i]` points to the value of argument `i` (like `hipModuleLaunchKernel`).
     ///
     /// # Safety

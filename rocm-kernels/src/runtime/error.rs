@@ -65,6 +65,13 @@ pub enum RuntimeError {
         library: String,
         available: String,
     },
+    /// No `__constant__`/`__device__` variable of that name in the module.
+    #[error("no __constant__ or __device__ variable named `{name}` in library `{library}` (it has: {available}); variables are found at namespace scope, by their qualified name (`ns::mask`)")]
+    GlobalNotFound {
+        name: String,
+        library: String,
+        available: String,
+    },
     /// The launch's arguments do not match the kernel's parameters.
     #[error("arguments of kernel `{kernel}` do not match its parameters: {message}")]
     ArgMismatch { kernel: String, message: String },

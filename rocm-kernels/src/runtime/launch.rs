@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
+use super::launch_log::Work;
 use super::{Buffer, DeviceCopy, Kernel, Result, Stream};
 
 /// Three extents, as HIP's `dim3`. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
@@ -128,6 +129,10 @@ pub unsafe trait KernelArg {
     fn arg_ptr(&self) -> *const c_void;
     fn arg_size(&self) -> usize;
     fn arg_kind(&self) -> ArgKind;
+    /// Alignment of the value in bytes (checked against the parameter's where it is known).
+    fn arg_align(&self) -> usize {
+        1
+    }
     /// For error messages: `f32`, `Buffer<f32>`.
     fn arg_type(&self) -> String;
     /// The device a pointer argument lives on, when known (checked at launch).
@@ -142,6 +147,7 @@ macro_rules! value_arg {
             fn arg_ptr(&self) -> *const c_void { (self as *const $t).cast() }
             fn arg_size(&self) -> usize { std::mem::size_of::<$t>() }
             fn arg_kind(&self) -> ArgKind { ArgKind::Value }
+            fn arg_align(&self) -> usize { std::mem::align_of::<$t>() }
             fn arg_type(&self) -> String { stringify!($t).to_string() }
         }
     )*};
@@ -162,6 +168,9 @@ unsafe impl<T: DeviceCopy> KernelArg for Value<T> {
     fn arg_kind(&self) -> ArgKind {
         ArgKind::Value
     }
+    fn arg_align(&self) -> usize {
+        std::mem::align_of::<T>()
+    }
     fn arg_type(&self) -> String {
         std::any::type_name::<T>().to_string()
     }
@@ -177,6 +186,9 @@ unsafe impl<T: DeviceCopy> KernelArg for Buffer<T> {
     fn arg_kind(&self) -> ArgKind {
         ArgKind::Pointer
     }
+    fn arg_align(&self) -> usize {
+        8
+    }
     fn arg_type(&self) -> String {
         format!("Buffer<{}>", std::any::type_name::<T>())
     }
@@ -191,6 +203,7 @@ pub struct ArgRef {
     pub(crate) ptr: *const c_void,
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
+    pub(crate) align: usize,
     pub(crate) type_name: String,
     /// The device the buffer lives on, for pointer arguments made from a `Buffer`.
     pub(crate) device: Option<super::Device>,
@@ -208,6 +221,7 @@ fn arg_ref<A: KernelArg + ?Sized>(arg: &A) -> ArgRef {
         ptr: arg.arg_ptr(),
         size: arg.arg_size(),
         kind: arg.arg_kind(),
+        align: arg.arg_align(),
         type_name: arg.arg_type(),
         device: arg.arg_device().cloned(),
     }
@@ -233,6 +247,7 @@ pub struct LaunchBuilder<'a> {
     pub(crate) kernel: &'a Kernel,
     pub(crate) config: LaunchConfig,
     pub(crate) args: Vec<ArgRef>,
+    work: Work,
     _borrows: PhantomData<&'a ()>,
 }
 
@@ -242,6 +257,7 @@ impl<'a> LaunchBuilder<'a> {
             kernel,
             config,
             args: Vec::new(),
+            work: Work::default(),
             _borrows: PhantomData,
         }
     }
@@ -253,8 +269,36 @@ impl<'a> LaunchBuilder<'a> {
         self
     }
 
+    /// Declare the bytes this launch moves (reads plus writes), so `cargo rocm profile` can
+    /// report achieved bandwidth. Only recorded when profiling (`ROCM_LAUNCH_LOG`); it changes
+    /// nothing else.
+    ///
+    /// ```no_run
+    /// # use rocm_kernels::runtime::*;
+    /// # fn f(k: &Kernel, x: &Buffer<f32>, y: &mut Buffer<f32>, s: &Stream, n: usize) -> Result<()> {
+    /// k.launch(LaunchConfig::cover(n, 256))
+    ///     .arg(&2.0f32).arg(x).arg(y)
+    ///     .bytes(3 * 4 * n as u64) // x read, y read and written
+    ///     .flops(2 * n as u64)     // one multiply-add per element
+    ///     .run(s)
+    /// # }
+    /// ```
+    pub fn bytes(mut self, bytes: u64) -> Self {
+        self.work.bytes = Some(bytes);
+        self
+    }
+
+    /// Declare the floating-point operations this launch performs (a fused multiply-add counts
+    /// two), so `cargo rocm profile` can report the achieved FLOP rate. Only recorded when
+    /// profiling, like [`LaunchBuilder::bytes`].
+    pub fn flops(mut self, flops: u64) -> Self {
+        self.work.flops = Some(flops);
+        self
+    }
+
     /// Check the arguments against the kernel's parameters and launch on `stream`.
     pub fn run(self, stream: &Stream) -> Result<()> {
-        self.kernel.launch_checked(&self.config, &self.args, stream)
+        self.kernel
+            .launch_checked(&self.config, &self.args, self.work, stream)
     }
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
 use super::launch::{ArgKind, ArgRef};
-use super::{Device, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
+use super::launch_log::{self, Work};
+use super::{Device, DeviceCopy, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
 use crate::library::{KernelDecl, KernelLibrary, ParamKind};
 
 /// A kernel library loaded on a device.
@@ -37,6 +38,41 @@ impl Module {
         self.library
     }
 
+    /// The `__constant__` or `__device__` variable `name` (`mask`, `ns::mask`) of this module, to
+    /// read or write between launches (`hipMemcpyToSymbol`'s job):
+    ///
+    /// ```no_run
+    /// # fn f(module: &rocm_kernels::runtime::Module) -> rocm_kernels::runtime::Result<()> {
+    /// module.global("mask")?.write(&[0.25f32, 0.5, 0.25])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn global(&self, name: &str) -> Result<Global> {
+        let decl = self.library.global(name);
+        let symbol = decl
+            .map(|d| d.symbol.to_string())
+            .unwrap_or_else(|| crate::library::variable_symbol(name));
+        match self.inner.global(decl, &symbol)? {
+            Some((ptr, bytes)) => Ok(Global {
+                device: self.device.clone(),
+                name: decl.map_or(name, |d| d.name).to_string(),
+                ptr,
+                bytes,
+            }),
+            None => {
+                let known: Vec<&str> = self.library.globals.iter().map(|g| g.name).collect();
+                Err(RuntimeError::GlobalNotFound {
+                    name: name.to_string(),
+                    library: self.library.name.to_string(),
+                    available: if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    },
+                })
+            }
+        }
+    }
+
     /// Names of the kernels this module holds on its device.
     pub fn kernel_names(&self) -> Vec<String> {
         let mut names = self.inner.kernel_names();
@@ -49,6 +85,7 @@ impl Module {
         match self.inner.function(name)? {
             Some(function) => Ok(Kernel {
                 name: name.to_string(),
+                library: self.library.name,
                 device: self.device.clone(),
                 decl: self.library.kernel(name),
                 function,
@@ -73,6 +110,8 @@ impl Module {
 #[derive(Debug, Clone)]
 pub struct Kernel {
     name: String,
+    /// The library's name, for the launch log.
+    library: &'static str,
     device: Device,
     decl: Option<&'static KernelDecl>,
     function: Arc<dyn FunctionBackend>,
@@ -136,6 +175,7 @@ impl Kernel {
                         ParamLayout {
                             size: p.size,
                             is_pointer: p.kind == ParamKind::GlobalBuffer,
+                            align: 0,
                         },
                     )
                 })
@@ -191,6 +231,14 @@ impl Kernel {
                     layout.size, arg.type_name, arg.size
                 )));
             }
+            if !layout.is_pointer && layout.align != 0 && layout.align as usize != arg.align {
+                return Err(self.mismatch(format!(
+                    "parameter {i} {param} is aligned to {} bytes, the argument ({}) to {}: give \
+                     the Rust type the same alignment (`#[repr(C, align({}))]`, or the vector \
+                     types of `rocm_kernels::vector`)",
+                    layout.align, arg.type_name, arg.align, layout.align
+                )));
+            }
         }
         Ok(())
     }
@@ -199,6 +247,7 @@ impl Kernel {
         &self,
         config: &LaunchConfig,
         args: &[ArgRef],
+        work: Work,
         stream: &Stream,
     ) -> Result<()> {
         self.device.check_same(stream.device())?;
@@ -212,9 +261,137 @@ impl Kernel {
             });
         }
         self.check_args(args)?;
-        let raw: Vec<*mut c_void> = args.iter().map(|a| a.ptr as *mut c_void).collect();
-        // Safety: the arguments were checked against the parameter list where it is known, and
-        // the builder borrows every buffer until this returns.
-        unsafe { self.function.launch(config, &raw, stream.inner()) }
+        // By-value arguments are copied into 16-byte-aligned storage: kernels read a parameter
+        // with its type's alignment (a float4 with an aligned vector load on the cpu backend),
+        // and the caller's value need not have it.
+        let mut storage: Vec<u128> = Vec::new();
+        let mut offsets = Vec::with_capacity(args.len());
+        for a in args {
+            if a.kind == ArgKind::Value {
+                offsets.push(Some(storage.len()));
+                storage.resize(storage.len() + a.size.div_ceil(16).max(1), 0);
+            } else {
+                offsets.push(None);
+            }
+        }
+        for (a, at) in args.iter().zip(&offsets) {
+            if let Some(at) = at {
+                // Safety: `a.ptr` points to `a.size` readable bytes (KernelArg's contract), and
+                // the slot holds at least that many.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        a.ptr.cast::<u8>(),
+                        storage.as_mut_ptr().add(*at).cast::<u8>(),
+                        a.size,
+                    )
+                };
+            }
+        }
+        let raw: Vec<*mut c_void> = args
+            .iter()
+            .zip(&offsets)
+            .map(|(a, at)| match at {
+                Some(at) => storage[*at..].as_mut_ptr().cast::<c_void>(),
+                None => a.ptr as *mut c_void,
+            })
+            .collect();
+        let Some(log) = launch_log::log() else {
+            // Safety: the arguments were checked against the parameter list where it is known,
+            // and the builder borrows every buffer until this returns.
+            return unsafe { self.function.launch(config, &raw, stream.inner()) };
+        };
+        let info = self.device.info();
+        if log.first_time(self.library, &self.name, config) {
+            let threads = u32::try_from(config.block.count()).unwrap_or(u32::MAX);
+            if let Some(resources) = self.function.resources(threads, config.shared_bytes) {
+                log.function(self.library, &self.name, info, config, resources);
+            }
+        }
+        let start = log.now_ns();
+        // Safety: as above.
+        let result = unsafe { self.function.launch(config, &raw, stream.inner()) };
+        // A cpu launch returns when the kernel is done; GPU launches only queue it.
+        let duration = (info.backend == crate::Backend::Cpu && result.is_ok())
+            .then(|| log.now_ns().saturating_sub(start));
+        log.launch(
+            self.library,
+            &self.name,
+            info,
+            config,
+            start,
+            duration,
+            work,
+        );
+        result
+    }
+}
+
+/// A `__constant__` or `__device__` variable of a loaded module ([`Module::global`]).
+#[derive(Debug, Clone)]
+pub struct Global {
+    device: Device,
+    name: String,
+    ptr: super::backend::DevicePtr,
+    bytes: usize,
+}
+
+impl Global {
+    /// Its size in bytes.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+
+    fn check(&self, bytes: usize, what: &str) -> Result<()> {
+        if bytes == self.bytes {
+            return Ok(());
+        }
+        Err(RuntimeError::SizeMismatch(format!(
+            "{what} {bytes} bytes of variable `{}`, which has {}",
+            self.name, self.bytes
+        )))
+    }
+
+    /// Set it to `data` (exactly its size).
+    pub fn write<T: DeviceCopy>(&self, data: &[T]) -> Result<()> {
+        self.check(std::mem::size_of_val(data), "cannot write")?;
+        let stream = self.device.inner.new_stream()?;
+        // Safety: `data` is a live slice of exactly the variable's size.
+        unsafe {
+            self.device.inner.copy_to_device(
+                self.ptr,
+                data.as_ptr().cast(),
+                self.bytes,
+                stream.as_ref(),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Read it into `out` (exactly its size).
+    pub fn read<T: DeviceCopy>(&self, out: &mut [T]) -> Result<()> {
+        self.check(std::mem::size_of_val(out), "cannot read")?;
+        let stream = self.device.inner.new_stream()?;
+        // Safety: `out` is a live slice of exactly the variable's size; any bytes are a `T`.
+        unsafe {
+            self.device.inner.copy_to_host(
+                out.as_mut_ptr().cast(),
+                self.ptr,
+                self.bytes,
+                stream.as_ref(),
+            )?;
+        }
+        stream.synchronize()
+    }
+
+    /// Set it to one value (a struct, a scalar) of exactly its size.
+    pub fn write_value<T: DeviceCopy>(&self, value: &T) -> Result<()> {
+        self.write(std::slice::from_ref(value))
+    }
+
+    /// Its value as a `T` of exactly its size.
+    pub fn read_value<T: DeviceCopy + Default>(&self) -> Result<T> {
+        let mut v = T::default();
+        self.read(std::slice::from_mut(&mut v))?;
+        Ok(v)
     }
 }

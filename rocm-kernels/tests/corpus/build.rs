@@ -35,7 +35,7 @@ fn main() {
         ("bugs", &["kernels/bugs.hip"][..]),
         ("bench", &["kernels/bench.hip"][..]),
         ("shapes", &["kernels/shapes.hip"][..]),
-        ("fallback", &["kernels/fallback.hip"][..]),
+        ("fidelity", &["kernels/fidelity.hip"][..]),
     ] {
         let mut build = Build::new();
         build.files(sources).backend(Backend::Cpu);

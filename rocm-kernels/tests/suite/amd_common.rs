@@ -189,5 +189,6 @@ pub fn amd_library(name: &str, bundle: &[u8]) -> &'static KernelLibrary {
         name: leak(name),
         code_objects: Box::leak(objects.into_boxed_slice()),
         kernels: Box::leak(kernels.into_boxed_slice()),
+        globals: &[],
     }))
 }

@@ -201,6 +201,7 @@ fn a_library_without_the_devices_target_is_refused_up_front() {
         name: "cpu-only",
         code_objects: &[],
         kernels: &[],
+        globals: &[],
     }));
     match devices[0].load(no_amd) {
         Err(RuntimeError::LibraryMissing { backend, hint, .. }) => {

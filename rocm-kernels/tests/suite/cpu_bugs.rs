@@ -830,3 +830,95 @@ fn waves_show_a_barrier_missing_before_a_loop_and_blocks_hide_it() {
         assert_eq!(got != want, wrong, "{exec:?}: got {got:?}, want {want:?}");
     }
 }
+
+/// Barriers that only some threads of a block reach because of a condition that differs between
+/// them (`?:`, `&&`, `if`, a loop's trip count): reported as partial barriers, naming the
+/// kernel, in every way the cpu backend runs a block (the region form keeps such a barrier's
+/// condition, or leaves the kernel to fibers, which check it) and at both wave sizes.
+#[testkit::test]
+fn partial_barriers_under_conditions_are_reported_in_every_mode() {
+    let kernels = [
+        "partial_count_under_ternary",
+        "partial_or_under_and",
+        "partial_barrier_under_if",
+        "divergent_loop_barrier",
+        "divergent_barrier",
+    ];
+    for wave in [32, 64] {
+        for (exec, race_check) in [
+            (CpuExec::Regions, false),
+            (CpuExec::Blocks, false),
+            (CpuExec::Fibers, false),
+            (CpuExec::Regions, true),
+        ] {
+            let m = module_with(CpuOptions {
+                wave_size: wave,
+                threads: 2,
+                exec,
+                race_check,
+                time_limit: Some(Duration::from_secs(20)),
+                ..CpuOptions::default()
+            });
+            let d = m.device();
+            for kernel in kernels {
+                let input = d
+                    .upload(&(0..128).map(|i| i % 5).collect::<Vec<i32>>())
+                    .unwrap();
+                let mut out = d.alloc::<i32>(128).unwrap();
+                let mut data = d.alloc::<f32>(128).unwrap();
+                let k = m.kernel(kernel).unwrap();
+                let launch = k.launch(LaunchConfig::new(1, 128));
+                let launch = if kernel == "divergent_barrier" {
+                    launch.arg(&mut data)
+                } else {
+                    launch.arg(&input).arg(&mut out)
+                };
+                let err = launch.run(&d.stream().unwrap()).unwrap_err();
+                let mode =
+                    format!("{kernel} with {exec:?} (race check {race_check}) at wave {wave}");
+                match &err {
+                    RuntimeError::PartialBarrier { site, message } => {
+                        assert_eq!(site.kernel, kernel, "{mode}");
+                        assert!(
+                            message.contains("wait at __syncthreads()")
+                                && message
+                                    .contains("every thread of a block must reach every barrier"),
+                            "{mode}: {message}"
+                        );
+                    }
+                    other => panic!("{mode}: expected PartialBarrier, got {other:?}"),
+                }
+                assert!(err.to_string().contains("partial barrier"), "{mode}: {err}");
+            }
+            still_works(d);
+        }
+    }
+}
+
+/// A checked launch of a region form that faults reruns naming each lane; when the rerun does not
+/// fault the same way, the report says the thread may be a neighbour of the one at fault.
+#[testkit::test]
+fn a_fault_that_does_not_recur_says_its_thread_may_be_a_neighbour() {
+    let m = module(64);
+    let d = m.device();
+    let mut flag = d.upload(&[0i32]).unwrap();
+    let mut out = d.alloc::<f32>(100).unwrap();
+    let err = m
+        .kernel("faults_once")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 64))
+        .arg(&mut flag)
+        .arg(&mut out)
+        .arg(&100i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds { detail, .. } => assert!(
+            detail.contains("the thread may be a neighbour of the one at fault"),
+            "{detail}"
+        ),
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    assert_eq!(flag.to_vec().unwrap(), vec![1]);
+    still_works(d);
+}

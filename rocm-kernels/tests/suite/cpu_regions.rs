@@ -1,12 +1,13 @@
 //! The cpu backend's region form against its per-thread fibers: every kernel of
 //! tests/corpus/kernels/shapes.hip (shapes the rewrite in `rocm-kernels-build/src/cpu/region.rs`
 //! has to handle) runs in region form (waves, and whole blocks) and with fibers at both wave
-//! sizes, and the results must be identical bit for bit. Also: a region form that does not
-//! compile costs only its own kernel its region form (tests/corpus/kernels/fallback.hip).
+//! sizes, and the results must be identical bit for bit. (That a region form which does not
+//! compile costs only its own kernel its region form is tested where the build is:
+//! rocm-kernels-build's tests/suite/cpu_fallback.rs.)
 
 use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, Dim3, LaunchConfig, Module};
 use rocm_kernels::KernelLibrary;
-use rocm_kernels_corpus::{FALLBACK, FALLBACK_EXECUTION, SHAPES, SHAPES_EXECUTION};
+use rocm_kernels_corpus::{SHAPES, SHAPES_EXECUTION};
 
 fn module(wave_size: u32, exec: CpuExec) -> Module {
     module_of(SHAPES, wave_size, exec)
@@ -76,51 +77,6 @@ fn region_form_matches_fibers_on_every_shape() {
                         f32::from_bits(b[i])
                     );
                 }
-            }
-        }
-    }
-}
-
-#[testkit::test]
-fn a_region_form_that_does_not_compile_costs_only_its_own_kernel() {
-    let how = |k: &str| {
-        FALLBACK_EXECUTION
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, h)| *h)
-            .unwrap_or_default()
-    };
-    assert!(
-        how("region_form_fails").starts_with("fibers: its region form did not compile: "),
-        "{}",
-        how("region_form_fails")
-    );
-    assert_eq!(how("region_form_compiles"), "regions");
-    let input: Vec<f32> = (0..N).map(|i| (i % 11) as f32 * 0.5).collect();
-    let (grid, block) = (4usize, 256usize);
-    let mirrored = |g: usize| {
-        let (b, t) = (g / block, g % block);
-        input[b * block + block - 1 - t]
-    };
-    for wave in [32, 64] {
-        for exec in [CpuExec::Regions, CpuExec::Blocks, CpuExec::Fibers] {
-            let m = module_of(FALLBACK, wave, exec);
-            let block_dim = Dim3::new(block as u32, 1, 1);
-            let fails = run(&m, "region_form_fails", grid as u32, block_dim, 0);
-            let compiles = run(&m, "region_form_compiles", grid as u32, block_dim, 0);
-            for g in 0..grid * block {
-                let want = mirrored(g) * 2.0 + input[g] * 2.0;
-                assert_eq!(
-                    f32::from_bits(fails[g]),
-                    want,
-                    "region_form_fails[{g}], {exec:?}"
-                );
-                let want = mirrored(g) * 3.0;
-                assert_eq!(
-                    f32::from_bits(compiles[g]),
-                    want,
-                    "region_form_compiles[{g}], {exec:?}"
-                );
             }
         }
     }

@@ -185,6 +185,7 @@ static GPU_ONLY: KernelLibrary = KernelLibrary {
         symbols: &[],
         cpu: None,
     }],
+    globals: &[],
 };
 
 #[testkit::test]

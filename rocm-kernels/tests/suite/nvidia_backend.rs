@@ -144,6 +144,7 @@ fn library(
         name: "nvidia-test",
         code_objects: objects,
         kernels: Box::leak(kernels.into_boxed_slice()),
+        globals: &[],
     }))
 }
 

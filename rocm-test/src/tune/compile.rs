@@ -114,13 +114,13 @@ impl Compiler {
                     )
                 })?;
                 let req = cpu_request(&path, &source.includes, &[], &cache_dir.join("probe"));
-                let id = rocm_kernels_build::cpu::compiler_identity(&req)
-                    .map_err(|e| e.to_string())?;
+                let id =
+                    rocm_kernels_build::cpu::compiler_identity(&req).map_err(|e| e.to_string())?;
                 (id, tree_digest(&rocm_kernels_build::cpu::cpu_include_dir()))
             }
             Backend::Nvidia => {
-                let (version, lib) =
-                    rocm_kernels::runtime::backend::nvidia::nvrtc_version().map_err(|e| {
+                let (version, lib) = rocm_kernels::runtime::backend::nvidia::nvrtc_version()
+                    .map_err(|e| {
                         format!("compile-time parameters need NVRTC on the nvidia backend: {e}")
                     })?;
                 let headers = rocm_kernels_core::headers::nvidia_dir()
@@ -250,10 +250,7 @@ impl Compiler {
     }
 
     fn compile_gpu(&self, dir: &Path, defines: &[(String, String)]) -> Result<Image, String> {
-        let mut options: Vec<String> = defines
-            .iter()
-            .map(|(n, v)| format!("-D{n}={v}"))
-            .collect();
+        let mut options: Vec<String> = defines.iter().map(|(n, v)| format!("-D{n}={v}")).collect();
         let folders = self
             .source
             .path
@@ -390,6 +387,7 @@ impl Compiler {
                     name,
                     code_objects: &[],
                     kernels: Box::leak(decls.into_boxed_slice()),
+                    globals: &[],
                 }));
                 Ok((library, Some(so)))
             }
@@ -429,6 +427,7 @@ impl Compiler {
                     name,
                     code_objects: Box::leak(objects.into_boxed_slice()),
                     kernels: Box::leak(decls.into_boxed_slice()),
+                    globals: &[],
                 }));
                 Ok((library, None))
             }
@@ -492,7 +491,12 @@ fn tree_digest(dir: &Path) -> String {
     files.sort();
     let mut h = Sha256::new();
     for f in files {
-        h.update(f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().as_bytes());
+        h.update(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
         h.update(std::fs::read(&f).unwrap_or_default());
     }
     hex(&h.finalize())
@@ -518,7 +522,10 @@ fn source_digest(source: &SourceSpec) -> String {
             let Some(rest) = rest.trim_start().strip_prefix("include") else {
                 continue;
             };
-            let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next())
+            let Some(name) = rest
+                .trim()
+                .strip_prefix('"')
+                .and_then(|r| r.split('"').next())
             else {
                 continue;
             };

@@ -18,6 +18,7 @@ use crate::check::{ArgKind, Case, CaseValue, Check, Inputs, Outputs, Role};
 use crate::compare::compare;
 use crate::element::{HostBuf, ScalarValue};
 use crate::runtime::{push_scalar, DevBuf};
+use crate::target::TrialPlace;
 use crate::Launch;
 
 /// Run user code (a reference, a launch closure) catching a panic without the panic hook's
@@ -104,6 +105,9 @@ pub(crate) struct KernelEvaluator<'a> {
     current: Option<(Vec<(String, String)>, Variant, Module)>,
     stats: Stats,
     time_limit: Duration,
+    /// Where candidates run, and its wave size (what `Inputs::wave_size` answers).
+    place: TrialPlace,
+    wave_size: u32,
 }
 
 impl<'a> KernelEvaluator<'a> {
@@ -120,10 +124,30 @@ impl<'a> KernelEvaluator<'a> {
         iterations: u32,
         time_limit: Duration,
     ) -> Result<KernelEvaluator<'a>, String> {
-        let inputs = Inputs { case: &case };
+        if !check.globals.is_empty() {
+            return Err(format!(
+                "check `{}` sets module variables (`.global`), which tune mode does not set yet: \
+                 tune a check whose kernel takes everything as arguments",
+                check.name
+            ));
+        }
+        let info = device.info();
+        let wave_size = info.wave_size;
+        let place = TrialPlace {
+            backend: info.backend,
+            target: match info.backend {
+                rocm_kernels::Backend::Cpu => format!("w{wave_size}"),
+                _ => info.arch.clone(),
+            },
+        };
+        let inputs = Inputs {
+            case: &case,
+            target: Some((&place, wave_size)),
+        };
         let mut expected: Vec<(String, HostBuf)> = Vec::new();
         let mut slots = Vec::new();
-        let err = |e: RuntimeError| format!("cannot set up the inputs on {}: {e}", device.info().name);
+        let err =
+            |e: RuntimeError| format!("cannot set up the inputs on {}: {e}", device.info().name);
         for (spec, (_, value)) in check.args.iter().zip(&case.values) {
             match (&spec.kind, value) {
                 (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => slots.push(Slot::Scalar(*s)),
@@ -138,13 +162,18 @@ impl<'a> KernelEvaluator<'a> {
                         compared: inout.then(|| expected.len() - 1),
                     });
                 }
-                (ArgKind::Output { ty, len }, _) => {
+                (ArgKind::Output { ty, len, zeroed }, _) => {
                     let n = crate::run::output_len(len, &inputs);
                     expected.push((spec.name.clone(), HostBuf::zeros(*ty, n)));
-                    let poisoned = HostBuf::poisoned(*ty, n);
+                    // Poisoned, or zeros for an accumulator, before every launch.
+                    let start = if *zeroed {
+                        HostBuf::zeros(*ty, n)
+                    } else {
+                        HostBuf::poisoned(*ty, n)
+                    };
                     slots.push(Slot::Buffer {
-                        dev: DevBuf::upload(&device, &poisoned).map_err(err)?,
-                        reset: Some(poisoned),
+                        dev: DevBuf::upload(&device, &start).map_err(err)?,
+                        reset: Some(start),
                         compared: Some(expected.len() - 1),
                     });
                 }
@@ -192,6 +221,8 @@ impl<'a> KernelEvaluator<'a> {
             current: None,
             stats: Stats::default(),
             time_limit,
+            place,
+            wave_size,
         })
     }
 
@@ -201,7 +232,10 @@ impl<'a> KernelEvaluator<'a> {
     }
 
     pub fn inputs(&self) -> Inputs<'_> {
-        Inputs { case: &self.case }
+        Inputs {
+            case: &self.case,
+            target: Some((&self.place, self.wave_size)),
+        }
     }
 
     /// The definitions of a configuration's compile-time parameters (`BM` → `64`).
@@ -228,7 +262,10 @@ impl<'a> KernelEvaluator<'a> {
             .launch
             .as_ref()
             .ok_or_else(|| EvalError::Fatal("the tunable has no launch".into()))?;
-        let inputs = Inputs { case: &self.case };
+        let inputs = Inputs {
+            case: &self.case,
+            target: Some((&self.place, self.wave_size)),
+        };
         quietly(|| f(config, &inputs)).map_err(|p| {
             EvalError::Invalid(format!(
                 "the launch closure panicked: {}",
@@ -418,10 +455,7 @@ impl Evaluator for KernelEvaluator<'_> {
         let started = Instant::now();
         let got = ahead.get(&defines);
         self.stats.compile_s += started.elapsed().as_secs_f64();
-        Some(
-            got.map(|_| Features::new())
-                .map_err(EvalError::Compile),
-        )
+        Some(got.map(|_| Features::new()).map_err(EvalError::Compile))
     }
 
     fn prefetch(&mut self, upcoming: &[Config]) {

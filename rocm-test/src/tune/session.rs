@@ -445,9 +445,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 continue;
             }
         };
-        let check = suite
-            .find_check(&tunable.check)
-            .expect("validate found it");
+        let check = suite.find_check(&tunable.check).expect("validate found it");
         let static_errors = crate::suite::static_errors(check, suite.library());
         if !static_errors.is_empty() {
             fail(
@@ -520,11 +518,7 @@ fn param_infos(t: &Tunable) -> Vec<ParamInfo> {
 
 /// The problem sizes of a tunable: the request's, else as declared, else the check's sizes at
 /// their largest.
-fn problems_of(
-    t: &Tunable,
-    suite: &Suite,
-    request: &TuneRequest,
-) -> Vec<Vec<(String, usize)>> {
+fn problems_of(t: &Tunable, suite: &Suite, request: &TuneRequest) -> Vec<Vec<(String, usize)>> {
     let Some(check) = suite.find_check(&t.check) else {
         return Vec::new();
     };
@@ -547,8 +541,10 @@ fn problems_of(
             .problems
             .iter()
             .map(|p| {
-                let given: Vec<(String, usize)> =
-                    p.iter().map(|(n, v)| (n.clone(), (*v).max(0) as usize)).collect();
+                let given: Vec<(String, usize)> = p
+                    .iter()
+                    .map(|(n, v)| (n.clone(), (*v).max(0) as usize))
+                    .collect();
                 full(&given)
             })
             .collect();
@@ -641,9 +637,12 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         wave_size: info.wave_size,
     };
     let problem = problem_map(sizes);
-    let base = device
-        .load(library)
-        .map_err(|e| format!("cannot load the kernels of `{}` on {}: {e}", library.name, info.name))?;
+    let base = device.load(library).map_err(|e| {
+        format!(
+            "cannot load the kernels of `{}` on {}: {e}",
+            library.name, info.name
+        )
+    })?;
     let ahead = if tunable.defines().is_empty() {
         None
     } else {
@@ -655,11 +654,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
                 .saturating_sub(1)
                 .max(1)
         });
-        Some(Ahead::new(
-            compiler,
-            workers,
-            info.backend == Backend::Cpu,
-        ))
+        Some(Ahead::new(compiler, workers, info.backend == Backend::Cpu))
     };
     let case = problem_case(check, sizes, request.seed)?;
     let mut evaluator = KernelEvaluator::new(
@@ -680,7 +675,10 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
     // The append-only cache of this tunable, device and problem size.
     let cache_path = out_dir
         .join(slug(&tunable.name))
-        .join(slug(&format!("{}-{}-{}", desc.backend, desc.arch, desc.name)))
+        .join(slug(&format!(
+            "{}-{}-{}",
+            desc.backend, desc.arch, desc.name
+        )))
         .join(format!(
             "{}.jsonl",
             slug(
@@ -692,12 +690,14 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
             )
         ));
     if request.fresh && cache_path.exists() {
-        let aside = cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
+        let aside =
+            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
         std::fs::rename(&cache_path, &aside)
             .map_err(|e| format!("cannot set {} aside: {e}", cache_path.display()))?;
     }
     if let Some(dir) = cache_path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let meta = CacheMeta::for_space(space, Some(&tunable.name), Some(&desc.name));
     let mut cache = JsonlCache::open(&cache_path, meta).map_err(|e| e.to_string())?;
@@ -716,7 +716,13 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
 
     // The default first: the report's speed-up is against it.
     let default_measured = default.map(|id| {
-        measure_default(space, id, &mut evaluator, &mut cache, work.as_ref().map(|w| w.1))
+        measure_default(
+            space,
+            id,
+            &mut evaluator,
+            &mut cache,
+            work.as_ref().map(|w| w.1),
+        )
     });
     evaluator.take_stats();
 

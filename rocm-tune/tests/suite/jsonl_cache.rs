@@ -198,7 +198,12 @@ fn concurrent_process_appenders_do_not_interleave() {
     let children: Vec<_> = (0..2)
         .map(|w| {
             Command::new(&exe)
-                .args(["--exact", "jsonl_cache::child_appender", "--test-threads=1", "--quiet"])
+                .args([
+                    "--exact",
+                    "jsonl_cache::child_appender",
+                    "--test-threads=1",
+                    "--quiet",
+                ])
                 .env(CHILD_PATH, &path)
                 .env(CHILD_ID, w.to_string())
                 .stdout(Stdio::null())

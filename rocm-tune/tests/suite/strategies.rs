@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use rocm_tune::score::{
-    expected_best_random, run_scores, score, ScoreConfig, StrategyFactory,
-};
+use rocm_tune::score::{expected_best_random, run_scores, score, ScoreConfig, StrategyFactory};
 use rocm_tune::strategy::default_strategies;
 use rocm_tune::synthetic::{self, SyntheticMatmul};
 use rocm_tune::tuner::StopReason;
@@ -35,8 +33,7 @@ fn every_strategy_is_deterministic_and_honours_the_budget() {
             };
             let r1 = run(a.as_mut(), 11);
             let r2 = run(b.as_mut(), 11);
-            let ids =
-                |r: &rocm_tune::TuneResult| r.trace.iter().map(|t| t.id).collect::<Vec<_>>();
+            let ids = |r: &rocm_tune::TuneResult| r.trace.iter().map(|t| t.id).collect::<Vec<_>>();
             assert_eq!(ids(&r1), ids(&r2), "{} is not deterministic", r1.strategy);
             assert_eq!(r1.evaluations, budget, "{}", r1.strategy);
             assert_eq!(r1.stop, StopReason::BudgetExhausted, "{}", r1.strategy);

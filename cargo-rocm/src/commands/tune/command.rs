@@ -33,8 +33,9 @@ pub fn parse_space(text: &str) -> Result<(Vec<(String, Vec<Value>)>, Vec<String>
         let vals = list
             .iter()
             .map(|v| {
-                Value::from_json(v)
-                    .ok_or_else(|| format!("parameter `{name}`: `{v}` is not a number, string or bool"))
+                Value::from_json(v).ok_or_else(|| {
+                    format!("parameter `{name}`: `{v}` is not a number, string or bool")
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         params.push((name.clone(), vals));
@@ -218,8 +219,9 @@ mod tests {
 
     #[test]
     fn spaces_params_and_templates() {
-        let (p, r) = parse_space(r#"{"BM": [32, 64], "MODE": ["a", "b"], "restrictions": ["BM >= 32"]}"#)
-            .unwrap();
+        let (p, r) =
+            parse_space(r#"{"BM": [32, 64], "MODE": ["a", "b"], "restrictions": ["BM >= 32"]}"#)
+                .unwrap();
         assert_eq!(p.len(), 2);
         assert_eq!(r, ["BM >= 32"]);
         let (p2, _) = parse_space(r#"{"parameters": {"BM": [1]}}"#).unwrap();

@@ -169,7 +169,10 @@ fn convergence_svg(runs: &[&TuneRun]) -> Result<String, String> {
         for (i, (name, points)) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))
                 .map_err(|e| err(&e))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));

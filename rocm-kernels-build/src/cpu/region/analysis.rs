@@ -39,13 +39,28 @@ pub enum Decl {
     Renewed(String),
 }
 
+/// Whether a variable is initialised with a lambda (`auto f = [..](..) {..};`), and whether
+/// that lambda captures nothing (`[]`).
+fn lambda_init(src: &Tokens, v: &DeclVar) -> Option<bool> {
+    match v.init {
+        Init::Expr(x, _) if src.is(x, "[") => Some(src.is(x + 1, "]")),
+        _ => None,
+    }
+}
+
 /// How the simple statement [a, end) is treated at the level of barriers. A `const` of a value
 /// every lane computes alike (from literals, parameters, blockDim, template arguments...) is
-/// evaluated once, so it stays a constant expression.
+/// evaluated once, so it stays a constant expression; so is a lambda that captures nothing (its
+/// closure is the same for every lane, and has no default constructor a slot could use).
 pub fn classify(src: &Tokens, a: usize, end: usize, lane_var: LaneVars) -> PResult<Decl> {
     Ok(match declaration(src, a, end)? {
         Declaration::None => Decl::No,
         Declaration::Static => Decl::Hoist,
+        Declaration::Variables { vars, .. }
+            if vars.iter().all(|v| lambda_init(src, v) == Some(true)) =>
+        {
+            Decl::Hoist
+        }
         Declaration::Variables {
             ty,
             vars,
@@ -164,19 +179,24 @@ pub fn lanes_can_leave(src: &Tokens, body: &Stmt) -> bool {
         .any(|i| matches!(src.tok(i), "return" | "break" | "continue") && src.ident(i))
 }
 
+/// A renewed assignment found by [`settle_liveness`]: the statement's start -> (type, name).
+pub type Renewal = (usize, (String, String));
+
 /// Liveness of the variables a run of statements without barriers declares (`run`, one lane
 /// loop): a variable needs a slot per lane only if code after this stretch (`rest`, and up to
-/// `live_until`, where its scope ends) reads it. Declarations of variables that are not live
-/// become lane code as written (`Decl::No`). When the next statement naming a variable assigns
-/// it a new value (`x = ...;`, not reading `x`), it is dead here and that statement is returned
-/// (start -> type, name) to be treated as a new declaration: kernels often recompute their
-/// indices after a barrier.
+/// `live_until`, where its scope ends) reads it, or if the initializer of an `auto` variable
+/// that does names it (the slot's type is found before the lane loop, from the slots). Declarations of variables
+/// that are not live become lane code as written (`Decl::No`). When the next statement naming a
+/// variable assigns it a new value (`x = ...;`, not reading `x`), it is dead here and that
+/// statement is returned (start -> type, name) to be treated as a new declaration: kernels often
+/// recompute their indices after a barrier. Err for a lambda that captures variables and lives
+/// across a barrier (its captures belong to one lane loop).
 pub fn settle_liveness(
     src: &Tokens,
     run: &mut [(&Stmt, Decl)],
     rest: &[Stmt],
     live_until: usize,
-) -> Vec<(usize, (String, String))> {
+) -> PResult<Vec<Renewal>> {
     let run_end = run.last().map_or(0, |(s, _)| s.end);
     // Names, not members (`threadIdx.x` does not name `x`).
     let names = |a: usize, b: usize, n: &str| {
@@ -184,9 +204,11 @@ pub fn settle_liveness(
             src.ident(i) && src.tok(i) == n && !(i > 0 && matches!(src.tok(i - 1), "." | "->"))
         })
     };
-    let mut reborn = Vec::new();
-    for (_, d) in run.iter_mut() {
-        let Decl::Lanes { ty, vars, .. } = &*d else {
+    // Per declaration: whether it stays live, and the renewed assignments that end its life.
+    let mut verdicts: Vec<Option<(bool, Vec<Renewal>)>> = Vec::new();
+    for (_, d) in run.iter() {
+        let Decl::Lanes { ty, vars, .. } = d else {
+            verdicts.push(None);
             continue;
         };
         let mut live = false;
@@ -211,7 +233,52 @@ pub fn settle_liveness(
                 }
             }
         }
+        verdicts.push(Some((live, renew)));
+    }
+    // An `auto` slot's type is found from the slots: what its initializer names needs one too.
+    loop {
+        let mut grew = false;
+        for k in 0..run.len() {
+            let Some((true, _)) = verdicts[k] else {
+                continue;
+            };
+            let Decl::Lanes { ty: None, vars, .. } = &run[k].1 else {
+                continue;
+            };
+            for v in vars {
+                let Init::Expr(x, y) = v.init else { continue };
+                for j in 0..k {
+                    let Some((live @ false, _)) = &mut verdicts[j] else {
+                        continue;
+                    };
+                    let Decl::Lanes { vars: named, .. } = &run[j].1 else {
+                        continue;
+                    };
+                    if named.iter().any(|n| names(x, y, &n.name)) {
+                        *live = true;
+                        grew = true;
+                    }
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    let mut reborn = Vec::new();
+    for ((_, d), verdict) in run.iter_mut().zip(verdicts) {
+        let Some((live, renew)) = verdict else {
+            continue;
+        };
         if live {
+            if let Decl::Lanes { vars, .. } = &*d {
+                if let Some(v) = vars.iter().find(|v| lambda_init(src, v).is_some()) {
+                    return Err(format!(
+                        "the lambda `{}` captures variables and is used after a barrier",
+                        v.name
+                    ));
+                }
+            }
             continue;
         }
         reborn.extend(renew);
@@ -233,7 +300,7 @@ pub fn settle_liveness(
         };
         *d = new;
     }
-    reborn
+    Ok(reborn)
 }
 
 /// Whether the body may change parameter `name` (assigns it, increments it, takes its address or

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::lex::{Kind, Tokens};
 use super::analysis::{self, lanes_can_leave, param_mutated, settle_liveness, whole_block, Decl};
 use super::parse::{
-    collective_calls, declares_in_condition, has_collective, param_names, CollectiveCall, DeclVar,
-    Init, PResult, Parser, St, Stmt,
+    collective_calls, declares_in_condition, has_collective, lambda_body, param_names,
+    CollectiveCall, DeclVar, Init, PResult, Parser, St, Stmt,
 };
 use super::unit::KernelDef;
 
@@ -31,6 +31,9 @@ struct Gen<'s, 'a> {
     returned: bool,
     /// The lane loop being generated contains a `return`.
     returned_here: bool,
+    /// Lane code reads the lane's coordinates from `rk_cur` (set for every lane), not from the
+    /// lane loop's local copy: lambdas of the kernel read them.
+    coordinates_from_tls: bool,
 }
 
 /// Inside lane code: what a `break`/`continue` binds to.
@@ -118,31 +121,38 @@ impl Gen<'_, '_> {
         out
     }
 
-    /// The lane code of a declaration: bind each name to its slot, then initialize it.
+    /// The lane code of a declaration: bind each name to its slot, then construct the variable
+    /// there as its declaration would (slots are raw storage: default member initialisers run
+    /// each time the declaration does, and a type without a default constructor needs none).
     fn decl_lane_code(
         &self,
-        ty: &Option<String>,
         vars: &[DeclVar],
         storage: &[(String, String)],
         reps: &[(usize, usize, String)],
     ) -> String {
         let mut s = String::from("\n");
         for (v, (_, st)) in vars.iter().zip(storage) {
-            s.push_str(&format!("auto &{} = {st}[rk_t]; ", v.name));
-            match (&v.init, ty) {
-                (Init::None, _) => {}
-                (Init::Expr(x, y), _) => {
-                    s.push_str(&format!("{} = {};", v.name, self.text_with(*x, *y, reps)))
+            let name = &v.name;
+            s.push_str(&format!("auto &{name} = {st}[rk_t]; "));
+            let place = format!(
+                "::new (static_cast<void *>(&{name})) std::remove_reference_t<decltype({name})>"
+            );
+            match &v.init {
+                Init::None => s.push_str(&format!("rk::default_init({name});")),
+                Init::Expr(x, y) => {
+                    let e = self.text_with(*x, *y, reps);
+                    // `T x = {..};` is list-initialisation; anything else a copy of the value.
+                    let braced = self.src.is(*x, "{") && self.src.close(*x) == Some(y - 1);
+                    if braced {
+                        s.push_str(&format!("{place}{e};"));
+                    } else {
+                        s.push_str(&format!("{place}({e});"));
+                    }
                 }
-                (Init::Args(x, y, brace), Some(ty)) => {
+                Init::Args(x, y, brace) => {
                     let (l, r) = if *brace { ("{", "}") } else { ("(", ")") };
-                    s.push_str(&format!(
-                        "{} = {ty}{l}{}{r};",
-                        v.name,
-                        self.text_with(*x, *y, reps)
-                    ))
+                    s.push_str(&format!("{place}{l}{}{r};", self.text_with(*x, *y, reps)))
                 }
-                (Init::Args(..), None) => unreachable!("classify refuses it"),
             }
         }
         s
@@ -174,8 +184,12 @@ impl Gen<'_, '_> {
     /// Lane code reads the lane's coordinates from a local rather than the thread-local
     /// `rk_cur` (which is still set, for functions the kernel calls).
     fn push_lane(&mut self, code: &str) {
-        self.out
-            .push_str(&code.replace("(rk_cur.thread_idx)", "(rk_tidx)"));
+        if self.coordinates_from_tls {
+            self.out.push_str(code);
+        } else {
+            self.out
+                .push_str(&code.replace("(rk_cur.thread_idx)", "(rk_tidx)"));
+        }
     }
 
     fn open_lanes(&mut self) -> usize {
@@ -418,7 +432,7 @@ impl Gen<'_, '_> {
         rest: &[Stmt],
         live_until: usize,
     ) -> PResult<Vec<(usize, (String, String))>> {
-        let reborn = settle_liveness(self.src, &mut run, rest, live_until);
+        let reborn = settle_liveness(self.src, &mut run, rest, live_until)?;
         // Slots for the lane variables declared here, before the loop.
         let mut pending: Vec<(String, String)> = Vec::new();
         let mut storages = Vec::new();
@@ -438,7 +452,7 @@ impl Gen<'_, '_> {
         };
         for ((s, d), st) in run.iter().zip(&storages) {
             let code = match d {
-                Decl::Lanes { ty, vars, .. } => self.decl_lane_code(ty, vars, st, &[]),
+                Decl::Lanes { vars, .. } => self.decl_lane_code(vars, st, &[]),
                 Decl::Renewed(code) => format!("\n{code}"),
                 _ => self.lane_stmt(s, top)?,
             };
@@ -664,12 +678,14 @@ impl Gen<'_, '_> {
         let decl = self.classify(s.start, s.end)?;
         match decl {
             Decl::Hoist | Decl::Renewed(_) => {
+                // Why the collective cannot be taken apart (inside a lambda...), if it says.
+                collective_calls(src, s.start, s.end)?;
                 Err("a barrier in a static or constant declaration".into())
             }
             Decl::No => self.phased(s.start, s.end - 1, None, &|t| format!("{t};")),
             Decl::Lanes { ty, vars, .. } => {
                 let storage = self.slots(&ty, &vars, &[]);
-                self.phased(s.start, s.end - 1, Some((&ty, &vars, &storage)), &|t| {
+                self.phased(s.start, s.end - 1, Some((&vars, &storage)), &|t| {
                     format!("{t};")
                 })?;
                 if let Some(scope) = self.scopes.last_mut() {
@@ -688,7 +704,7 @@ impl Gen<'_, '_> {
         &mut self,
         a: usize,
         b: usize,
-        decl: Option<(&Option<String>, &[DeclVar], &[(String, String)])>,
+        decl: Option<(&[DeclVar], &[(String, String)])>,
         wrap: &dyn Fn(String) -> String,
     ) -> PResult<()> {
         let src = self.src;
@@ -736,6 +752,29 @@ impl Gen<'_, '_> {
                     }
                 }
                 "__activemask" => "static_cast<unsigned long long>(rkr.activemask(rk_t))".into(),
+                // The lanes of a wave run in step: a wave's own barrier only ends the lane loop.
+                "__syncwarp" => "(void)0".into(),
+                "__rk_readfirstlane" => {
+                    let value = arg(0)?;
+                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    after.push_str(&format!("\nrkr.reduce({x});"));
+                    format!("rkr.first_active<std::decay_t<decltype({value})>>({x}, rk_t)")
+                }
+                "__rk_tile_reduce" => {
+                    // (value, operator, tile width): the tile's butterfly, computed once per
+                    // tile by the first of its lanes the result loop reaches.
+                    let value = arg(0)?;
+                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    let done = format!("rk_done{id}_{k}");
+                    after.push_str(&format!(
+                        "\nuint8_t *{done} = rkr.bytes(); std::memset({done}, 0, rkr.n);"
+                    ));
+                    format!(
+                        "rkr.tile_reduce<std::decay_t<decltype({value})>>({x}, {done}, rk_t, static_cast<int>({}), {})",
+                        arg(2)?,
+                        arg(1)?
+                    )
+                }
                 "__ballot" | "__ballot64" | "__ballot_sync" | "__any" | "__any_sync" | "__all"
                 | "__all_sync" => {
                     stores.push_str(&format!(
@@ -771,7 +810,7 @@ impl Gen<'_, '_> {
                     )
                 }
             };
-            if !matches!(*name, "__syncthreads" | "__activemask") {
+            if !matches!(*name, "__syncthreads" | "__activemask" | "__syncwarp") {
                 self.push(&format!("\nuint64_t *{x} = rkr.xbuf();"));
             }
             reps.push((*at, close + 1, rep));
@@ -787,7 +826,7 @@ impl Gen<'_, '_> {
         // Phase 3: the statement per lane.
         self.open_lanes();
         let code = match decl {
-            Some((ty, vars, storage)) => self.decl_lane_code(ty, vars, storage, &reps),
+            Some((vars, storage)) => self.decl_lane_code(vars, storage, &reps),
             None => format!("\n{}", wrap(self.text_with(a, b, &reps))),
         };
         self.push_lane(&code);
@@ -795,6 +834,17 @@ impl Gen<'_, '_> {
         self.push("\n}");
         Ok(())
     }
+}
+
+/// Whether a lambda defined in [a, b) reads the thread's coordinates.
+fn lambdas_read_coordinates(src: &Tokens, a: usize, b: usize) -> bool {
+    (a..b).any(|k| {
+        src.is(k, "{")
+            && lambda_body(src, k)
+            && src
+                .close(k)
+                .is_some_and(|c| (k..c).any(|i| src.is(i, "thread_idx")))
+    })
 }
 
 /// The region form of kernel `def` (a function definition, in the kernel's namespaces), and
@@ -832,18 +882,23 @@ pub fn block_function(
         masked: 0,
         returned: false,
         returned_here: false,
+        coordinates_from_tls: lambdas_read_coordinates(src, ba, bb),
     };
     for (n, _) in &mutated {
         g.push(&format!(
-            "\nauto *const rk_p_{n} = rkr.alloc<std::remove_cv_t<decltype(rk_arg_{n})>>();\
-             \nfor (uint32_t rk_t = 0; rk_t < rkr.n; ++rk_t) rk_p_{n}[rk_t] = rk_arg_{n};"
+            "\nauto *const rk_p_{n} = rkr.alloc<rk::slot_of_t<decltype(rk_arg_{n})>>();\
+             \nfor (uint32_t rk_t = 0; rk_t < rkr.n; ++rk_t) ::new (static_cast<void *>(rk_p_{n} + rk_t)) \
+             rk::slot_of_t<decltype(rk_arg_{n})>(rk_arg_{n});"
         ));
         g.scopes[0].push((n.clone(), format!("rk_p_{n}")));
     }
     g.seq(&body, bb)?;
-    // Whether functions the kernel calls read the running thread's coordinates from `rk_cur`
-    // (which then must be set for every lane even when faults need not name it).
-    let tls = (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.tok(i)));
+    // Whether functions the kernel calls, or lambdas it defines, read the running thread's
+    // coordinates from `rk_cur` (which then must be set for every lane even when faults need
+    // not name it). Lambdas keep reading `rk_cur` (one that captures nothing cannot read the lane
+    // loop's local copy).
+    let tls = g.coordinates_from_tls
+        || (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.tok(i)));
     // Without barriers or collectives a block's waves have nothing to interleave at: one call
     // runs the whole block.
     let whole = whole_block(src, def);
@@ -861,6 +916,7 @@ pub fn block_function(
         "rkr.count",
         "rkr.any",
         "rkr.act",
+        "rkr.tile_reduce",
     ]
     .iter()
     .any(|m| g.out.contains(m));
@@ -875,7 +931,14 @@ pub fn block_function(
     code.push('\n');
     // Lane loops of kernels indexed by threadIdx.x alone are unrolled (see RK_LANE_UNROLL in
     // region.h: measured faster for 1-D kernels, slower for the 2-D tiled transpose).
-    let one_d = !g.out.contains("(rk_tidx).y") && !g.out.contains("(rk_tidx).z");
+    let one_d = ![
+        "(rk_tidx).y",
+        "(rk_tidx).z",
+        "thread_idx).y",
+        "thread_idx).z",
+    ]
+    .iter()
+    .any(|c| g.out.contains(c));
     code.push_str(&format!(
         "#undef RK_LANE_UNROLL\n#define RK_LANE_UNROLL{}\n",
         if one_d { " RK_UNROLL_4" } else { "" }

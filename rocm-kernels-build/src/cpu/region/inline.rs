@@ -55,9 +55,14 @@ pub fn declared_names(src: &Tokens, a: usize, b: usize) -> BTreeSet<String> {
 fn helper_at(src: &Tokens, f: &FnBody) -> Option<Helper> {
     let popen = f.params_open;
     let pclose = src.close(popen)?;
-    if (pclose + 1..f.body.0 - 1).any(|j| !matches!(src.tok(j), "const" | "noexcept")) {
+    // `auto name(params) -> type`: the return type after the arrow.
+    let arrow = (pclose + 1..f.body.0 - 1).find(|&j| src.is(j, "->"));
+    let qualifiers_end = arrow.unwrap_or(f.body.0 - 1);
+    if (pclose + 1..qualifiers_end).any(|j| !matches!(src.tok(j), "const" | "noexcept")) {
         return None; // `override`, `final`: a member function
     }
+    let trailing: Option<Vec<&str>> =
+        arrow.map(|a| (a + 1..f.body.0 - 1).map(|j| src.tok(j)).collect());
     let name = popen - 1;
     // The return type: names, `::` and `*` back to a boundary; storage words dropped.
     let mut r = name;
@@ -78,11 +83,21 @@ fn helper_at(src: &Tokens, f: &FnBody) -> Option<Helper> {
         "__forceinline__",
         "__noinline__",
     ];
-    let ret_words: Vec<&str> = (r..name)
+    let mut ret_words: Vec<&str> = (r..name)
         .map(|j| src.tok(j))
         .filter(|w| !STORAGE.contains(w))
         .collect();
-    if ret_words.is_empty() || ret_words.contains(&"auto") || ret_words.contains(&"operator") {
+    if let Some(trailing) = trailing {
+        if ret_words != ["auto"] || trailing.is_empty() {
+            return None;
+        }
+        ret_words = trailing;
+    }
+    if ret_words.is_empty()
+        || ret_words
+            .iter()
+            .any(|w| matches!(*w, "auto" | "operator" | "decltype"))
+    {
         return None;
     }
     if r > 0 && src.is(r - 1, ">") {

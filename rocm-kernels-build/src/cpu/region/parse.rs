@@ -31,6 +31,11 @@ pub const COLLECTIVES: &[&str] = &[
     "__any_sync",
     "__all_sync",
     "__activemask",
+    "__syncwarp",
+    // The cpu header's names for AMD's `readfirstlane` and cooperative groups' tile `reduce`
+    // (collectives of their own in the region form; see `groups`).
+    "__rk_readfirstlane",
+    "__rk_tile_reduce",
 ];
 
 /// Assignment operators.
@@ -167,6 +172,14 @@ impl Parser<'_, '_> {
             return Err("unexpected end of the kernel".into());
         }
         if src.kind(i) == Some(Kind::Pragma) {
+            if i + 1 >= src.len() || src.is(i + 1, "}") {
+                // The last thing in its block: a statement of its own.
+                return Ok(Stmt {
+                    start: i,
+                    end: i + 1,
+                    st: St::Simple,
+                });
+            }
             let mut s = self.stmt(i + 1)?;
             s.start = i;
             return Ok(s);
@@ -540,8 +553,9 @@ pub struct CollectiveCall<'a> {
     pub args: Vec<(usize, usize)>,
 }
 
-/// The collective calls in [a, b). Err when a collective is used other than by a call, or
-/// inside another one's operands.
+/// The collective calls in [a, b). Err when a collective is used other than by a call, inside
+/// another one's operands, inside a lambda (it runs where the lambda is called), or where only
+/// some threads would evaluate it (see [`conditional_operator`]).
 pub fn collective_calls<'a>(
     src: &Tokens<'a>,
     a: usize,
@@ -551,12 +565,23 @@ pub fn collective_calls<'a>(
     let mut i = a;
     while i < b {
         if src.ident(i) && COLLECTIVES.contains(&src.tok(i)) {
+            let name = src.tok(i);
             if !src.is(i + 1, "(") {
-                return Err(format!("`{}` used other than by a call", src.tok(i)));
+                return Err(format!("`{name}` used other than by a call"));
             }
             let close = src.close(i + 1).ok_or("unbalanced call")?;
             if has_collective(src, i + 2, close) {
                 return Err("a collective inside another one's operands".into());
+            }
+            if in_lambda(src, a, i) {
+                return Err(format!(
+                    "`{name}` inside a lambda (it waits where the lambda is called)"
+                ));
+            }
+            if let Some(op) = conditional_operator(src, a, i) {
+                return Err(format!(
+                    "`{name}` is under `{op}`, so only some threads may reach it"
+                ));
             }
             calls.push(CollectiveCall {
                 name: src.tok(i),
@@ -575,4 +600,76 @@ pub fn collective_calls<'a>(
 /// Whether tokens [a, b) name a barrier or collective.
 pub fn has_collective(src: &Tokens, a: usize, b: usize) -> bool {
     (a..b).any(|i| src.ident(i) && COLLECTIVES.contains(&src.tok(i)))
+}
+
+/// Whether the `{` at `brace` opens a lambda's body: `] {`, `] (params) {`, with `mutable`,
+/// `constexpr`, `noexcept` or a trailing return type between.
+pub fn lambda_body(src: &Tokens, brace: usize) -> bool {
+    let mut j = brace;
+    while j > 0 && matches!(src.tok(j - 1), "mutable" | "constexpr" | "noexcept") {
+        j -= 1;
+    }
+    // `-> type`: back to the arrow, over names, `::`, `<...>`, `*`, `&`.
+    if let Some(arrow) = (j.saturating_sub(16)..j)
+        .rev()
+        .take_while(|&k| {
+            src.ident(k) || matches!(src.tok(k), "::" | "<" | ">" | "*" | "&" | "->" | ",")
+        })
+        .find(|&k| src.is(k, "->"))
+    {
+        j = arrow;
+    }
+    if j == 0 {
+        return false;
+    }
+    if src.is(j - 1, "]") {
+        return true;
+    }
+    src.is(j - 1, ")")
+        && src
+            .open_of(j - 1)
+            .is_some_and(|open| open > 0 && src.is(open - 1, "]"))
+}
+
+/// Whether token `at` lies inside the body of a lambda that opens in [a, at).
+fn in_lambda(src: &Tokens, a: usize, at: usize) -> bool {
+    (a..at).any(|k| src.is(k, "{") && src.close(k).is_some_and(|c| c > at) && lambda_body(src, k))
+}
+
+/// The operator (`?:`, `&&` or `||`) whose conditionally evaluated operand token `at` lies in,
+/// within the expression starting at `a`: the second or third operand of `?:`, the right-hand
+/// side of `&&` or `||`. A barrier or collective there is reached only by the threads for which
+/// the condition holds.
+pub fn conditional_operator(src: &Tokens, a: usize, at: usize) -> Option<&'static str> {
+    // Operators whose conditional operand is still open, with the bracket depth they sit at.
+    let mut open: Vec<(&'static str, usize)> = Vec::new();
+    let mut depth = 0usize;
+    for k in a..at {
+        let t = src.tok(k);
+        match t {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => {
+                depth = depth.saturating_sub(1);
+                open.retain(|&(_, d)| d <= depth);
+            }
+            _ => {}
+        }
+        // What ends an operand at its own depth: `,` and `;` end all three; `?`, `:` and
+        // assignments end the right-hand side of `&&` and `||`, and `||` that of `&&`.
+        let ends = |op: &str| match t {
+            "," | ";" => true,
+            "?" | ":" => op != "?:",
+            "||" => op == "&&",
+            _ => op != "?:" && ASSIGN_OPS.contains(&t),
+        };
+        open.retain(|&(op, d)| d != depth || !ends(op));
+        match t {
+            "?" => open.push(("?:", depth)),
+            "&&" | "||" if src.kind(k) == Some(Kind::Punct) => {
+                open.push((if t == "&&" { "&&" } else { "||" }, depth))
+            }
+            _ => {}
+        }
+    }
+    open.first().map(|&(op, _)| op)
 }

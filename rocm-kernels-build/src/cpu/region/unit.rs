@@ -168,11 +168,77 @@ const NOT_FUNCTIONS: &[&str] = &[
     "sizeof",
 ];
 
+/// Words between a function's parameters and its body.
+const AFTER_PARAMS: &[&str] = &["const", "noexcept", "override", "final"];
+
 /// Function definitions of the unit by name (member functions and overloads included), found by
-/// their shape `name ( params ) [const|noexcept|override|final] {` at each `{`.
+/// their shape `name ( params ) [const|noexcept|override|final] [-> type] {` at each `{`. A call
+/// operator (`operator()`, what calling a functor runs) is indexed under its class's name, which
+/// is what code using the functor names.
 pub struct FunctionIndex {
     bodies: Vec<FnBody>,
     by_name: HashMap<String, Vec<usize>>,
+}
+
+/// The `)` closing the parameters of a function whose body opens at `brace`: before the body,
+/// the words of [`AFTER_PARAMS`] and a trailing return type (`-> type`) may come.
+pub fn params_close(toks: &Tokens, brace: usize) -> Option<usize> {
+    let skip_words = |mut k: usize| {
+        while k > 0 && AFTER_PARAMS.contains(&toks.tok(k - 1)) {
+            k -= 1;
+        }
+        k
+    };
+    let mut k = skip_words(brace);
+    if k > 0 && !toks.is(k - 1, ")") {
+        // `-> type`: the arrow, at most a few dozen tokens back, with no statement boundary
+        // between (`decltype(...)` brackets are stepped over).
+        let mut j = k - 1;
+        let mut found = None;
+        for _ in 0..48 {
+            match toks.tok(j) {
+                "->" => {
+                    found = Some(j);
+                    break;
+                }
+                ";" | "{" | "}" | "=" => break,
+                ")" => j = toks.open_of(j)?,
+                _ => {}
+            }
+            if j == 0 {
+                break;
+            }
+            j -= 1;
+        }
+        k = skip_words(found?);
+    }
+    (k > 0 && toks.is(k - 1, ")")).then(|| k - 1)
+}
+
+/// The name of the class whose body encloses token `at` (`struct name ... {`, `class`, `union`).
+fn enclosing_class(toks: &Tokens, at: usize) -> Option<String> {
+    let mut depth = 0i32;
+    let mut k = at;
+    while k > 0 {
+        k -= 1;
+        match toks.tok(k) {
+            "}" => depth += 1,
+            "{" if depth > 0 => depth -= 1,
+            "{" => {
+                // The class head: back to `struct|class|union NAME` before any `;` or `}`.
+                let mut j = k;
+                while j > 0 && !matches!(toks.tok(j - 1), ";" | "{" | "}") {
+                    j -= 1;
+                    if matches!(toks.tok(j), "struct" | "class" | "union") && toks.ident(j + 1) {
+                        return Some(toks.tok(j + 1).to_string());
+                    }
+                }
+                return None;
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 impl FunctionIndex {
@@ -183,21 +249,33 @@ impl FunctionIndex {
             if !toks.is(i, "{") {
                 continue;
             }
-            let mut k = i;
-            while k > 0 && matches!(toks.tok(k - 1), "const" | "noexcept" | "override" | "final") {
-                k -= 1;
-            }
-            if k == 0 || !toks.is(k - 1, ")") {
-                continue;
-            }
-            let Some(open) = toks.open_of(k - 1) else {
+            let Some(open) = params_close(toks, i).and_then(|c| toks.open_of(c)) else {
                 continue;
             };
-            if open == 0 || !toks.ident(open - 1) || NOT_FUNCTIONS.contains(&toks.tok(open - 1)) {
+            if open == 0 {
                 continue;
             }
+            let name = if toks.ident(open - 1) && !NOT_FUNCTIONS.contains(&toks.tok(open - 1)) {
+                toks.tok(open - 1).to_string()
+            } else if open >= 3
+                && toks.is(open - 1, ")")
+                && toks.is(open - 2, "(")
+                && toks.is(open - 3, "operator")
+            {
+                // `F::operator()(...)` outside the class, or `operator()(...)` inside it.
+                let class = if open >= 5 && toks.is(open - 4, "::") && toks.ident(open - 5) {
+                    Some(toks.tok(open - 5).to_string())
+                } else {
+                    enclosing_class(toks, open - 3)
+                };
+                match class {
+                    Some(c) => c,
+                    None => continue,
+                }
+            } else {
+                continue;
+            };
             if let Some(close) = toks.close(i) {
-                let name = toks.tok(open - 1).to_string();
                 by_name.entry(name.clone()).or_default().push(bodies.len());
                 bodies.push(FnBody {
                     name,
@@ -209,13 +287,25 @@ impl FunctionIndex {
         FunctionIndex { bodies, by_name }
     }
 
-    /// The functions whose names the token ranges `roots` use, and the functions whose names
-    /// those use, and so on: everything code in `roots` can call or take the address of (by
-    /// name, so all overloads of a name).
-    pub fn reachable(&self, toks: &Tokens, roots: &[(usize, usize)]) -> Vec<&FnBody> {
+    /// The functions whose names the token ranges `roots` use, or that are `named`, and the
+    /// functions whose names those use, and so on: everything code in `roots` can call or take
+    /// the address of (by name, so all overloads of a name).
+    pub fn reachable(
+        &self,
+        toks: &Tokens,
+        roots: &[(usize, usize)],
+        named: &[&str],
+    ) -> Vec<&FnBody> {
         let mut seen = vec![false; self.bodies.len()];
         let mut out = Vec::new();
         let mut pending: Vec<(usize, usize)> = roots.to_vec();
+        for &k in named.iter().flat_map(|n| self.by_name.get(*n)).flatten() {
+            if !seen[k] {
+                seen[k] = true;
+                out.push(&self.bodies[k]);
+                pending.push(self.bodies[k].body);
+            }
+        }
         while let Some((a, b)) = pending.pop() {
             for i in a..b {
                 if !toks.ident(i) {
@@ -266,7 +356,7 @@ mod tests {
         let index = FunctionIndex::new(&t);
         let (defs, _) = kernel_defs(&t);
         let mut names: Vec<&str> = index
-            .reachable(&t, &[defs[0].body])
+            .reachable(&t, &[defs[0].body], &[])
             .iter()
             .map(|f| f.name.as_str())
             .collect();

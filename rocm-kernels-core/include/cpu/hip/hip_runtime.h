@@ -33,21 +33,29 @@
  * assert macro calls __assert_fail; renaming it here also covers <cassert> included later. */
 #define __assert_fail rk_assert_fail
 
+/* The cpu backend is a platform of its own: code written for AMD GPUs (`#ifdef
+ * __HIP_PLATFORM_AMD__`: inline GCN assembly, wave-64 assumptions) or NVIDIA ones must not be
+ * taken here. `__HIP__`, `__HIPCC__` and `__HIP_DEVICE_COMPILE__` say "HIP kernel code, device
+ * side", which it is. */
+#define __HIP_PLATFORM_ROCM_KERNELS_CPU__ 1
 #define __HIP_CPU_RK__ 1
-#define __HIP_PLATFORM_AMD__ 1
 #define __HIP__ 1
+#define __HIPCC__ 1
 #define __HIP_DEVICE_COMPILE__ 1
 
 /* ---- function and variable qualifiers ---- */
 #ifdef RK_SCAN
-/* The build's kernel scanner preprocesses with RK_SCAN to find kernels by this marker. */
+/* The build's scanner preprocesses with RK_SCAN to find kernels by this marker, and the
+ * __constant__ and __device__ variables by these attributes (rocm-kernels-build cpu/globals.rs). */
 #define __global__ __rk_kernel__
+#define __device__ __attribute__((__rk_device__))
+#define __constant__ __attribute__((__rk_constant__))
 #else
 #define __global__
-#endif
 #define __device__
-#define __host__
 #define __constant__
+#endif
+#define __host__
 #define __managed__
 #define __shared__ thread_local
 #define __forceinline__ inline __attribute__((always_inline))
@@ -110,7 +118,6 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 [[noreturn]] inline void __trap() { rk_kernel_fault("__trap() called"); }
-[[noreturn]] inline void __builtin_amdgcn_s_trap_rk() { __trap(); }
 
 /* ---- clocks ---- */
 #if defined(__x86_64__)
@@ -126,6 +133,7 @@ inline unsigned int __smid() { return 0; }
 #include "detail/math.h"
 #include "detail/vector_types.h"
 #include "detail/warp.h"
+#include "detail/amd.h"
 #include "hip_bf16.h"
 #include "hip_fp16.h"
 #include "detail/entry.h"

@@ -29,9 +29,11 @@
 //! control flow), and launches running past
 //! [`CpuOptions::time_limit`].
 //!
-//! Unchecked launches let the compiler optimise region code across threads, so the thread a
-//! stray-pointer fault names may be a neighbour of the one at fault; checked launches (the
-//! default, and what the test harness uses) name it exactly.
+//! Region code runs its lanes without storing each one's coordinates first, so the compiler can
+//! optimise across threads (vectorise); the thread a fault names may then be a neighbour of the
+//! one at fault. Checked launches (the default, and what the test harness uses) rerun a faulting
+//! launch storing them, and report that run's fault, which names the exact thread: exactness
+//! costs only failing launches (it used to cost every checked launch up to 3.5x).
 //!
 //! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
 //! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
@@ -49,7 +51,7 @@
 //! `atomicCAS` winner).
 
 mod detector;
-mod ffi;
+pub(crate) mod ffi;
 mod race;
 
 use std::any::Any;
@@ -366,7 +368,30 @@ struct CpuModule {
     shared: Arc<Shared>,
 }
 
+/// A cpu accessor's address and size of its variable (`void (void **at, unsigned long long *n)`).
+///
+/// # Safety
+/// `accessor` is an accessor the build generated.
+unsafe fn call_accessor(accessor: *const ()) -> (DevicePtr, usize) {
+    type Accessor = unsafe extern "C" fn(*mut *mut c_void, *mut u64);
+    let f: Accessor = std::mem::transmute(accessor);
+    let (mut at, mut bytes) = (std::ptr::null_mut(), 0u64);
+    f(&mut at, &mut bytes);
+    (at as DevicePtr, bytes as usize)
+}
+
 impl ModuleBackend for CpuModule {
+    fn global(
+        &self,
+        decl: Option<&'static crate::library::GlobalDecl>,
+        _symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>> {
+        // Safety: accessors come from the build.
+        Ok(decl
+            .and_then(|d| d.cpu)
+            .map(|c| unsafe { call_accessor(c.accessor) }))
+    }
+
     fn kernel_names(&self) -> Vec<String> {
         self.library
             .kernels
@@ -404,10 +429,22 @@ impl ModuleBackend for CpuModule {
         let race_entry = cpu
             .race
             .map(|race| unsafe { std::mem::transmute::<*const (), ffi::RkEntry>(race) });
+        // The library's variables, as the plain code and the race variant each have them.
+        let globals = self
+            .library
+            .globals
+            .iter()
+            .filter_map(|g| Some((g.name, g.cpu?)))
+            .filter_map(|(name, c)| Some((name, c.accessor, c.race?)))
+            // Safety: accessors come from the build.
+            .map(|(name, plain, race)| unsafe { (name, call_accessor(plain), call_accessor(race)) })
+            .map(|(name, (plain, bytes), (race, _))| (plain, race, bytes, name))
+            .collect();
         Ok(Some(Arc::new(CpuFunction {
             name: name.to_string(),
             entry,
             race_entry,
+            globals,
             param_types,
             layout,
             region_form,
@@ -425,6 +462,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32),
         count: 0,
         size: [0; ffi::RK_MAX_PARAMS],
         is_pointer: [0; ffi::RK_MAX_PARAMS],
+        align: [0; ffi::RK_MAX_PARAMS],
         block_entry: ffi::RK_ENTRY_THREADS,
     };
     let call = ffi::RkCall {
@@ -449,6 +487,7 @@ fn describe(entry: ffi::RkEntry) -> std::result::Result<(Vec<ParamLayout>, u32),
         .map(|i| ParamLayout {
             size: info.size[i],
             is_pointer: info.is_pointer[i] != 0,
+            align: info.align[i],
         })
         .collect();
     Ok((layout, info.block_entry))
@@ -460,6 +499,9 @@ struct CpuFunction {
     entry: ffi::RkEntry,
     /// The kernel's race variant (instrumented, per thread), for the race detector.
     race_entry: Option<ffi::RkEntry>,
+    /// The library's `__constant__`/`__device__` variables: (plain address, race variant's
+    /// copy, bytes). A race-checked launch copies them in and back out.
+    globals: Vec<(DevicePtr, DevicePtr, usize, &'static str)>,
     layout: Vec<ParamLayout>,
     /// What the entry's region form runs per call (`rk_block_entry` in `abi.h`): waves
     /// (`RK_ENTRY_WAVES`), which the runtime then schedules as the block's threads; whole blocks
@@ -581,6 +623,9 @@ impl FunctionBackend for CpuFunction {
                         && options.exec == CpuExec::Blocks),
             ),
             exec_blocks: u32::from(options.exec == CpuExec::Blocks),
+            // Race-checked launches name threads exactly; plain ones let the compiler optimise
+            // across lanes and rerun a faulting launch to name the thread (`launch_plain`).
+            publish: u32::from(options.checked && options.race_check),
             watch_len: 0,
             watch_addr: 0,
         };
@@ -592,7 +637,7 @@ impl FunctionBackend for CpuFunction {
                 _ => self.launch_race_checked(desc, args),
             }
         } else {
-            self.run(self.shared.pool()?, &desc).map(drop)
+            self.launch_plain(desc)
         };
         result.map_err(|err| self.name_missed_buffer(err, args))
     }
@@ -642,6 +687,44 @@ impl CpuFunction {
         err
     }
 
+    /// A launch on the device's pool. Region forms run their lanes without publishing each one's
+    /// coordinates (the compiler vectorises across lanes), so a fault names a thread of the right
+    /// wave, not always the right one: in checked mode a faulting launch runs once more,
+    /// publishing them, and the fault of that run (the same one, for faults that depend on
+    /// indices rather than data) names the exact thread. Only failing launches pay for it.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`].
+    unsafe fn launch_plain(&self, desc: ffi::RkLaunchDesc) -> Result<()> {
+        let pool = self.shared.pool()?;
+        let first = match self.run(pool, &desc) {
+            Ok(_) => return Ok(()),
+            Err(err) => err,
+        };
+        let lanes_unnamed = desc.checked != 0
+            && desc.publish == 0
+            && (desc.region_waves != 0 || desc.whole_blocks != 0 || desc.exec_blocks != 0);
+        let thread_named = matches!(
+            first,
+            RuntimeError::KernelFault { .. } | RuntimeError::OutOfBounds { .. }
+        );
+        if !(lanes_unnamed && thread_named) {
+            return Err(first);
+        }
+        let mut exact = desc;
+        exact.publish = 1;
+        match self.run(pool, &exact) {
+            Err(again) if std::mem::discriminant(&again) == std::mem::discriminant(&first) => {
+                Err(again)
+            }
+            _ => Err(with_note(
+                first,
+                " (the thread may be a neighbour of the one at fault: the launch ran its lanes \
+                 without naming each, and running it again naming them did not fault the same way)",
+            )),
+        }
+    }
+
     /// Run one launch on `pool`.
     ///
     /// # Safety
@@ -688,12 +771,22 @@ impl CpuFunction {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        // The race variant has its own copies of the library's variables: they take the plain
+        // ones' values before, give them back after, and are checked like device memory.
+        let mut checked = allocations.clone();
+        for &(plain, race, bytes, _) in &self.globals {
+            std::ptr::copy_nonoverlapping(plain as *const u8, race as *mut u8, bytes);
+            checked.insert(race, bytes as u64);
+        }
         let _armed = detector::ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        if !detector::arm(&allocations, desc.wave_size) {
+        if !detector::arm(&checked, desc.wave_size) {
             return Err(self.invalid("the race detector is in use by another launch".into()));
         }
         let run = self.run(pool.0, &desc);
         let found = detector::disarm();
+        for &(plain, race, bytes, _) in &self.globals {
+            std::ptr::copy_nonoverlapping(race as *const u8, plain as *mut u8, bytes);
+        }
         let run = run.map_err(|mut err| {
             // A partial barrier: say which barrier (the waiting thread's).
             if let RuntimeError::PartialBarrier { site, message } = &mut err {
@@ -720,7 +813,18 @@ impl CpuFunction {
                 value: std::ptr::read_unaligned(arg as *const u64),
             })
             .collect();
-        let name_global = |address: u64| detector::name_global(address, &pointers, &allocations);
+        let name_global = |address: u64| {
+            let variable = self
+                .globals
+                .iter()
+                .find(|(_, race, bytes, _)| address >= *race && address < *race + *bytes as u64);
+            match variable {
+                Some((_, race, _, name)) => {
+                    format!("variable `{name}` at byte offset {}", address - race)
+                }
+                None => detector::name_global(address, &pointers, &allocations),
+            }
+        };
         let message = detector::message(&found, desc.wave_size, desc.block, &name_global);
         Err(RuntimeError::DataRace {
             kernel: self.name.clone(),
@@ -817,13 +921,20 @@ impl CpuFunction {
 
 /// A fault of the race check's second run, which the first (in order) did not have: say so,
 /// since the order of threads is then what triggers it.
-fn only_in_reverse_order(mut err: RuntimeError) -> RuntimeError {
-    const NOTE: &str = " (race check: only when the threads of each block ran in reverse order, \
-                        so it depends on the order of threads between barriers)";
+fn only_in_reverse_order(err: RuntimeError) -> RuntimeError {
+    with_note(
+        err,
+        " (race check: only when the threads of each block ran in reverse order, so it depends \
+         on the order of threads between barriers)",
+    )
+}
+
+/// `note` appended to a fault's message.
+fn with_note(mut err: RuntimeError, note: &str) -> RuntimeError {
     match &mut err {
         RuntimeError::KernelFault { message, .. }
-        | RuntimeError::PartialBarrier { message, .. } => message.push_str(NOTE),
-        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(NOTE),
+        | RuntimeError::PartialBarrier { message, .. } => message.push_str(note),
+        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(note),
         _ => {}
     }
     err

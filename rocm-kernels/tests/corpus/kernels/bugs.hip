@@ -150,3 +150,54 @@ __global__ void missing_barrier_before_loop(const float* x, float* partial) {
     }
     if (t == 0) partial[blockIdx.x] = tile[0];
 }
+
+// Partial barriers under a condition that differs between the threads of a block (the correct
+// forms are in fidelity.hip). Only threads 0..63 reach __syncthreads_count: the others take the
+// other side of `?:`.
+__global__ void partial_count_under_ternary(const int* in, int* out) {
+    unsigned int t = threadIdx.x;
+    int c = t < 64 ? __syncthreads_count(in[t] > 0) : 0;
+    out[t] = c;
+}
+
+// `&&` skips the barrier for the threads whose left side is false.
+__global__ void partial_or_under_and(const int* in, int* out) {
+    unsigned int t = threadIdx.x;
+    int seen = t < 64 && __syncthreads_or(in[t] > 0);
+    out[t] = seen;
+}
+
+// A barrier under an `if` on the thread's index: every third thread skips it.
+__global__ void partial_barrier_under_if(const int* in, int* out) {
+    __shared__ int s[256];
+    unsigned int t = threadIdx.x;
+    s[t] = in[t];
+    if (t % 3 != 0) __syncthreads();
+    out[t] = s[(t + 1) % blockDim.x];
+}
+
+// A barrier in a loop whose trip count differs between threads: threads leave it after
+// different numbers of barriers.
+__global__ void divergent_loop_barrier(const int* in, int* out) {
+    __shared__ int s[256];
+    unsigned int t = threadIdx.x;
+    int acc = 0;
+    for (unsigned int k = 0; k < t / 32 + 1; ++k) {
+        s[t] = acc + in[t];
+        __syncthreads();
+        acc += s[(t + 1) % blockDim.x];
+    }
+    out[t] = acc;
+}
+
+// Faults the first time only: thread 0 sets the flag it tested, then writes past the end.
+// Checked launches run region forms without naming each lane and rerun a faulting launch
+// naming them; here the rerun does not fault, and the report says its thread may be a neighbour.
+__global__ void faults_once(int* flag, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        int first = flag[0];
+        flag[0] = 1;
+        if (first == 0) out[n + 10] = 1.0f;
+    }
+}

@@ -1,8 +1,10 @@
 //! Kernel libraries for rocm-kernels' cpu-backend tests and benchmarks, built by
 //! `rocm-kernels-build`: `FEATURES` (the kernel-language corpus), `BUGS` (planted bugs the backend must catch),
 //! `BENCH` (the benchmark kernels), `SHAPES` (kernel shapes the cpu region form rewrites),
-//! `FALLBACK` (a region form that does not compile beside one that does); each with
-//! `<NAME>_EXECUTION`, how the cpu build runs every kernel (`regions`, `fibers: why`, ...).
+//! `FIDELITY` (real-world HIP: conditional collectives, odd block shapes, functors, lambdas,
+//! cooperative groups, AMD intrinsics);
+//! each with `<NAME>_EXECUTION`, how the cpu build runs every kernel (`regions`, `fibers: why`,
+//! ...).
 
 use rocm_kernels::KernelLibrary;
 

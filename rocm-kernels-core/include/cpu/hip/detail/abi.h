@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#define RK_ABI_VERSION 3u
+#define RK_ABI_VERSION 5u
 #define RK_MAX_PARAMS 64
 
 #ifdef __cplusplus
@@ -65,6 +65,8 @@ typedef struct rk_param_info {
     uint32_t count;
     uint32_t size[RK_MAX_PARAMS];
     uint8_t is_pointer[RK_MAX_PARAMS];
+    /* alignof each parameter's type. */
+    uint32_t align[RK_MAX_PARAMS];
     /* rk_block_entry: what the entry's region form runs. */
     uint32_t block_entry;
 } rk_param_info;
@@ -96,7 +98,8 @@ typedef struct rk_ctx {
     /* Bump storage for region-form blocks: lane slots and masks. */
     char *arena_cur;
     char *arena_end;
-    /* The launch is checked (guard pages): faults must name the exact thread. */
+    /* Region forms publish each lane's coordinates before its memory accesses, so a fault names
+     * the exact thread (rk_launch_desc::publish). */
     uint32_t checked;
     /* threadIdx of each linear thread id of a block, for 2-D and 3-D blocks (else null). */
     rk_uint3 *idx_table;
@@ -183,6 +186,10 @@ typedef struct rk_launch_desc {
     uint32_t thread_order;  /* rk_thread_order */
     uint32_t whole_blocks;  /* 1: the entry runs chunks of whole blocks (RK_CALL_RUN_BLOCKS) */
     uint32_t exec_blocks;   /* 1: region forms run whole blocks, all waves in step */
+    uint32_t publish;       /* 1: region forms publish each lane's coordinates before its memory
+                               accesses (exact fault reports; the compiler cannot optimise across
+                               lanes). Checked launches run without and rerun a faulting launch
+                               with it (rocm-kernels/src/runtime/backend/cpu.rs) */
     uint32_t watch_len;     /* bytes at watch_addr (1 to 8); 0: no watch */
     uint64_t watch_addr;    /* race check: record which thread last changed these bytes */
 } rk_launch_desc;

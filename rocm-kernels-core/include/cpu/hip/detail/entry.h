@@ -50,6 +50,7 @@ __attribute__((flatten)) inline void run(void (*)(P...), const rk_call *c, std::
         info->abi_version = RK_ABI_VERSION;
         info->count = sizeof...(P);
         ((info->size[I] = static_cast<uint32_t>(sizeof(std::decay_t<P>)),
+          info->align[I] = static_cast<uint32_t>(alignof(std::decay_t<P>)),
           info->is_pointer[I] = std::is_pointer<std::decay_t<P>>::value ? 1 : 0),
          ...);
         return;

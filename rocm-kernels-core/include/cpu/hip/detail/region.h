@@ -15,6 +15,8 @@
 #ifndef RK_CPU_REGION_H
 #define RK_CPU_REGION_H
 
+#include <new>
+
 /* Region-form functions inline everything they call: a lane loop with the kernel body inside,
  * which the compiler can then optimise across lanes. (Also compiling them for AVX2 with
  * target_clones was measured: no kernel of the benchmark got vectorised by it, since GCC does
@@ -56,6 +58,28 @@ inline T from_bits(uint64_t b) {
     T out;
     std::memcpy(&out, &b, sizeof(T));
     return out;
+}
+
+/* The type of a slot holding a copy of a parameter the kernel modifies: the parameter's type
+ * without its qualifiers, __restrict__ included (std::remove_cv keeps that one, and a slot of
+ * type `float *__restrict__` cannot be formed as raw storage). */
+template <class T>
+struct unrestrict { using type = T; };
+template <class T>
+struct unrestrict<T *__restrict__> { using type = T *; };
+template <class T>
+using slot_of_t = typename unrestrict<std::remove_cv_t<T>>::type;
+
+/* What a declaration without initializer does to a variable in a lane slot (raw storage):
+ * nothing for types without a default constructor of their own, which C++ leaves
+ * indeterminate, else run it (default member initialisers). */
+template <class T>
+inline void default_init(T &x) {
+    if constexpr (std::is_array<T>::value) {
+        for (auto &e : x) default_init(e);
+    } else if constexpr (!std::is_trivially_default_constructible<T>::value) {
+        ::new (static_cast<void *>(&x)) T;
+    }
 }
 
 /* One wave of a block being run in region form. */
@@ -134,16 +158,14 @@ struct region {
     }
     uint8_t *bytes() { return reinterpret_cast<uint8_t *>(take(n, 16)); }
 
-    /* One slot per lane for a variable of type T. */
+    /* One slot per lane for a variable of type T: raw storage, where the lane code constructs
+     * the variable when its declaration runs (see rk::default_init). Never destroyed. */
     template <class T>
     T *alloc() {
         static_assert(std::is_trivially_destructible<T>::value,
                       "a variable living across a barrier must be trivially destructible in the "
                       "cpu backend's region form");
-        T *p = reinterpret_cast<T *>(take(sizeof(T) * n, alignof(T) < 16 ? 16 : alignof(T)));
-        if constexpr (!std::is_trivially_default_constructible<T>::value)
-            for (uint32_t t = 0; t < n; ++t) ::new (static_cast<void *>(p + t)) T();
-        return p;
+        return reinterpret_cast<T *>(take(sizeof(T) * n, alignof(T) < 16 ? 16 : alignof(T)));
     }
     /* Lane slots for collective operands, with two words (ballot, active mask) after them. */
     uint64_t *xbuf() { return reinterpret_cast<uint64_t *>(take(8 * (n + 2 * nw), 16)); }
@@ -317,6 +339,44 @@ struct region {
         for (uint32_t l = b; l < e; ++l)
             if (!act || act[l]) m |= uint64_t(1) << (l - b);
         return m;
+    }
+    /* Lane t's position in its wave (the lanes of a call start at a wave's first lane). */
+    __attribute__((always_inline)) uint32_t lane_in_wave(uint32_t t) const { return (base + t) & (ws - 1); }
+    /* The value of the first active lane of lane t's wave (readfirstlane), after reduce(x). */
+    template <class T>
+    T first_active(const uint64_t *x, uint32_t t) const {
+        const uint64_t active = x[wave_words(t) + 1];
+        return from_bits<T>(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]);
+    }
+    /* Cooperative groups' reduce over lane t's tile of `width` lanes: the butterfly of
+     * `v = op(v, shfl_xor(v, o, width))` for o = 1, 2, 4... that the header runs on fibers, with
+     * the same results (a partner outside the wave or not taking part gives a lane its own
+     * value). The first lane of a tile the result loop reaches computes the whole tile into x;
+     * `done` marks it. */
+    template <class T, class Op>
+    T tile_reduce(uint64_t *x, uint8_t *done, uint32_t t, int width, Op op) const {
+        if (width <= 0 || width > static_cast<int>(ws) || (width & (width - 1))) width = static_cast<int>(ws);
+        const uint32_t w = static_cast<uint32_t>(width);
+        const uint32_t b = wave_begin(t), e = wave_end(b);
+        const uint32_t first = b + ((t - b) & ~(w - 1));
+        if (!done[first]) {
+            done[first] = 1;
+            const uint32_t last = first + w < e ? first + w : e;
+            uint64_t cur[64], next[64];
+            for (uint32_t l = first; l < last; ++l) cur[l - first] = x[l];
+            for (uint32_t o = 1; o < w; o <<= 1) {
+                for (uint32_t l = first; l < last; ++l) {
+                    next[l - first] = cur[l - first];
+                    if (act && !act[l]) continue;
+                    uint32_t from = ((l - first) ^ o) + first;
+                    if (from >= last || (act && !act[from])) from = l;
+                    next[l - first] = bits(static_cast<T>(op(from_bits<T>(cur[l - first]), from_bits<T>(cur[from - first]))));
+                }
+                for (uint32_t l = first; l < last; ++l) cur[l - first] = next[l - first];
+            }
+            for (uint32_t l = first; l < last; ++l) x[l] = cur[l - first];
+        }
+        return from_bits<T>(x[t]);
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
      * source lane outside the wave, the segment or not taking part gives the lane its own. */

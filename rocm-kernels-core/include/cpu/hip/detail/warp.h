@@ -41,6 +41,27 @@ inline unsigned long long __ballot64(int pred) { return __ballot(pred); }
 inline int __any(int pred) { return static_cast<int>(rk_warp_op(RK_WARP_ANY, pred != 0, 0, 0)); }
 inline int __all(int pred) { return static_cast<int>(rk_warp_op(RK_WARP_ALL, pred != 0, 0, 0)); }
 inline unsigned long long __activemask() { return rk_warp_op(RK_WARP_ACTIVEMASK, 1, 0, 0); }
+/* The lanes of the wave that are active here wait for each other (memory they wrote before is
+ * then seen by the others). The mask is not checked. */
+inline void __syncwarp() { (void)rk_warp_op(RK_WARP_ACTIVEMASK, 1, 0, 0); }
+template <class M>
+inline void __syncwarp(M) { __syncwarp(); }
+namespace rk {
+/* The bits of a wave-wide lane mask that belong to the tile of `width` lanes (a power of two)
+ * holding lane `lane`, as the tile's own mask (bit i for the tile's lane i). */
+inline unsigned long long tile_bits(unsigned long long mask, unsigned int width, unsigned int lane) {
+    const unsigned long long low = width >= 64 ? ~0ull : (1ull << width) - 1;
+    return (mask >> (lane & ~(width - 1))) & low;
+}
+}  // namespace rk
+
+/* The value of the wave's first active lane (AMD's readfirstlane); a collective of its own in the
+ * region form. */
+template <class T>
+inline T __rk_readfirstlane(T var) {
+    const unsigned long long active = __activemask();
+    return __shfl(var, __builtin_ctzll(active));
+}
 
 /* The *_sync forms (HIP 6.2+): the mask is not checked. */
 template <class M, class T>

@@ -54,7 +54,11 @@ pub fn hiprtc_candidates() -> Vec<PathBuf> {
     let names = ["libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6"];
     let mut out: Vec<PathBuf> = Vec::new();
     if let Some(root) = std::env::var_os("ROCM_PATH").filter(|p| !p.is_empty()) {
-        out.extend(names.iter().map(|n| PathBuf::from(&root).join("lib").join(n)));
+        out.extend(
+            names
+                .iter()
+                .map(|n| PathBuf::from(&root).join("lib").join(n)),
+        );
     }
     out.extend(names.iter().map(PathBuf::from));
     out.extend(names.iter().map(|n| PathBuf::from("/opt/rocm/lib").join(n)));

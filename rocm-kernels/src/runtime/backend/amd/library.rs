@@ -107,6 +107,7 @@ hip_functions! {
     hipEventDestroy: fn(hipEvent_t) -> hipError_t;
     hipModuleLoadData: fn(*mut hipModule_t, *const c_void) -> hipError_t;
     hipModuleGetFunction: fn(*mut hipFunction_t, hipModule_t, *const c_char) -> hipError_t;
+    hipModuleGetGlobal: fn(*mut hipDeviceptr_t, *mut usize, hipModule_t, *const c_char) -> hipError_t;
     hipModuleUnload: fn(hipModule_t) -> hipError_t;
     hipModuleLaunchKernel: fn(
         hipFunction_t,

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use super::device::{amd_stream_of, AmdDevice, Handle};
 use super::library::HipLibrary;
 use crate::library::{Backend, CodeObject, KernelLibrary, TargetId};
-use crate::runtime::backend::{FunctionBackend, ModuleBackend, ParamLayout, StreamBackend};
+use crate::runtime::backend::{
+    DevicePtr, FunctionBackend, ModuleBackend, ParamLayout, StreamBackend,
+};
 use crate::runtime::{LaunchConfig, Result, RuntimeError};
 
 /// Per source of the library, the index of the object a device with target `device` loads, or
@@ -145,6 +147,23 @@ fn aligned_copy(bytes: &[u8]) -> Vec<u64> {
 }
 
 impl ModuleBackend for AmdModule {
+    fn global(
+        &self,
+        _decl: Option<&'static crate::library::GlobalDecl>,
+        symbol: &str,
+    ) -> Result<Option<(DevicePtr, usize)>> {
+        let Ok(c_symbol) = CString::new(symbol) else {
+            return Ok(None);
+        };
+        for object in &self.objects {
+            object.hip.set_device(object.ordinal)?;
+            if let Some((ptr, bytes)) = object.hip.module_get_global(object.raw.0, &c_symbol)? {
+                return Ok(Some((ptr as DevicePtr, bytes)));
+            }
+        }
+        Ok(None)
+    }
+
     fn kernel_names(&self) -> Vec<String> {
         self.library
             .kernels
@@ -274,6 +293,7 @@ mod tests {
             name: "t",
             code_objects: &OBJECTS,
             kernels: &[] as &[KernelDecl],
+            globals: &[],
         };
         let xnack_off = TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
         // b.hip has only an xnack+ build: the device's full target id is what to add.

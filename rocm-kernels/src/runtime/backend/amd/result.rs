@@ -333,6 +333,28 @@ impl HipLibrary {
         Ok(Some(function))
     }
 
+    /// The device address and size of the variable called `symbol`, or `None` when the module
+    /// has none.
+    pub(crate) fn module_get_global(
+        &self,
+        module: hipModule_t,
+        symbol: &CStr,
+    ) -> Result<Option<(hipDeviceptr_t, usize)>> {
+        let f = self.hipModuleGetGlobal()?;
+        let mut ptr: hipDeviceptr_t = std::ptr::null_mut();
+        let mut bytes = 0usize;
+        // Safety: a live module and a NUL-terminated name.
+        let code = unsafe { f(&mut ptr, &mut bytes, module, symbol.as_ptr()) };
+        if code == HIP_ERROR_NOT_FOUND {
+            return Ok(None);
+        }
+        self.check(
+            &format!("hipModuleGetGlobal(`{}`)", symbol.to_string_lossy()),
+            code,
+        )?;
+        Ok(Some((ptr, bytes)))
+    }
+
     /// # Safety
     /// `module` is live and none of its functions are used afterwards.
     pub(crate) unsafe fn module_unload(&self, module: hipModule_t) -> Result<()> {
