@@ -43,4 +43,4 @@ pub use stream::{Event, Stream};
 
 pub use crate::library::Backend;
 pub use backend::cpu::fiber_switch_ns;
-pub use rocm_kernels_core::launch_log::ENV_LAUNCH_LOG;
+pub use rocm_kernels_core::launch_log::{DriverResources, ENV_LAUNCH_LOG};

@@ -21,7 +21,7 @@ pub const REQUEST_ENV: &str = "ROCM_TUNE_REQUEST";
 pub type ConfigMap = BTreeMap<String, serde_json::Value>;
 
 /// What to tune and how.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TuneRequest {
     /// Only tunables whose kernel (or name) contains one of these; empty: all.
@@ -67,33 +67,6 @@ pub struct TuneRequest {
     pub wave_size: Option<u32>,
     /// Only list the tunables and their spaces; tune nothing.
     pub list: bool,
-}
-
-impl Default for TuneRequest {
-    fn default() -> Self {
-        TuneRequest {
-            filter: Vec::new(),
-            backends: Vec::new(),
-            problems: Vec::new(),
-            strategies: Vec::new(),
-            max_evals: None,
-            max_seconds: None,
-            seed: 0,
-            iterations: None,
-            time_limit_s: None,
-            jobs: None,
-            out_dir: None,
-            results: None,
-            compile_cache: None,
-            wisdom: None,
-            events: None,
-            fresh: false,
-            import_kt: None,
-            export_kt: false,
-            wave_size: None,
-            list: false,
-        }
-    }
 }
 
 /// Progress while tuning runs (one JSON object per line).

@@ -143,6 +143,13 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
+    /// Run this prebuilt harness executable (a `cargo test --no-run` build of a rocm-test
+    /// harness) instead of building the package's: for a machine without Rust (repeatable).
+    /// The wisdom file defaults to tune/wisdom.json and results go under --target-dir (default
+    /// `target`), both relative to the current directory
+    #[arg(long, value_name = "PATH", conflicts_with = "cmd_template")]
+    pub harness: Vec<PathBuf>,
+
     /// Tune an external program: its command with {NAME} placeholders, run through `sh -c`
     #[arg(long, value_name = "TEMPLATE")]
     pub cmd_template: Option<String>,
@@ -248,6 +255,28 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         let report = tune_command(&args, &target_dir.join("rocm").join("tune"), out)?;
         return present(&args, &target_dir.join("rocm").join("tune"), report, out);
     }
+    if !args.harness.is_empty() {
+        let target_dir = args
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("target"));
+        let out_dir = target_dir.join("rocm").join("tune");
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        let root = std::env::current_dir()?;
+        let mut report = TuneReport::default();
+        for exe in &args.harness {
+            let name = exe
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.status("Tuning", exe.display().to_string());
+            let mut cmd = Process::new(exe);
+            cmd.envs(build_env(&args));
+            run_harness(&args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
+        }
+        return present(&args, &out_dir, report, out);
+    }
     let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
     let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
@@ -302,63 +331,88 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
                     ),
                 ));
             }
-            let tag = format!("{}-{test}-{}", h.package, std::process::id());
-            let events = out_dir.join(format!("events-{tag}.jsonl"));
-            let results = out_dir.join(format!("results-{tag}"));
-            let _ = std::fs::remove_file(&events);
-            let request = request(&args, root, &out_dir, &results, &events);
             let mut cmd = Process::new(&cargo);
-            cmd.args(&base)
-                .envs(build_env(&args))
-                .env(REQUEST_ENV, serde_json::to_string(&request)?)
-                .stdout(child_stdout(&args));
-            out.verbose(format!("running {cmd:?}"));
-            let mut child = cmd
-                .spawn()
-                .with_context(|| format!("could not run `{cargo} test`"))?;
-            let progress = Progress::new(out, &events);
-            let status = loop {
-                if let Some(s) = child.try_wait()? {
-                    break s;
-                }
-                progress.poll();
-                std::thread::sleep(Duration::from_millis(150));
-            };
-            progress.poll();
-            progress.finish();
-            let text = std::fs::read_to_string(results.join("results.json")).ok();
-            let _ = std::fs::remove_dir_all(&results);
-            let _ = std::fs::remove_file(&events);
-            match text.map(|t| serde_json::from_str::<TuneReport>(&t)) {
-                Some(Ok(r)) => {
-                    report.runs.extend(r.runs);
-                    report.errors.extend(r.errors);
-                    report.listed.extend(r.listed);
-                    report.wisdom = report.wisdom.or(r.wisdom);
-                }
-                Some(Err(e)) => {
-                    return Err(exit::coded(
-                        exit::INTERNAL,
-                        format!("the harness's tuning report is malformed: {e}"),
-                    ))
-                }
-                None => report.errors.push(TuneFailure {
-                    kernel: String::new(),
-                    message: format!(
-                        "the harness `{test}` of `{}` exited with {status} without a report{}",
-                        h.package,
-                        if status.code() == Some(3) {
-                            ": a GPU kernel ran past the time limit (see above); everything \
-                             measured before is in the cache, rerun to resume"
-                        } else {
-                            " (see its output above)"
-                        }
-                    ),
-                }),
-            }
+            cmd.args(&base).envs(build_env(&args));
+            run_harness(
+                &args,
+                cmd,
+                &h.package,
+                test,
+                root,
+                &out_dir,
+                &mut report,
+                out,
+            )?;
         }
     }
     present(&args, &out_dir, report, out)
+}
+
+/// Run one harness in tune mode (`cmd`: the harness, or cargo running it) and add its results
+/// to `report`.
+#[allow(clippy::too_many_arguments)]
+fn run_harness(
+    args: &TuneArgs,
+    mut cmd: Process,
+    package: &str,
+    test: &str,
+    root: &Path,
+    out_dir: &Path,
+    report: &mut TuneReport,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let tag = format!("{package}-{test}-{}", std::process::id());
+    let events = out_dir.join(format!("events-{tag}.jsonl"));
+    let results = out_dir.join(format!("results-{tag}"));
+    let _ = std::fs::remove_file(&events);
+    let request = request(args, root, out_dir, &results, &events);
+    cmd.env(REQUEST_ENV, serde_json::to_string(&request)?)
+        .stdout(child_stdout(args));
+    out.verbose(format!("running {cmd:?}"));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("could not run {cmd:?}"))?;
+    let progress = Progress::new(out, &events);
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        progress.poll();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    progress.poll();
+    progress.finish();
+    let text = std::fs::read_to_string(results.join("results.json")).ok();
+    let _ = std::fs::remove_dir_all(&results);
+    let _ = std::fs::remove_file(&events);
+    match text.map(|t| serde_json::from_str::<TuneReport>(&t)) {
+        Some(Ok(r)) => {
+            report.runs.extend(r.runs);
+            report.errors.extend(r.errors);
+            report.listed.extend(r.listed);
+            report.wisdom = report.wisdom.take().or(r.wisdom);
+        }
+        Some(Err(e)) => {
+            return Err(exit::coded(
+                exit::INTERNAL,
+                format!("the harness's tuning report is malformed: {e}"),
+            ))
+        }
+        None => report.errors.push(TuneFailure {
+            kernel: String::new(),
+            message: format!(
+                "the harness `{test}` of `{}` exited with {status} without a report{}",
+                package,
+                if status.code() == Some(3) {
+                    ": a GPU kernel ran past the time limit (see above); everything \
+                     measured before is in the cache, rerun to resume"
+                } else {
+                    " (see its output above)"
+                }
+            ),
+        }),
+    }
+    Ok(())
 }
 
 /// Table, JSON, HTML; the exit code.

@@ -131,6 +131,18 @@ impl Kernel {
         self.decl
     }
 
+    /// What the compiled kernel uses (registers, shared and local memory) and how many blocks of
+    /// `block_threads` threads with `dynamic_shared` bytes fit on one multiprocessor, as the
+    /// driver reports them (nvidia; a failed driver call is named in `error`); `None` where the
+    /// backend cannot tell. The same record the launch log keeps for `cargo rocm profile`.
+    pub fn resources(
+        &self,
+        block_threads: u32,
+        dynamic_shared: u32,
+    ) -> Option<super::backend::DriverResources> {
+        self.function.resources(block_threads, dynamic_shared)
+    }
+
     /// Start a launch: add arguments with `.arg(..)`, then `.run(&stream)`.
     pub fn launch(&self, config: LaunchConfig) -> LaunchBuilder<'_> {
         LaunchBuilder::new(self, config)

@@ -49,6 +49,10 @@ pub(crate) struct SourceSpec {
 /// One compiled configuration, loaded.
 pub(crate) struct Variant {
     pub library: &'static KernelLibrary,
+    /// What the compiler's output says of the kernel: AMD code objects' `vgprs`, `sgprs`,
+    /// `lds_bytes`, `scratch_bytes`, `spills` (none on cpu and nvidia, where the driver tells
+    /// at load time).
+    pub features: rocm_tune::Features,
     /// The shared object of a cpu variant (kept loaded as long as the variant is used).
     _so: Option<libloading::Library>,
 }
@@ -71,6 +75,9 @@ struct Image {
     target: String,
     /// Kernel name → symbol, with how a cpu kernel runs.
     kernels: Vec<CachedKernel>,
+    /// Static features of the tuned kernel (see [`Variant::features`]).
+    #[serde(default)]
+    features: rocm_tune::Features,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -187,7 +194,11 @@ impl Compiler {
         };
         let image = meta.result?;
         let (library, so) = self.load(&entry, &image)?;
-        Ok(Variant { library, _so: so })
+        Ok(Variant {
+            library,
+            features: image.features.clone(),
+            _so: so,
+        })
     }
 
     /// Compile into a fresh folder and rename it to `entry` (another process may win the
@@ -229,7 +240,10 @@ impl Compiler {
         let built = rocm_kernels_build::cpu::build_cpu(&req).map_err(|e| e.to_string())?;
         rocm_kernels_build::cpu::link_shared_object(&req, &built, &dir.join("kernels.so"))
             .map_err(|e| e.to_string())?;
+        // No static features on cpu: a model would need a compile per configuration it ranks,
+        // which costs more here than measuring.
         Ok(Image {
+            features: rocm_tune::Features::new(),
             format: "so".into(),
             target: self.arch.clone(),
             kernels: built
@@ -289,7 +303,12 @@ impl Compiler {
             ));
         }
         std::fs::write(dir.join("image.bin"), &image.bytes).map_err(|e| e.to_string())?;
+        let features = match image.format {
+            ObjectFormat::AmdgpuElf => amd_features(&image.bytes, &image.symbols),
+            _ => rocm_tune::Features::new(),
+        };
         Ok(Image {
+            features,
             format: image.format.as_str().to_owned(),
             target: image.target,
             kernels: image
@@ -433,6 +452,51 @@ impl Compiler {
             }
         }
     }
+}
+
+/// Registers, LDS, scratch and spills of the tuned kernel from an AMD code object's metadata,
+/// and its theoretical occupancy (waves per SIMD over the most, at its largest workgroup) from
+/// the occupancy model `cargo rocm build` and `cargo rocm profile` show.
+fn amd_features(code: &[u8], symbols: &[(String, String)]) -> rocm_tune::Features {
+    let mut f = rocm_tune::Features::new();
+    let Ok(objects) = rocm_code_object::parse(code) else {
+        return f;
+    };
+    let Some(entry) = objects.gpu_entries().next() else {
+        return f;
+    };
+    let Ok(kernels) = entry.kernels() else {
+        return f;
+    };
+    let wanted: Vec<&str> = symbols.iter().map(|(_, s)| s.as_str()).collect();
+    let Some(k) = kernels
+        .iter()
+        .find(|k| wanted.contains(&k.name.as_str()) || wanted.contains(&k.symbol.as_str()))
+        .or(kernels.first())
+    else {
+        return f;
+    };
+    f.insert("vgprs".into(), f64::from(k.vgpr_count));
+    f.insert("sgprs".into(), f64::from(k.sgpr_count));
+    f.insert("lds_bytes".into(), f64::from(k.group_segment_fixed_size));
+    f.insert(
+        "scratch_bytes".into(),
+        f64::from(k.private_segment_fixed_size),
+    );
+    let spills = k.vgpr_spill_count.unwrap_or(0) + k.sgpr_spill_count.unwrap_or(0);
+    f.insert("spills".into(), f64::from(spills));
+    if let Ok(all) = rocm_occupancy::code_object_occupancy(entry) {
+        if let Some(Ok(o)) = all.iter().find(|o| o.name == k.name).map(|o| &o.occupancy) {
+            let target = entry.target.as_ref().map(rocm_occupancy::Target::from_id);
+            if let Some(Ok(t)) = target {
+                f.insert(
+                    "occupancy".into(),
+                    f64::from(o.waves_per_simd) / f64::from(t.max_waves_per_simd().max(1)),
+                );
+            }
+        }
+    }
+    f
 }
 
 fn read_meta(entry: &Path) -> Option<Meta> {
@@ -632,17 +696,12 @@ impl Ahead {
         let key = self.shared.compiler.key(defines);
         let mut state = self.shared.lock();
         state.queue.retain(|d| d.as_slice() != defines);
-        loop {
-            match state.jobs.get(&key) {
-                Some(Job::Running) => {
-                    state = self
-                        .shared
-                        .changed
-                        .wait(state)
-                        .unwrap_or_else(|e| e.into_inner());
-                }
-                _ => break,
-            }
+        while let Some(Job::Running) = state.jobs.get(&key) {
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
         }
         drop(state);
         self.shared.compiler.get(defines)

@@ -87,6 +87,9 @@ pub(crate) fn problem_case(
         .map_err(|e| format!("could not generate the inputs: {e}"))
 }
 
+/// The loaded variant: its definitions, its compiled library and the module loaded from it.
+type Current = (Vec<(String, String)>, Variant, Module);
+
 /// Compiles, verifies and times configurations of one tunable on one device.
 pub(crate) struct KernelEvaluator<'a> {
     tunable: &'a Tunable,
@@ -102,7 +105,7 @@ pub(crate) struct KernelEvaluator<'a> {
     expected: Vec<(String, HostBuf)>,
     iterations: u32,
     /// The variant used last (a re-measurement follows its evaluation).
-    current: Option<(Vec<(String, String)>, Variant, Module)>,
+    current: Option<Current>,
     stats: Stats,
     time_limit: Duration,
     /// Where candidates run, and its wave size (what `Inputs::wave_size` answers).
@@ -274,19 +277,21 @@ impl<'a> KernelEvaluator<'a> {
         })
     }
 
-    /// The kernel to launch for these definitions.
-    fn kernel(&mut self, defines: &[(String, String)]) -> Result<Kernel, EvalError> {
+    /// The kernel to launch for these definitions, and the static features of its code.
+    fn kernel(&mut self, defines: &[(String, String)]) -> Result<(Kernel, Features), EvalError> {
         let name = self.check.kernel.clone();
         let Some(ahead) = &self.ahead else {
-            return self
+            let kernel = self
                 .base
                 .kernel(&name)
-                .map_err(|e| EvalError::Fatal(e.to_string()));
+                .map_err(|e| EvalError::Fatal(e.to_string()))?;
+            return Ok((kernel, Features::new()));
         };
-        if let Some((d, _, module)) = &self.current {
+        if let Some((d, variant, module)) = &self.current {
             if d.as_slice() == defines {
                 return module
                     .kernel(&name)
+                    .map(|k| (k, variant.features.clone()))
                     .map_err(|e| EvalError::Launch(e.to_string()));
             }
         }
@@ -301,10 +306,38 @@ impl<'a> KernelEvaluator<'a> {
         let kernel = module
             .kernel(&name)
             .map_err(|e| EvalError::Compile(e.to_string()))?;
+        let features = variant.features.clone();
         // The previous variant's module goes before its library could be unloaded.
         self.current = None;
         self.current = Some((defines.to_vec(), variant, module));
-        Ok(kernel)
+        Ok((kernel, features))
+    }
+
+    /// The code's static features and, where the driver tells (nvidia), registers, memory and
+    /// occupancy at this launch's block size: `occupancy` is resident warps per multiprocessor
+    /// over the most it holds (0 when the block cannot launch).
+    fn features(&self, kernel: &Kernel, launch: &Launch, mut features: Features) -> Features {
+        let threads = u32::try_from(launch.block.count()).unwrap_or(u32::MAX);
+        let Some(r) = kernel.resources(threads, launch.shared_bytes) else {
+            return features;
+        };
+        let mut put = |name: &str, v: Option<u32>| {
+            if let Some(v) = v {
+                features.insert(name.into(), f64::from(v));
+            }
+        };
+        put("registers", r.registers);
+        put("shared_bytes", r.static_shared_bytes);
+        put("local_bytes", r.local_bytes);
+        let wave = self.wave_size.max(1);
+        if let (Some(blocks), Some(max_warps)) = (r.active_blocks_per_sm, r.max_warps_per_sm) {
+            let warps = blocks * threads.div_ceil(wave);
+            features.insert(
+                "occupancy".into(),
+                f64::from(warps) / f64::from(max_warps.max(1)),
+            );
+        }
+        features
     }
 
     fn run_once(&self, kernel: &Kernel, launch: &Launch) -> Result<(), RuntimeError> {
@@ -433,29 +466,46 @@ impl Evaluator for KernelEvaluator<'_> {
     fn evaluate(&mut self, config: &Config) -> Result<Measurement, EvalError> {
         let launch = self.launch_of(config)?;
         let defines = self.defines(config);
-        let kernel = self.kernel(&defines)?;
+        let (kernel, features) = self.kernel(&defines)?;
+        let features = self.features(&kernel, &launch, features);
         self.verify(&kernel, &launch)?;
         let times = self.time(&kernel, &launch)?;
         self.stats.measured += 1;
-        Ok(Measurement::from_times(times))
+        Ok(Measurement { times, features })
     }
 
     fn remeasure(&mut self, config: &Config) -> Result<Measurement, EvalError> {
         let launch = self.launch_of(config)?;
         let defines = self.defines(config);
-        let kernel = self.kernel(&defines)?;
-        Ok(Measurement::from_times(self.time(&kernel, &launch)?))
+        let (kernel, features) = self.kernel(&defines)?;
+        let features = self.features(&kernel, &launch, features);
+        let times = self.time(&kernel, &launch)?;
+        Ok(Measurement { times, features })
     }
 
     fn static_features(&mut self, config: &Config) -> Option<Result<Features, EvalError>> {
-        // A compile-only query: a configuration that does not compile is known to fail without
-        // spending an evaluation. No static features are read yet.
-        let ahead = self.ahead.as_ref()?;
+        // Compile only (no launch): a configuration that does not compile is known to fail
+        // without spending an evaluation, and the code says what it uses.
+        if self.device.backend() == rocm_kernels::Backend::Cpu {
+            // Nothing to read on cpu: compile, without loading, where there is something to
+            // compile.
+            let ahead = self.ahead.as_ref()?;
+            let defines = self.defines(config);
+            let started = Instant::now();
+            let got = ahead.get(&defines);
+            self.stats.compile_s += started.elapsed().as_secs_f64();
+            return Some(got.map(|v| v.features.clone()).map_err(EvalError::Compile));
+        }
+        // On a GPU the compiled code (amd) and the driver (nvidia) say what it uses.
+        let launch = match self.launch_of(config) {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e)),
+        };
         let defines = self.defines(config);
-        let started = Instant::now();
-        let got = ahead.get(&defines);
-        self.stats.compile_s += started.elapsed().as_secs_f64();
-        Some(got.map(|_| Features::new()).map_err(EvalError::Compile))
+        Some(
+            self.kernel(&defines)
+                .map(|(kernel, features)| self.features(&kernel, &launch, features)),
+        )
     }
 
     fn prefetch(&mut self, upcoming: &[Config]) {

@@ -10,9 +10,12 @@ use std::time::{Duration, Instant};
 
 use rocm_tune::{Config, EvalError, Evaluator, Measurement, Value};
 
+/// A space: each parameter with its values, and the restrictions.
+pub type SpaceSpec = (Vec<(String, Vec<Value>)>, Vec<String>);
+
 /// Parameters and restrictions of a space file: `{"BLOCK_M": [32, 64], "restrictions": […]}`
 /// (rocm-perf-lab's flat form), or `{"parameters": {…}, "restrictions": […]}`.
-pub fn parse_space(text: &str) -> Result<(Vec<(String, Vec<Value>)>, Vec<String>), String> {
+pub fn parse_space(text: &str) -> Result<SpaceSpec, String> {
     let doc: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = doc
