@@ -53,6 +53,7 @@ pub const BASIC: &[TemplateFile] = template! {
     "build.rs" => "build.rs",
     "kernels/kernels.hip" => "kernels/kernels.hip",
     "kernels/matmul.hip" => "kernels/matmul.hip",
+    "kernels/conv2d.hip" => "kernels/conv2d.hip",
     "src/lib.rs" => "src/lib.rs",
     "tests/kernels.rs" => "tests/kernels.rs",
     "benches/kernels.rs" => "benches/kernels.rs",

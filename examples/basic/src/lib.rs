@@ -1,9 +1,9 @@
 //! basic: HIP kernels (in `kernels/`) with their Rust references.
 //!
 //! The references say what each kernel computes; `tests/kernels.rs` checks the kernels against
-//! them on every backend, and `benches/kernels.rs` measures the kernels. `matmul` is also
-//! tunable (`cargo rocm tune`): [`matmul_tuned`] launches it with the best configuration found
-//! for the device and the nearest problem size.
+//! them on every backend, and `benches/kernels.rs` measures the kernels. `matmul` and `conv2d`
+//! are also tunable (`cargo rocm tune`): [`matmul_tuned`] launches matmul with the best
+//! configuration found for the device and the nearest problem size.
 
 use rocm_kernels::runtime::{Device, LaunchConfig, RuntimeError};
 use rocm_kernels::tuning::{Config, Param, Selected, TunedKernel};
@@ -27,6 +27,19 @@ pub const MATMUL_DEFAULT: Config = &[
     ("BK", Param::Int(16)),
     ("PAD", Param::Int(0)),
 ];
+
+/// The configuration of `conv2d` where nothing was tuned: the defaults of
+/// `kernels/conv2d.hip`.
+pub const CONV2D_DEFAULT: Config = &[
+    ("BLOCK_X", Param::Int(32)),
+    ("BLOCK_Y", Param::Int(8)),
+    ("TILE_X", Param::Int(1)),
+    ("TILE_Y", Param::Int(1)),
+    ("USE_SHARED", Param::Int(0)),
+];
+
+/// Width and height of `conv2d`'s filter.
+pub const CONV2D_FILTER: usize = 7;
 
 /// Reference of `saxpy`: `y[i] = a * x[i] + y[i]`.
 pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
@@ -54,6 +67,23 @@ pub fn matmul(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
     }
 }
 
+/// Reference of `conv2d`: `out[r][c] = Σ in[r + i][c + j]·filter[i][j]` over the 7 × 7 filter,
+/// for an `n × n` output and an `(n + 6) × (n + 6)` input (accumulated in `f64`).
+pub fn conv2d(input: &[f32], filter: &[f32], out: &mut [f32], n: usize) {
+    let (f, w) = (CONV2D_FILTER, n + CONV2D_FILTER - 1);
+    for r in 0..n {
+        for c in 0..n {
+            let mut sum = 0.0f64;
+            for i in 0..f {
+                for j in 0..f {
+                    sum += f64::from(input[(r + i) * w + c + j]) * f64::from(filter[i * f + j]);
+                }
+            }
+            out[r * n + c] = sum as f32;
+        }
+    }
+}
+
 /// The launch of `matmul` for `n × n` matrices with these tile shapes: blocks of
 /// `(block_x, block_y)` threads, each block computing `block_y·tile_y` rows and
 /// `block_x·tile_x` columns of C.
@@ -76,6 +106,13 @@ pub fn matmul_launch(
 pub fn matmul_launch_for(param: impl Fn(&str) -> Option<i64>, n: usize) -> LaunchConfig {
     let p = |name: &str| param(name).unwrap_or(1) as u32;
     matmul_launch(p("BLOCK_X"), p("BLOCK_Y"), p("TILE_X"), p("TILE_Y"), n)
+}
+
+/// The launch of `conv2d` for an `n × n` output and a configuration, given as a lookup of its
+/// parameters: blocks of `(BLOCK_X, BLOCK_Y)` threads, each thread computing `TILE_X × TILE_Y`
+/// outputs (the same grid arithmetic as `matmul`).
+pub fn conv2d_launch_for(param: impl Fn(&str) -> Option<i64>, n: usize) -> LaunchConfig {
+    matmul_launch_for(param, n)
 }
 
 /// `C = A·B` on `device` with the best configuration `cargo rocm tune` found for this device
@@ -118,6 +155,23 @@ mod tests {
         let mut c = [0.0; 4];
         super::matmul(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &mut c, 2);
         assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+        // A 7 × 7 filter that picks its centre copies the input's interior.
+        let n = 2;
+        let w = n + super::CONV2D_FILTER - 1;
+        let input: Vec<f32> = (0..w * w).map(|v| v as f32).collect();
+        let mut filter = vec![0.0; 49];
+        filter[3 * 7 + 3] = 1.0;
+        let mut out = [0.0; 4];
+        super::conv2d(&input, &filter, &mut out, n);
+        assert_eq!(
+            out,
+            [
+                input[3 * w + 3],
+                input[3 * w + 4],
+                input[4 * w + 3],
+                input[4 * w + 4]
+            ]
+        );
         let l = super::matmul_launch(16, 8, 2, 4, 100);
         assert_eq!((l.grid.x, l.grid.y, l.block.x, l.block.y), (4, 4, 16, 8));
     }
