@@ -4,13 +4,13 @@
 #   scripts/h100/profile.sh build      # here (Rust, no GPU, no nvcc needed): build the binaries
 #   scripts/h100/profile.sh            # there (NVIDIA driver, ncu, python3; no Rust): run, check
 #
-# `build` writes two release binaries to .carry/h100/ (ignored by git; carry it with the tree):
-#   .carry/h100/cargo-rocm       the `cargo-rocm` command
-#   .carry/h100/kernels-bench    examples/basic's criterion benchmarks (saxpy, block_sum), built
-#                                with ROCM_BACKENDS=cpu,nvidia: without nvcc the kernels are
-#                                embedded as CUDA source and NVRTC (libnvrtc.so.13 from
-#                                /usr/local/cuda/lib64, CUDA_PATH or CUDA_HOME) compiles them for
-#                                the GPU at load time.
+# `build` writes two stripped release binaries to .carry/h100/profile/ (ignored by git; carry it
+# with the tree):
+#   cargo-rocm     the `cargo-rocm` command
+#   kernels-bench  examples/basic's criterion benchmarks (rocm-bench device groups: saxpy,
+#                  block_sum), built with ROCM_BACKENDS=cpu,nvidia: without nvcc the kernels are
+#                  embedded as CUDA source and NVRTC (libnvrtc.so.13 from /usr/local/cuda/lib64,
+#                  CUDA_PATH or CUDA_HOME) compiles them for the GPU at load time.
 # The run, from the repository root, writes to $OUT (default ./h100-profile):
 #   1. `cargo-rocm profile --backend nvidia` on the benchmarks (ncu times every launch; the
 #      runtime's launch log gives the driver's registers and occupancy):
@@ -22,7 +22,7 @@
 # Exit status 0 when every check passes. About a minute of GPU time.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/.carry/h100"
+bin="$here/.carry/h100/profile"
 
 build() {
   set -e
@@ -44,7 +44,7 @@ for line in sys.stdin:
   cp "$exe" "$bin/kernels-bench"
   strip "$bin"/* 2>/dev/null || true
   ls -l "$bin"
-  echo "built; carry .carry/h100/ with the tree and run scripts/h100/profile.sh on the GPU machine" >&2
+  echo "built; carry .carry/h100/profile/ with the tree and run scripts/h100/profile.sh on the GPU machine" >&2
 }
 
 run() {
@@ -58,7 +58,11 @@ run() {
     | tee "$out/gpu.txt" | sed 's/^/gpu: /'
   ncu --version | tail -n 1 | tee -a "$out/gpu.txt"
   # Short criterion runs: under ncu every launch is profiled, so few launches are enough.
-  local bench_args=(--bench --warm-up-time 0.1 --measurement-time 0.5 --sample-size 10)
+  # rocm-bench's groups take their settings from the environment (they override criterion's
+  # flags), and the direct ncu run must bench the GPU only, as `profile --backend nvidia` asks.
+  local bench_args=(--bench)
+  export ROCM_BENCH_SAMPLES=10 ROCM_BENCH_WARMUP_MS=100 ROCM_BENCH_MEASURE_MS=500
+  export ROCM_BENCH_BACKEND=nvidia
 
   echo "==> cargo rocm profile --backend nvidia" >&2
   "$bin/cargo-rocm" profile --backend nvidia --output-dir "$out/profile" \
