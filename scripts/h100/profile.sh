@@ -4,8 +4,8 @@
 #   scripts/h100/profile.sh build      # here (Rust, no GPU, no nvcc needed): build the binaries
 #   scripts/h100/profile.sh            # there (NVIDIA driver, ncu, python3; no Rust): run, check
 #
-# `build` writes two stripped release binaries to .carry/h100/profile/ (ignored by git; carry it
-# with the tree):
+# `build` writes two stripped, gzipped release binaries (NAME.gz) to .carry/h100/profile/
+# (ignored by git; carry it with the tree; the run unpacks them into $OUT/bin):
 #   cargo-rocm     the `cargo-rocm` command
 #   kernels-bench  examples/basic's criterion benchmarks (rocm-bench device groups: saxpy,
 #                  block_sum), built with ROCM_BACKENDS=cpu,nvidia: without nvcc the kernels are
@@ -26,6 +26,7 @@ bin="$here/.carry/h100/profile"
 
 build() {
   set -e
+  rm -rf "$bin"
   mkdir -p "$bin"
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
   cargo build --release --manifest-path "$here/Cargo.toml" -p cargo-rocm
@@ -42,7 +43,9 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "kernels" and "bench" in m["target"]["kind"]:
         print(m["executable"])')"
   cp "$exe" "$bin/kernels-bench"
-  strip "$bin"/* 2>/dev/null || true
+  strip "$bin"/*
+  # Compressed: the carried tree has a size limit (gunzipped into $OUT/bin by the run).
+  gzip -9 -f "$bin"/*
   ls -l "$bin"
   echo "built; carry .carry/h100/profile/ with the tree and run scripts/h100/profile.sh on the GPU machine" >&2
 }
@@ -51,8 +54,10 @@ run() {
   local out="${OUT:-$PWD/h100-profile}"
   mkdir -p "$out"
   for b in cargo-rocm kernels-bench; do
-    [ -x "$bin/$b" ] || { echo "missing $bin/$b: run 'scripts/h100/profile.sh build' on a machine with Rust first" >&2; exit 2; }
+    [ -f "$bin/$b.gz" ] || { echo "missing $bin/$b.gz: run 'scripts/h100/profile.sh build' on a machine with Rust first" >&2; exit 2; }
+    mkdir -p "$out/bin" && gunzip -c "$bin/$b.gz" > "$out/bin/$b" && chmod +x "$out/bin/$b"
   done
+  local exe="$out/bin"
   command -v ncu >/dev/null || { echo "ncu is not on PATH (it comes with the CUDA toolkit: /usr/local/cuda/bin)" >&2; exit 3; }
   nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader \
     | tee "$out/gpu.txt" | sed 's/^/gpu: /'
@@ -65,8 +70,8 @@ run() {
   export ROCM_BENCH_BACKEND=nvidia
 
   echo "==> cargo rocm profile --backend nvidia" >&2
-  "$bin/cargo-rocm" profile --backend nvidia --output-dir "$out/profile" \
-      -- "$bin/kernels-bench" "${bench_args[@]}" > "$out/profile.txt" 2> "$out/profile.err"
+  "$exe/cargo-rocm" profile --backend nvidia --output-dir "$out/profile" \
+      -- "$exe/kernels-bench" "${bench_args[@]}" > "$out/profile.txt" 2> "$out/profile.err"
   local status=$?
   cat "$out/profile.txt"
   if [ $status -ne 0 ]; then tail -n 40 "$out/profile.err"; exit 1; fi
@@ -74,7 +79,7 @@ run() {
   echo "==> ncu directly on the same benchmarks" >&2
   ncu --csv --print-units base --print-kernel-base function \
       --metrics gpu__time_duration.sum,sm__maximum_warps_per_active_cycle_pct,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps,launch__occupancy_limit_blocks \
-      --log-file "$out/ncu-direct.csv" "$bin/kernels-bench" "${bench_args[@]}" > "$out/ncu-direct.out" 2>&1 \
+      --log-file "$out/ncu-direct.csv" "$exe/kernels-bench" "${bench_args[@]}" > "$out/ncu-direct.out" 2>&1 \
     || { tail -n 40 "$out/ncu-direct.out"; exit 1; }
 
   python3 - "$out/profile/profile.json" "$out/ncu-direct.csv" <<'PY' | tee "$out/check.txt"
