@@ -6,8 +6,8 @@
 #   scripts/h100/tune.sh build      # here (Rust, no GPU, no nvcc needed): build the binaries
 #   scripts/h100/tune.sh            # there (NVIDIA driver 580, NVRTC 13; no Rust): run
 #
-# `build` writes stripped release binaries to .carry/h100/tune/ (ignored by git; carry it with the
-# tree):
+# `build` writes stripped, gzipped release binaries (NAME.gz, about 9 MB in all) to
+# .carry/h100/tune/ (ignored by git; carry it with the tree; the run unpacks them into $OUT/bin):
 #   cargo-rocm      the `cargo-rocm` command (`tune --harness` runs a prebuilt harness)
 #   kernels-test    examples/basic's test harness (tests/kernels.rs: the matmul and conv2d
 #                   checks and their tunables), built with ROCM_BACKENDS=cpu,nvidia; candidates
@@ -57,6 +57,7 @@ for line in sys.stdin:
 
 build() {
   set -e
+  rm -rf "$bin"
   mkdir -p "$bin"
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
   cargo build --release --manifest-path "$here/Cargo.toml" -p cargo-rocm
@@ -70,6 +71,8 @@ build() {
       --test kernels --message-format json | artifact kernels test)"
   cp "$exe" "$bin/kernels-test"
   strip "$bin"/*
+  # Compressed: the carried tree has a size limit (gunzipped into $OUT/bin by the run).
+  gzip -9 -f "$bin"/*
   ls -l "$bin"
   du -sh "$bin"
   echo "built; carry .carry/h100/tune/ with the tree and run scripts/h100/tune.sh on the GPU machine" >&2
@@ -82,7 +85,7 @@ summarize() {
 import json, sys
 report = json.load(open(sys.argv[1]))
 for e in report.get("errors", []):
-    print("error: %s: %s" % (e.get("kernel"), e.get("message")))
+    print("error: %s%s" % (e["kernel"] + ": " if e.get("kernel") else "", e.get("message")))
 for r in report.get("runs", []):
     best = r.get("best") or {}
     o = r.get("overhead") or {}
@@ -104,15 +107,15 @@ tune_kernel() {
   local k="$1" problem="$2" t_over="$3" t_brute="$4"
   local o="$out/$k"
   mkdir -p "$o"
-  local common=(tune --harness "$bin/kernels-test" --backend nvidia --problem "$problem"
+  local common=(tune --harness "$exe/kernels-test" --backend nvidia --problem "$problem"
                 --iterations "${ITERATIONS:-5}" --target-dir "$t" --message-format json)
   echo "==> $k ($problem): 1. overhead: a fresh regression-and-prune run, budget 100" >&2
-  timeout "$t_over" "$bin/cargo-rocm" "${common[@]}" --strategy regression_prune --budget 100 \
+  timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy regression_prune --budget 100 \
       --seed 1 --fresh --no-wisdom -- "$k" > "$o/overhead.json" 2> "$o/overhead.err"
   echo "$k overhead run: exit $? (124: cut off at $t_over s)" >&2
   summarize "$o/overhead.json" | tee "$o/overhead.txt"
   echo "==> $k ($problem): 2. brute force (the optimum; the table the scores replay)" >&2
-  timeout "$t_brute" "$bin/cargo-rocm" "${common[@]}" --strategy brute_force --budget 100000 \
+  timeout "$t_brute" "$exe/cargo-rocm" "${common[@]}" --strategy brute_force --budget 100000 \
       --export-kt --wisdom "$out/wisdom.json" -- "$k" > "$o/brute.json" 2> "$o/brute.err"
   local status=$?
   echo "$k brute force: exit $status" >&2
@@ -124,8 +127,8 @@ tune_kernel() {
   if [ -n "$cache" ]; then
     cp "$cache" "$o/cache.jsonl"
     find "$t/rocm/tune/$k" -name '*.kt.json' -exec cp {} "$o/" \;
-    "$bin/score" --jsonl "$cache" --seeds "$seeds" --budgets "$budgets" | tee "$o/scores.txt"
-    "$bin/score" --jsonl "$cache" --seeds "$seeds" --budgets "$budgets" --json > "$o/scores.json"
+    "$exe/score" --jsonl "$cache" --seeds "$seeds" --budgets "$budgets" | tee "$o/scores.txt"
+    "$exe/score" --jsonl "$cache" --seeds "$seeds" --budgets "$budgets" --json > "$o/scores.json"
   else
     echo "no cache under $t/rocm/tune/$k: see $o/brute.err" | tee "$o/scores.txt"
   fi
@@ -136,8 +139,10 @@ run() {
   seeds="${SEEDS:-10}" budgets="${BUDGETS:-20,50,100}"
   mkdir -p "$out"
   for b in cargo-rocm kernels-test score; do
-    [ -x "$bin/$b" ] || { echo "missing $bin/$b: run 'scripts/h100/tune.sh build' on a machine with Rust first" >&2; exit 2; }
+    [ -f "$bin/$b.gz" ] || { echo "missing $bin/$b.gz: run 'scripts/h100/tune.sh build' on a machine with Rust first" >&2; exit 2; }
+    mkdir -p "$out/bin" && gunzip -c "$bin/$b.gz" > "$out/bin/$b" && chmod +x "$out/bin/$b"
   done
+  local exe="$out/bin"
   nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader \
     | tee "$out/gpu.txt" | sed 's/^/gpu: /'
   # The harness finds the kernels' sources (and their local headers) in the carried tree.

@@ -175,4 +175,26 @@ mod tests {
         let l = super::matmul_launch(16, 8, 2, 4, 100);
         assert_eq!((l.grid.x, l.grid.y, l.block.x, l.block.y), (4, 4, 16, 8));
     }
+
+    /// `matmul_tuned` launches what `tune/wisdom.json` holds for this device and the nearest
+    /// size when there is an entry (on a GPU it was tuned on), else the declared default; both
+    /// compute the product.
+    #[test]
+    fn matmul_tuned_uses_the_wisdom_file_or_the_default() {
+        let device = rocm_kernels::runtime::Device::default();
+        let n = 33;
+        // Small integers: every partial sum is exact in f32, whatever the tile shapes.
+        let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let (c, chosen) = super::matmul_tuned(&device, &a, &b, n).unwrap();
+        let mut expected = vec![0.0; n * n];
+        super::matmul(&a, &b, &mut expected, n);
+        assert_eq!(c, expected, "{}", chosen.why);
+        let entry = super::MATMUL.lookup(device.info(), &[("n", n as i64)]);
+        match (chosen.tuned, entry) {
+            (Some(used), Ok(entry)) => assert!(std::ptr::eq(used, entry), "{}", chosen.why),
+            (None, Err(_)) => assert_eq!(chosen.config, super::MATMUL_DEFAULT, "{}", chosen.why),
+            (tuned, entry) => panic!("selected {tuned:?}, the wisdom file has {entry:?}"),
+        }
+    }
 }

@@ -778,3 +778,27 @@ impl Drop for Ahead {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A code object clang built (rocm-code-object's fixture: `axpy` for gfx1030).
+    const AXPY_GFX1030: &[u8] =
+        include_bytes!("../../../rocm-code-object/tests/fixtures/axpy-gfx1030.co");
+
+    #[test]
+    fn amd_code_objects_give_registers_lds_and_occupancy() {
+        let symbols = [("axpy".to_owned(), "axpy".to_owned())];
+        let f = super::amd_features(AXPY_GFX1030, &symbols);
+        let entry = rocm_code_object::parse(AXPY_GFX1030).unwrap();
+        let meta = &entry.gpu_entries().next().unwrap().kernels().unwrap()[0];
+        assert_eq!(f["vgprs"], f64::from(meta.vgpr_count));
+        assert_eq!(f["sgprs"], f64::from(meta.sgpr_count));
+        assert_eq!(f["lds_bytes"], f64::from(meta.group_segment_fixed_size));
+        assert_eq!(f["spills"], 0.0);
+        // A small kernel on gfx1030 is limited by nothing but the waves a SIMD holds.
+        let occupancy = f["occupancy"];
+        assert!(occupancy > 0.0 && occupancy <= 1.0, "{f:?}");
+        // Not a code object: no features, no panic.
+        assert!(super::amd_features(b"not an ELF", &symbols).is_empty());
+    }
+}
