@@ -57,12 +57,19 @@ pub fn block_sum(x: &[f32], partial: &mut [f32]) {
 }
 
 /// Reference of `matmul`: `C = A·B` for `n × n` row-major matrices (accumulated in `f64`).
+/// Row by row, so that B is read along its rows: tuning checks every candidate at n = 2048.
 pub fn matmul(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
+    let mut row = vec![0.0f64; n];
     for r in 0..n {
-        for col in 0..n {
-            c[r * n + col] = (0..n)
-                .map(|k| f64::from(a[r * n + k]) * f64::from(b[k * n + col]))
-                .sum::<f64>() as f32;
+        row.fill(0.0);
+        for k in 0..n {
+            let x = f64::from(a[r * n + k]);
+            for (acc, &y) in row.iter_mut().zip(&b[k * n..(k + 1) * n]) {
+                *acc += x * f64::from(y);
+            }
+        }
+        for (out, acc) in c[r * n..(r + 1) * n].iter_mut().zip(&row) {
+            *out = *acc as f32;
         }
     }
 }
