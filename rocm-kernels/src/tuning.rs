@@ -15,7 +15,7 @@
 //! ```no_run
 //! use rocm_kernels::tuning::{Param, TunedKernel};
 //! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-//! #     name: "kernels", code_objects: &[], kernels: &[] };
+//! #     name: "kernels", code_objects: &[], kernels: &[], globals: &[] };
 //! # static MATMUL: TunedKernel = TunedKernel { kernel: "matmul", defines: &[], entries: &[], variants: &[] };
 //! // src/lib.rs:
 //! // pub static MATMUL: &TunedKernel = rocm_kernels::include_tuned!("matmul");

@@ -6,7 +6,7 @@
 //! use rocm_test::{gen, Launch};
 //! use rocm_test::tune::Config;
 //! # static KERNELS: rocm_kernels::KernelLibrary = rocm_kernels::KernelLibrary {
-//! #     name: "kernels", code_objects: &[], kernels: &[] };
+//! #     name: "kernels", code_objects: &[], kernels: &[], globals: &[] };
 //! # fn launch(c: &Config, n: usize) -> Launch { Launch::cover(n, 256) }
 //! fn main() -> std::process::ExitCode {
 //!     rocm_test::main(&KERNELS, |s| {
