@@ -67,7 +67,7 @@ done
 for d in gpu-stream gpu-cache gpu-l2-cache gpu-latency gpu-small-kernels cuda-memcpy; do
   if [ -x "$SRC/$d/cuda-$d" ]; then
     log "original $d"
-    ( cd "$SRC/$d" && timeout 90 "./cuda-$d" ) > "$OUT/orig-$d.txt" 2>&1
+    ( cd "$SRC/$d" && timeout "${T_ORIG:-90}" "./cuda-$d" ) > "$OUT/orig-$d.txt" 2>&1
   fi
 done
 
@@ -75,7 +75,7 @@ done
 export ROCM_BENCH_BACKEND=nvidia
 for b in gpu-stream gpu-cache gpu-l2-cache gpu-latency gpu-small-kernels cuda-memcpy; do
   log "port $b"
-  ROCM_BENCH_EVENTS="$OUT/events.jsonl" timeout 90 "$CARRY/bin/gpu-benches" --bench "$b" > "$OUT/port-$b.txt" 2>&1
+  ROCM_BENCH_EVENTS="$OUT/events.jsonl" timeout "${T_PORT:-90}" "$CARRY/bin/gpu-benches" --bench "$b" > "$OUT/port-$b.txt" 2>&1
 done
 
 # 3. A ~10 µs kernel: event timing, host timing of synchronous launches, and ncu's duration.

@@ -83,7 +83,11 @@ build() {
 summarize() {
   python3 - "$1" <<'PY'
 import json, sys
-report = json.load(open(sys.argv[1]))
+try:
+    report = json.load(open(sys.argv[1]))
+except ValueError:
+    print("no report in %s (the run was cut off before it wrote one; its cache still counts)" % sys.argv[1])
+    sys.exit(0)
 for e in report.get("errors", []):
     print("error: %s%s" % (e["kernel"] + ": " if e.get("kernel") else "", e.get("message")))
 for r in report.get("runs", []):
@@ -137,19 +141,22 @@ tune_kernel() {
 run() {
   out="${OUT:-$PWD/h100-tune}"
   seeds="${SEEDS:-10}" budgets="${BUDGETS:-20,50,100}"
-  mkdir -p "$out"
+  # Binaries and the tuning target directory (compile cache, thousands of files) outside $OUT,
+  # which comes back to the dev machine and is limited in file count.
+  scratch="${TUNE_SCRATCH:-/tmp/rocm-tune-h100}"
+  mkdir -p "$out" "$scratch"
   for b in cargo-rocm kernels-test score; do
     [ -f "$bin/$b.gz" ] || { echo "missing $bin/$b.gz: run 'scripts/h100/tune.sh build' on a machine with Rust first" >&2; exit 2; }
-    mkdir -p "$out/bin" && gunzip -c "$bin/$b.gz" > "$out/bin/$b" && chmod +x "$out/bin/$b"
+    mkdir -p "$scratch/bin" && gunzip -c "$bin/$b.gz" > "$scratch/bin/$b" && chmod +x "$scratch/bin/$b"
   done
-  local exe="$out/bin"
+  local exe="$scratch/bin"
   nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader \
     | tee "$out/gpu.txt" | sed 's/^/gpu: /'
   # The harness finds the kernels' sources (and their local headers) in the carried tree.
   export CARGO_MANIFEST_DIR="$here/examples/basic"
-  t="$out/target"
-  tune_kernel matmul "n=${MATMUL_N:-2048}" 60 150
-  tune_kernel conv2d "n=${CONV_N:-4096}" 40 90
+  t="$scratch/target"
+  tune_kernel matmul "n=${MATMUL_N:-2048}" "${T_MATMUL_OVER:-60}" "${T_MATMUL_BRUTE:-150}"
+  tune_kernel conv2d "n=${CONV_N:-4096}" "${T_CONV_OVER:-40}" "${T_CONV_BRUTE:-90}"
   cp "$t/rocm/tune/report.html" "$out/report.html" 2>/dev/null || true
   [ -f "$out/wisdom.json" ] && echo "wisdom: $out/wisdom.json (copy to examples/basic/tune/wisdom.json)"
 }
