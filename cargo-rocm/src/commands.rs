@@ -6,6 +6,7 @@ use clap::Subcommand;
 use crate::cli::Cli;
 use crate::output::Output;
 
+pub mod bench;
 pub mod build;
 pub mod detect;
 pub mod doctor;
@@ -28,6 +29,8 @@ pub enum Command {
     Toolchain(toolchain::ToolchainArgs),
     /// Run every kernel's checks against its Rust reference on every backend that can run here
     Test(test::TestArgs),
+    /// Benchmark kernels on every device by device time, keep every result, compare runs, plot
+    Bench(bench::BenchArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
     New(new::NewArgs),
 }
@@ -42,5 +45,6 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
+        Command::Bench(args) => bench::run(&global, args, out),
     }
 }

@@ -85,7 +85,8 @@ pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
                 .replace("{{crate_name}}", &crate_name)
                 .replace("{{rocm_kernels_dep}}", &dep("rocm-kernels"))
                 .replace("{{rocm_kernels_build_dep}}", &dep("rocm-kernels-build"))
-                .replace("{{rocm_test_dep}}", &dep("rocm-test"));
+                .replace("{{rocm_test_dep}}", &dep("rocm-test"))
+                .replace("{{rocm_bench_dep}}", &dep("rocm-bench"));
             (f.path, text)
         })
         .collect()
@@ -310,11 +311,13 @@ fn validate_name(name: &str) -> Result<(), String> {
 }
 
 fn is_checkout(dir: &Path) -> bool {
-    dir.join("rocm-kernels/Cargo.toml").is_file() && dir.join("rocm-test/Cargo.toml").is_file()
+    dir.join("rocm-kernels/Cargo.toml").is_file()
+        && dir.join("rocm-test/Cargo.toml").is_file()
+        && dir.join("rocm-bench/Cargo.toml").is_file()
 }
 
 /// The checkout this binary was built from, if it is still there.
-fn own_checkout() -> Option<PathBuf> {
+pub(crate) fn own_checkout() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_owned();
     is_checkout(&dir).then_some(dir)
 }

@@ -7,7 +7,7 @@
 //! `events.jsonl` (one object per trial), `summary.json` and `junit.xml`.
 
 mod report;
-mod workspace;
+pub(crate) mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

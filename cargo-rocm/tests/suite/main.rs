@@ -1,6 +1,7 @@
 //! The integration tests of `cargo-rocm`, one binary (see `testkit`): each module below was a
 //! test binary of its own.
 
+mod bench_command;
 mod build_command;
 mod cli;
 mod harness_common;

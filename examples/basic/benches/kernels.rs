@@ -1,47 +1,45 @@
-//! Kernel timings with criterion, on the first GPU found (else the cpu backend):
-//! `cargo bench` (or `cargo rocm bench`).
+//! Kernel timings with criterion, by device time (events on the stream around back-to-back
+//! launches), on every device found: `cargo rocm bench` records them in a history and compares
+//! runs; `cargo bench` works too. Benchmark ids name the device as the test trials do:
+//! `saxpy/cpu/w64/n=1M`, `saxpy/nvidia/sm_90/n=1M`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rocm_kernels::runtime::{Device, LaunchConfig};
+use rocm_kernels::runtime::LaunchConfig;
 
 fn saxpy(c: &mut Criterion) {
-    let device = Device::default();
     let n: usize = 1 << 20;
-    let prepared = device.load(basic::KERNELS).and_then(|module| {
-        let kernel = module.kernel("saxpy")?;
-        let x = device.upload(&vec![1.0f32; n])?;
-        let y = device.upload(&vec![2.0f32; n])?;
-        let stream = device.stream()?;
-        Ok((kernel, x, y, stream))
-    });
-    let (kernel, x, mut y, stream) = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!(
-                "skipping the saxpy benchmark on {}: {e}",
-                device.info().name
-            );
-            return;
-        }
-    };
-    let mut group = c.benchmark_group(format!("saxpy/{}", device.info().name));
-    group.throughput(Throughput::Bytes(
-        (3 * n * std::mem::size_of::<f32>()) as u64,
-    ));
-    group.bench_function("n=1M", |b| {
-        b.iter(|| {
+    for target in rocm_bench::targets() {
+        let device = target.device();
+        let prepared = device.load(basic::KERNELS).and_then(|module| {
+            let kernel = module.kernel("saxpy")?;
+            let x = device.upload(&vec![1.0f32; n])?;
+            let y = device.upload(&vec![2.0f32; n])?;
+            let stream = device.stream()?;
+            Ok((kernel, x, y, stream))
+        });
+        let (kernel, x, mut y, stream) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("skipping saxpy on {}: {e}", target.place());
+                continue;
+            }
+        };
+        let mut group = rocm_bench::DeviceGroup::new(c, "saxpy", &target);
+        // Read x and y, write y.
+        group.throughput(Throughput::Bytes(
+            (3 * n * std::mem::size_of::<f32>()) as u64,
+        ));
+        group.bench_launches("n=1M", &stream, |s| {
             kernel
                 .launch(LaunchConfig::cover(n, 256))
                 .arg(&(n as i32))
                 .arg(&2.0f32)
                 .arg(&x)
                 .arg(&mut y)
-                .run(&stream)
-                .and_then(|()| stream.synchronize())
-                .expect("saxpy launch")
-        })
-    });
-    group.finish();
+                .run(s)
+        });
+        group.finish();
+    }
 }
 
 criterion_group!(benches, saxpy);

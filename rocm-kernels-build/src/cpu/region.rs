@@ -536,7 +536,7 @@ mod tests {
             "{code}"
         );
         assert!(
-            code.contains("::new (static_cast<void *>(rk_p_p + rk_t)) std::remove_cv_t<decltype(rk_arg_p)>(rk_arg_p)"),
+            code.contains("::new (static_cast<void *>(rk_p_p + rk_t)) rk::slot_of_t<decltype(rk_arg_p)>(rk_arg_p)"),
             "{code}"
         );
     }

@@ -886,9 +886,9 @@ pub fn block_function(
     };
     for (n, _) in &mutated {
         g.push(&format!(
-            "\nauto *const rk_p_{n} = rkr.alloc<std::remove_cv_t<decltype(rk_arg_{n})>>();\
+            "\nauto *const rk_p_{n} = rkr.alloc<rk::slot_of_t<decltype(rk_arg_{n})>>();\
              \nfor (uint32_t rk_t = 0; rk_t < rkr.n; ++rk_t) ::new (static_cast<void *>(rk_p_{n} + rk_t)) \
-             std::remove_cv_t<decltype(rk_arg_{n})>(rk_arg_{n});"
+             rk::slot_of_t<decltype(rk_arg_{n})>(rk_arg_{n});"
         ));
         g.scopes[0].push((n.clone(), format!("rk_p_{n}")));
     }

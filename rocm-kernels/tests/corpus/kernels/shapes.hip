@@ -60,8 +60,9 @@ __global__ void shape_branches(const float* in, float* out, int n) {
     out[blockIdx.x * blockDim.x + t] = v;
 }
 
-// Pointer parameters moved per thread, a 3-D block, __syncthreads_count in a declaration.
-__global__ void shape_params_3d(const float* in, float* out, int n) {
+// Pointer parameters (restrict-qualified) moved per thread, a 3-D block, __syncthreads_count
+// in a declaration.
+__global__ void shape_params_3d(const float* __restrict__ in, float* __restrict__ out, int n) {
     unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     unsigned nt = blockDim.x * blockDim.y * blockDim.z;
     in += blockIdx.x * nt;

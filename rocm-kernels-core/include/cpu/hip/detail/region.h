@@ -60,6 +60,16 @@ inline T from_bits(uint64_t b) {
     return out;
 }
 
+/* The type of a slot holding a copy of a parameter the kernel modifies: the parameter's type
+ * without its qualifiers, __restrict__ included (std::remove_cv keeps that one, and a slot of
+ * type `float *__restrict__` cannot be formed as raw storage). */
+template <class T>
+struct unrestrict { using type = T; };
+template <class T>
+struct unrestrict<T *__restrict__> { using type = T *; };
+template <class T>
+using slot_of_t = typename unrestrict<std::remove_cv_t<T>>::type;
+
 /* What a declaration without initializer does to a variable in a lane slot (raw storage):
  * nothing for types without a default constructor of their own, which C++ leaves
  * indeterminate, else run it (default member initialisers). */

@@ -1,0 +1,552 @@
+//! Running benches: build them, run each binary, record every result as it arrives, report.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use rocm_bench::event::EventReader;
+use rocm_bench::target::Selection;
+use rocm_bench::{BenchEvent, BenchTarget};
+use rocm_bench_history::history::{NewResult, RunInfo, RunStatus};
+use rocm_bench_history::History;
+use rocm_kernels_core::Backend;
+
+use super::machine::MachineInfo;
+use super::{history_error, RunArgs, SUITES};
+use crate::cli::{FormatArgs, GlobalArgs};
+use crate::commands::test::workspace;
+use crate::exit;
+use crate::output::Output;
+
+/// Where results go under the target directory.
+pub fn bench_dir(target_dir: &Path) -> PathBuf {
+    target_dir.join("rocm").join("bench")
+}
+
+/// The history file: `--history`, else `<target-dir>/rocm/bench/history.sqlite`.
+pub fn history_path(
+    global: &GlobalArgs,
+    run: &RunArgs,
+    given: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p.to_owned());
+    }
+    Ok(bench_dir(&target_dir(global, run)?).join("history.sqlite"))
+}
+
+fn target_dir(global: &GlobalArgs, run: &RunArgs) -> anyhow::Result<PathBuf> {
+    if let Some(d) = &run.target_dir {
+        return Ok(d.clone());
+    }
+    let cargo = cargo();
+    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
+    let meta = workspace::metadata(&cargo, Some(&manifest))?;
+    Ok(meta.target_directory.into_std_path_buf())
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// One bench binary to run.
+struct BenchBinary {
+    package: String,
+    name: String,
+    exe: PathBuf,
+    /// The package's directory: cargo runs benches there.
+    dir: PathBuf,
+}
+
+/// Refuses backends and devices that cannot run here before anything is built.
+fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
+    if args.backend.is_empty() && args.device.is_empty() {
+        return Ok(());
+    }
+    let probe = rocm_kernels::runtime::Device::probe();
+    for b in &args.backend {
+        if let Some((_, why)) = probe.unavailable.iter().find(|(u, _)| u == b) {
+            return Err(exit::coded(
+                exit::ENVIRONMENT,
+                format!(
+                    "backend `{b}` has no device here: {why}; `cargo rocm detect` lists the devices \
+                     and `cargo rocm doctor --backend {b}` says what is missing"
+                ),
+            ));
+        }
+    }
+    let selection = Selection {
+        backends: args.backend.clone(),
+        devices: args.device.clone(),
+    };
+    let places: Vec<String> = probe
+        .available
+        .iter()
+        .map(|d| {
+            if d.backend() == Backend::Cpu {
+                BenchTarget::new(rocm_bench::target::cpu_device())
+            } else {
+                BenchTarget::new(d.clone())
+            }
+        })
+        .filter(|t| selection.admits(t))
+        .map(|t| t.place())
+        .collect();
+    if places.is_empty() {
+        let all: Vec<String> = probe
+            .available
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} ({})",
+                    BenchTarget::new(d.clone()).place(),
+                    d.info().name
+                )
+            })
+            .collect();
+        return Err(exit::coded(
+            exit::ENVIRONMENT,
+            format!(
+                "no device here matches --device {} (devices: {})",
+                args.device.join(","),
+                all.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The manifest and package of `--suite NAME`: a member of this workspace, else the suite in
+/// the cargo-rocm checkout this binary was built from.
+fn suite_package(
+    name: &str,
+    meta: &workspace::Metadata,
+) -> anyhow::Result<(String, Option<PathBuf>)> {
+    let Some((_, package)) = SUITES.iter().find(|(s, _)| *s == name) else {
+        let known: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
+        return Err(exit::coded(
+            exit::USAGE,
+            format!(
+                "unknown benchmark suite `{name}` (known: {})",
+                known.join(", ")
+            ),
+        ));
+    };
+    if meta
+        .packages
+        .iter()
+        .any(|p| p.name == *package && meta.workspace_members.contains(&p.id))
+    {
+        return Ok(((*package).to_owned(), None));
+    }
+    let manifest = crate::commands::new::own_checkout()
+        .map(|c| c.join(package).join("Cargo.toml"))
+        .filter(|m| m.is_file())
+        .ok_or_else(|| {
+            exit::coded(
+                exit::ENVIRONMENT,
+                format!(
+                    "suite `{name}` is not in this workspace and this cargo-rocm was not built from \
+                     a checkout that has it; run from a cargo-rocm checkout \
+                     (`cargo rocm bench --suite {name} --manifest-path <checkout>/Cargo.toml`)"
+                ),
+            )
+        })?;
+    Ok(((*package).to_owned(), Some(manifest)))
+}
+
+fn cargo_bench_args(args: &RunArgs, manifest: Option<&Path>, packages: &[String]) -> Vec<String> {
+    let mut a = vec!["bench".to_owned(), "--no-run".to_owned()];
+    a.push("--message-format=json-render-diagnostics".to_owned());
+    for p in packages {
+        a.push("-p".to_owned());
+        a.push(p.clone());
+    }
+    for b in &args.bench {
+        a.push("--bench".to_owned());
+        a.push(b.clone());
+    }
+    if let Some(m) = manifest {
+        a.push("--manifest-path".to_owned());
+        a.push(m.display().to_string());
+    }
+    for f in &args.features {
+        a.push("--features".to_owned());
+        a.push(f.clone());
+    }
+    if args.all_features {
+        a.push("--all-features".to_owned());
+    }
+    if args.no_default_features {
+        a.push("--no-default-features".to_owned());
+    }
+    if args.debug {
+        a.push("--profile".to_owned());
+        a.push("dev".to_owned());
+    }
+    if let Some(d) = &args.target_dir {
+        a.push("--target-dir".to_owned());
+        a.push(d.display().to_string());
+    }
+    a
+}
+
+/// The variables bench binaries read (`rocm_bench::vars`), and the build's backend limit.
+fn bench_env(args: &RunArgs, events: &Path, criterion_home: &Path) -> Vec<(&'static str, String)> {
+    use rocm_bench::vars;
+    let mut env = vec![
+        (vars::EVENTS, events.display().to_string()),
+        ("CRITERION_HOME", criterion_home.display().to_string()),
+    ];
+    if !args.backend.is_empty() {
+        let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
+        env.push((vars::BACKEND, list.join(",")));
+    }
+    if !args.device.is_empty() {
+        env.push((vars::DEVICE, args.device.join(",")));
+    }
+    if let Some(n) = args.samples {
+        env.push((vars::SAMPLES, n.to_string()));
+    }
+    if let Some(n) = args.warm_up_ms {
+        env.push((vars::WARMUP_MS, n.to_string()));
+    }
+    if let Some(n) = args.measurement_ms {
+        env.push((vars::MEASURE_MS, n.to_string()));
+    }
+    if args.small {
+        env.push((vars::SMALL, "1".to_owned()));
+    }
+    env
+}
+
+fn build_env(args: &RunArgs) -> Vec<(&'static str, String)> {
+    if args.backend.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
+    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
+}
+
+/// The commit of the work tree at `dir` and whether it has uncommitted changes.
+fn git_state(dir: &Path) -> (Option<String>, Option<bool>) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty());
+    let dirty = commit
+        .as_ref()
+        .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
+        .map(|s| !s.is_empty());
+    (commit, dirty)
+}
+
+fn tool_versions() -> String {
+    let mut v = vec![format!("cargo-rocm {}", env!("CARGO_PKG_VERSION"))];
+    if let Ok(o) = Command::new("rustc").arg("-V").output() {
+        v.push(String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    }
+    v.join("; ")
+}
+
+pub fn run(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    history: Option<&Path>,
+    format: FormatArgs,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    let cargo = cargo();
+    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
+    let meta = workspace::metadata(&cargo, Some(&manifest))?;
+    let (packages, build_manifest): (Vec<String>, Option<PathBuf>) = match &args.suite {
+        Some(name) => {
+            let (package, manifest) = suite_package(name, &meta)?;
+            (vec![package], manifest)
+        }
+        None => {
+            let selected = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+            let with_benches: Vec<String> = selected
+                .iter()
+                .filter(|p| p.targets.iter().any(|t| t.is_bench()))
+                .map(|p| p.name.to_string())
+                .collect();
+            if with_benches.is_empty() {
+                let names: Vec<&str> = selected.iter().map(|p| p.name.as_str()).collect();
+                return Err(exit::coded(
+                    exit::INPUT,
+                    format!(
+                        "no benches in {}: add a `[[bench]]` with `harness = false` that uses \
+                         `rocm_bench::DeviceGroup` (`cargo rocm new` writes one), or run a suite \
+                         (`--suite gpu-benches`)",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            (with_benches, global.manifest_path.clone())
+        }
+    };
+    check_devices(args)?;
+
+    let target_dir = args
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
+    let dir = bench_dir(&target_dir);
+    let history_file = history
+        .map(Path::to_owned)
+        .unwrap_or_else(|| dir.join("history.sqlite"));
+    // Opened before building: a damaged history is said at once, and left as it is.
+    let mut db = History::open(&history_file).map_err(history_error)?;
+
+    // Build.
+    out.status("Building", format!("benches of {}", packages.join(", ")));
+    let mut build = Command::new(&cargo);
+    build
+        .args(cargo_bench_args(args, build_manifest.as_deref(), &packages))
+        .envs(build_env(args))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    out.verbose(format!("running {build:?}"));
+    let output = build
+        .spawn()
+        .and_then(|c| c.wait_with_output())
+        .with_context(|| format!("could not run `{cargo} bench`"))?;
+    let mut binaries = Vec::new();
+    for message in cargo_metadata::Message::parse_stream(output.stdout.as_slice()) {
+        if let Ok(cargo_metadata::Message::CompilerArtifact(a)) = message {
+            if a.target.is_bench() {
+                if let Some(exe) = a.executable {
+                    let package = meta
+                        .packages
+                        .iter()
+                        .find(|p| p.id == a.package_id)
+                        .map(|p| {
+                            (
+                                p.name.to_string(),
+                                p.manifest_path.parent().map(|d| d.to_path_buf()),
+                            )
+                        });
+                    let (package, dir) = match package {
+                        Some((n, Some(d))) => (n, d.into_std_path_buf()),
+                        _ => (
+                            a.target.name.clone(),
+                            a.target
+                                .src_path
+                                .parent()
+                                .map(|d| d.to_path_buf().into_std_path_buf())
+                                .unwrap_or_default(),
+                        ),
+                    };
+                    binaries.push(BenchBinary {
+                        package,
+                        name: a.target.name.clone(),
+                        exe: exe.into_std_path_buf(),
+                        dir,
+                    });
+                }
+            }
+        }
+    }
+    if !output.status.success() {
+        return Err(exit::coded(
+            exit::BUILD,
+            format!(
+                "building the benches of {} failed (see cargo's messages above)",
+                packages.join(", ")
+            ),
+        ));
+    }
+    if binaries.is_empty() {
+        return Err(exit::coded(exit::INPUT, "cargo built no bench binary"));
+    }
+
+    // Record.
+    let workspace_root = meta.workspace_root.clone().into_std_path_buf();
+    let (git_commit, git_dirty) = git_state(&workspace_root);
+    let command_line = std::iter::once("cargo rocm".to_owned())
+        .chain(std::env::args().skip(1).skip_while(|a| a == "rocm"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let run_id = db
+        .begin_run(&RunInfo {
+            git_commit,
+            git_dirty,
+            tool_versions: tool_versions(),
+            ..RunInfo::new(command_line)
+        })
+        .map_err(history_error)?;
+    let events = dir.join(format!("events-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&events);
+    let criterion_home = dir.join("criterion");
+    let mut machine = MachineInfo::default();
+    let progress = progress_bar(out);
+    let mut recorded = 0usize;
+    let mut failures = Vec::new();
+    let mut stdout = out.stdout();
+    for bin in &binaries {
+        out.status("Running", format!("{} ({})", bin.name, bin.package));
+        let mut cmd = Command::new(&bin.exe);
+        cmd.arg("--bench")
+            .args(&args.args)
+            .current_dir(&bin.dir)
+            .envs(bench_env(args, &events, &criterion_home))
+            .stdin(Stdio::null());
+        if format.json() {
+            cmd.stdout(Stdio::from(std::io::stderr()));
+        }
+        progress.suspend(|| out.verbose(format!("running {cmd:?}")));
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("could not run {}", bin.exe.display()))?;
+        let mut reader = EventReader::default();
+        let mut current: Option<String> = None;
+        let mut handle = |reader: &mut EventReader,
+                          current: &mut Option<String>,
+                          db: &mut History|
+         -> anyhow::Result<()> {
+            for event in reader.poll(&events)? {
+                match event {
+                    Ok(BenchEvent::Start { id }) => {
+                        progress.set_message(format!("{recorded} recorded; measuring {id}"));
+                        *current = Some(id);
+                    }
+                    Ok(BenchEvent::Result(mut record)) => {
+                        machine.complete(&mut record.device);
+                        let id = record.id.clone();
+                        let result = NewResult::from((*record).clone());
+                        let result_id = db.insert_result(run_id, &result).map_err(history_error)?;
+                        recorded += 1;
+                        progress.set_message(format!("{recorded} recorded; last {id}"));
+                        progress.tick();
+                        if format.json() {
+                            let line = serde_json::json!({
+                                "kind": "result", "run_id": run_id, "result_id": result_id, "record": record,
+                            });
+                            writeln!(stdout, "{line}")?;
+                        }
+                        *current = None;
+                    }
+                    Err(bad) => {
+                        progress.suspend(|| out.warn(format!("{}: {bad}", bin.name)));
+                    }
+                }
+            }
+            Ok(())
+        };
+        let status = loop {
+            handle(&mut reader, &mut current, &mut db)?;
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        handle(&mut reader, &mut current, &mut db)?;
+        if !status.success() {
+            let how = describe_exit(status);
+            let during = current
+                .as_deref()
+                .map(|id| format!(" while measuring `{id}`"))
+                .unwrap_or_default();
+            failures.push(format!(
+                "bench binary `{}` of `{}` {how}{during}",
+                bin.name, bin.package
+            ));
+            progress.suspend(|| {
+                out.warn(format!(
+                    "bench binary `{}` ({}) {how}{during}; results measured before it are kept",
+                    bin.name,
+                    bin.exe.display()
+                ))
+            });
+        }
+    }
+    progress.finish_and_clear();
+    let _ = std::fs::remove_file(&events);
+    let status = if failures.is_empty() {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
+    };
+    db.finish_run(run_id, status).map_err(history_error)?;
+
+    let results = db.results_of_run(run_id).map_err(history_error)?;
+    if format.json() {
+        let line = serde_json::json!({
+            "kind": "summary", "run_id": run_id, "results": results.len(),
+            "history": history_file, "failed": failures,
+        });
+        writeln!(stdout, "{line}")?;
+    } else {
+        writeln!(
+            stdout,
+            "\ncargo rocm bench: run {run_id}, {} result(s) recorded in {}",
+            results.len(),
+            history_file.display()
+        )?;
+        write!(stdout, "{}", super::show::results_table(&results))?;
+    }
+    if !args.no_report {
+        match rocm_bench_history::report::write_report(&db, &dir.join("report")) {
+            Ok(files) => out.status("Report", files.index.display()),
+            Err(e) => out.warn(format!("the report was not written: {e}")),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(exit::coded(
+            exit::FAILED,
+            format!(
+                "{}; the {} result(s) measured are recorded in run {run_id}",
+                failures.join("; "),
+                results.len()
+            ),
+        ));
+    }
+    if results.is_empty() {
+        out.warn("no benchmark recorded a result (did a filter after `--` match nothing?)");
+    }
+    Ok(exit::OK)
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                6 => " (SIGABRT)",
+                9 => " (SIGKILL)",
+                11 => " (SIGSEGV)",
+                _ => "",
+            };
+            return format!("was killed by signal {sig}{name}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exited with code {code}"),
+        None => "stopped".to_owned(),
+    }
+}
+
+fn progress_bar(out: &Output) -> indicatif::ProgressBar {
+    let bar = if out.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

@@ -1,0 +1,81 @@
+//! A kernel of about 10 µs on an H100 (`small_scale` over 2²¹ doubles, 32 MiB moved) timed three
+//! ways: device events around one launch, device events around 100 back-to-back launches, and
+//! the host clock around synchronous launches (launch, then synchronize). `--launches N` only
+//! launches N times, for Nsight Compute (`ncu --metrics gpu__time_duration.sum`).
+//! Used by `scripts/h100/bench.sh`.
+
+use std::time::Instant;
+
+use rocm_kernels::runtime::LaunchConfig;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> rocm_kernels::runtime::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--launches")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse::<u32>().ok());
+    let target = rocm_bench::targets().into_iter().next().expect("a device");
+    let device = target.device();
+    let module = device.load(gpu_benches::KERNELS)?;
+    let kernel = module.kernel("small_scale")?;
+    let n: usize = 1 << 21;
+    let mut a = device.alloc::<f64>(n)?;
+    let b = device.upload(&vec![1.0f64; n])?;
+    let stream = device.stream()?;
+    let config = LaunchConfig::new((1024, 1, 1), (256, 1, 1));
+    let mut launch = |s: &rocm_kernels::runtime::Stream| {
+        kernel
+            .launch(config)
+            .arg(&mut a)
+            .arg(&b)
+            .arg(&(n as i64))
+            .run(s)
+    };
+    if let Some(count) = only {
+        for _ in 0..count {
+            launch(&stream)?;
+        }
+        return stream.synchronize();
+    }
+    for _ in 0..20 {
+        launch(&stream)?;
+    }
+    stream.synchronize()?;
+    let one: Vec<f64> = (0..200)
+        .map(|_| rocm_bench::time_launches(&stream, 1, &mut launch).map(|t| t.as_secs_f64() * 1e6))
+        .collect::<Result<_, _>>()?;
+    let batch: Vec<f64> = (0..20)
+        .map(|_| {
+            rocm_bench::time_launches(&stream, 100, &mut launch)
+                .map(|t| t.as_secs_f64() * 1e6 / 100.0)
+        })
+        .collect::<Result<_, _>>()?;
+    let host: Vec<f64> = (0..200)
+        .map(|_| {
+            let t0 = Instant::now();
+            launch(&stream)?;
+            stream.synchronize()?;
+            Ok(t0.elapsed().as_secs_f64() * 1e6)
+        })
+        .collect::<rocm_kernels::runtime::Result<_>>()?;
+    println!("device: {} ({})", device.info().name, target.place());
+    println!(
+        "events, one launch:             median {:8.2} µs",
+        median(one)
+    );
+    println!(
+        "events, 100 back-to-back / 100: median {:8.2} µs",
+        median(batch)
+    );
+    println!(
+        "host clock, synchronous launch: median {:8.2} µs",
+        median(host)
+    );
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The gpu-benches microbenchmarks (github.com/te42kyfo/gpu-benches) as HIP kernels
+//! (`kernels/gpu_benches.hip`) run through this repository's runtime on every backend:
+//! `cargo rocm bench --suite gpu-benches`.
+//!
+//! Each benchmark runs the sweep of its original, times launches with device events, reduces
+//! the repetitions with the original's statistic ([`series::Series`]), prints the original's
+//! columns and records every sweep point for the history and its plots. On the cpu backend
+//! (and with `--small`) the sizes are cut down so the suite runs in seconds: a smoke test of the
+//! kernels and the plumbing, labelled so in every record, not a measurement of the CPU.
+
+pub mod benches;
+pub mod series;
+
+use std::fmt::Write as _;
+
+use rocm_bench::{BenchEvent, BenchRecord, BenchTarget, EventSink, Param, ThroughputKind};
+use rocm_kernels::runtime::{Kernel, Module, Result, Stream};
+use rocm_kernels::Backend;
+
+/// The suite's kernels.
+pub static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("gpu_benches");
+
+/// The note every record of a reduced run carries.
+pub const SMOKE_NOTE: &str = "smoke test: reduced sizes, not a measurement of the device";
+
+/// What a benchmark runs with: one device, its module and stream, where results go.
+pub struct Ctx {
+    pub target: BenchTarget,
+    pub module: Module,
+    pub stream: Stream,
+    /// Reduced sizes (the cpu backend, or `--small`).
+    pub small: bool,
+    /// Multiprocessors (compute units; worker threads on cpu).
+    pub sm_count: u32,
+    /// Threads a multiprocessor holds at most (2048 on the GPUs the originals target).
+    pub threads_per_sm: u32,
+    /// Shader clock for cycle counts, in MHz, where readable.
+    pub clock_mhz: Option<f64>,
+    sink: EventSink,
+    /// The benchmark's table, printed as it grows.
+    pub table: String,
+}
+
+impl Ctx {
+    pub fn new(target: BenchTarget, small: bool) -> Result<Ctx> {
+        let device = target.device().clone();
+        let module = device.load(KERNELS)?;
+        let stream = device.stream()?;
+        let small = small || device.backend() == Backend::Cpu;
+        let info = device.info();
+        Ok(Ctx {
+            sm_count: info.compute_units.max(1),
+            threads_per_sm: 2048,
+            clock_mhz: clock_mhz(device.backend()),
+            target,
+            module,
+            stream,
+            small,
+            sink: EventSink::from_env().unwrap_or_else(|e| {
+                eprintln!(
+                    "gpu-benches: cannot open the events file: {e}; results are not recorded"
+                );
+                EventSink::disabled()
+            }),
+            table: String::new(),
+        })
+    }
+
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        self.module.kernel(name)
+    }
+
+    /// Prints a line of the table (and keeps it).
+    pub fn line(&mut self, text: impl AsRef<str>) {
+        println!("{}", text.as_ref());
+        let _ = writeln!(self.table, "{}", text.as_ref());
+    }
+
+    /// Records one sweep point: `BENCH/PLACE/VARIANT/VALUE`.
+    pub fn record(&self, point: Point<'_>) {
+        // A sweep is `BENCH/PLACE/VARIANT`; one without variants is `…/all`, so that the
+        // report titles every plot `BENCH/PLACE` and labels its lines by variant.
+        let base = format!(
+            "{}/{}/{}",
+            point.bench,
+            self.target.place(),
+            point.variant.unwrap_or("all")
+        );
+        let record = BenchRecord {
+            id: format!("{base}/{}", point.value),
+            group: base,
+            param: Some(Param {
+                name: point.param.to_owned(),
+                value: point.value.to_string(),
+            }),
+            device: self.target.record(),
+            unit: point.unit.to_owned(),
+            samples: point.samples,
+            throughput: point.bytes.map(|b| (ThroughputKind::Bytes, b)),
+            note: self.small.then(|| SMOKE_NOTE.to_owned()),
+        };
+        let _ = self.sink.write(&BenchEvent::Start {
+            id: record.id.clone(),
+        });
+        if let Err(e) = self.sink.write(&BenchEvent::Result(Box::new(record))) {
+            eprintln!("gpu-benches: could not record a result: {e}");
+        }
+    }
+
+    /// Device seconds of `iters` back-to-back calls of `launch`.
+    pub fn time<F>(&self, iters: u64, launch: F) -> Result<f64>
+    where
+        F: FnMut(&Stream) -> Result<()>,
+    {
+        Ok(rocm_bench::time_launches(&self.stream, iters, launch)?.as_secs_f64())
+    }
+}
+
+/// One recorded sweep point.
+pub struct Point<'a> {
+    pub bench: &'a str,
+    pub variant: Option<&'a str>,
+    pub param: &'a str,
+    pub value: u64,
+    /// `ns` (per launch) or `cycles`.
+    pub unit: &'a str,
+    pub samples: Vec<f64>,
+    /// Bytes moved per launch, for rates.
+    pub bytes: Option<f64>,
+}
+
+/// The shader clock: `nvidia-smi` on nvidia, `/proc/cpuinfo` on cpu.
+fn clock_mhz(backend: Backend) -> Option<f64> {
+    match backend {
+        Backend::Nvidia => {
+            let out = std::process::Command::new("nvidia-smi")
+                .args(["--query-gpu=clocks.sm", "--format=csv,noheader,nounits"])
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        }
+        Backend::Cpu => std::fs::read_to_string("/proc/cpuinfo")
+            .ok()?
+            .lines()
+            .find(|l| l.starts_with("cpu MHz"))?
+            .split(':')
+            .nth(1)?
+            .trim()
+            .parse()
+            .ok(),
+        Backend::Amd => None,
+    }
+}

@@ -1,0 +1,20 @@
+//! Every benchmark of the suite runs on the cpu backend at its reduced sizes and prints its table.
+
+use gpu_benches::benches::ALL;
+use gpu_benches::Ctx;
+use rocm_bench::BenchTarget;
+
+#[testkit::test]
+fn every_benchmark_runs_on_cpu() {
+    let target = BenchTarget::new(rocm_bench::target::cpu_device());
+    let mut ctx = Ctx::new(target, true).unwrap();
+    for (name, run) in ALL {
+        ctx.table.clear();
+        run(&mut ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            ctx.table.lines().count() >= 2,
+            "{name} printed no rows:\n{}",
+            ctx.table
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! The devices a benchmark runs on, and their names in benchmark ids.
+//!
+//! Each usable device is one [`BenchTarget`], named by its trial place as `rocm-test` names test
+//! trials (`cpu/w64`, `nvidia/sm_90`, `amd/gfx90a`), so `saxpy/nvidia/sm_90/n=1M` is the
+//! benchmark of the trial `saxpy::nvidia/sm_90`. `cargo rocm bench --backend/--device` narrow the
+//! list through `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`.
+
+use rocm_kernels::runtime::{CpuOptions, Device};
+use rocm_kernels::Backend;
+use rocm_test::TrialPlace;
+
+use crate::event::DeviceRecord;
+
+/// A device to benchmark on, with its place name.
+#[derive(Debug, Clone)]
+pub struct BenchTarget {
+    device: Device,
+    place: TrialPlace,
+}
+
+impl BenchTarget {
+    /// The target for a device: its backend and its architecture (`w32`/`w64` on cpu).
+    pub fn new(device: Device) -> Self {
+        let info = device.info();
+        let target = match info.backend {
+            Backend::Cpu => format!("w{}", info.wave_size),
+            _ => info.arch.clone(),
+        };
+        BenchTarget {
+            place: TrialPlace {
+                backend: info.backend,
+                target,
+            },
+            device,
+        }
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.place.backend
+    }
+
+    /// `cpu/w64`, `nvidia/sm_90`.
+    pub fn place(&self) -> String {
+        self.place.to_string()
+    }
+
+    /// `NAME/PLACE`: the group name of a benchmark on this device (`saxpy/cpu/w64`).
+    pub fn id(&self, name: &str) -> String {
+        format!("{name}/{}", self.place)
+    }
+
+    /// What the runtime knows of the device, for the history.
+    pub fn record(&self) -> DeviceRecord {
+        let info = self.device.info();
+        DeviceRecord {
+            backend: info.backend.as_str().to_owned(),
+            place: self.place(),
+            name: info.name.clone(),
+            arch: Some(info.arch.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// Which devices to use, from `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only these backends (empty: all).
+    pub backends: Vec<Backend>,
+    /// Only devices whose place or name contains one of these (empty: all).
+    pub devices: Vec<String>,
+}
+
+impl Selection {
+    /// The selection `cargo rocm bench` passed (a backend name it does not know is an error).
+    pub fn from_env() -> Result<Self, String> {
+        let list = |var: &str| -> Vec<String> {
+            std::env::var(var)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let backends = list(crate::vars::BACKEND)
+            .iter()
+            .map(|b| {
+                b.parse::<Backend>()
+                    .map_err(|e| format!("{}: {e}", crate::vars::BACKEND))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Selection {
+            backends,
+            devices: list(crate::vars::DEVICE),
+        })
+    }
+
+    /// Whether a target is selected.
+    pub fn admits(&self, target: &BenchTarget) -> bool {
+        (self.backends.is_empty() || self.backends.contains(&target.backend()))
+            && (self.devices.is_empty()
+                || self.devices.iter().any(|d| {
+                    target.place().contains(d.as_str())
+                        || target.device().info().name.contains(d.as_str())
+                }))
+    }
+}
+
+/// The cpu device benchmarks use: unchecked (no guard pages: checking is the tests' job), wave
+/// 64, every core.
+pub fn cpu_device() -> Device {
+    Device::cpu(CpuOptions {
+        checked: false,
+        ..CpuOptions::default()
+    })
+}
+
+/// Every device selected for benchmarks, GPUs first and the cpu backend last. Backends asked
+/// for that have no device here are said on stderr (`cargo rocm bench` refuses them earlier).
+pub fn targets() -> Vec<BenchTarget> {
+    let selection = Selection::from_env().unwrap_or_else(|e| {
+        eprintln!("rocm-bench: {e}; benchmarking every device");
+        Selection::default()
+    });
+    let probe = Device::probe();
+    for (backend, why) in &probe.unavailable {
+        if selection.backends.contains(backend) {
+            eprintln!("rocm-bench: no {backend} device: {why}");
+        }
+    }
+    probe
+        .available
+        .into_iter()
+        .map(|d| {
+            if d.backend() == Backend::Cpu {
+                BenchTarget::new(cpu_device())
+            } else {
+                BenchTarget::new(d)
+            }
+        })
+        .filter(|t| selection.admits(t))
+        .collect()
+}
