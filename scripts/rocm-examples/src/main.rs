@@ -1,22 +1,29 @@
 //! The helper of `scripts/rocm-examples.sh`:
 //!
-//! - `rocm-examples prepare CHECKOUT CRATE`: writes a kernel crate at CRATE with the device code
-//!   of each example of `EXAMPLES` (read from the ROCm/rocm-examples checkout CHECKOUT, host
-//!   code removed by the rule in `strip.rs`), the `Common/` headers they include, a build script
-//!   compiling one kernel library per example, `checks.rs` (next to this crate) as its library,
-//!   and one harness test per example;
+//! - `rocm-examples prepare CHECKOUT CRATE`: turns CRATE, a crate `cargo rocm new` wrote, into
+//!   the kernel crate of the ROCm/rocm-examples programs of [`EXAMPLES`] read from CHECKOUT: each
+//!   program's device code (host code removed by the rule in `strip.rs`, the rest verified
+//!   byte for byte against the original) in `kernels/<name>.hip`, the template instances its
+//!   host code launched in `kernels/<name>.instances.hip`, one kernel library per program (kernel
+//!   names repeat across programs), `checks.rs` (next to this crate) and one harness per program;
 //! - `rocm-examples strip FILE`: prints the device code of one program (what `prepare` writes),
-//!   and on stderr what was removed and instantiated.
+//!   and on stderr what was removed and instantiated;
+//! - `rocm-examples table EVENTS...`: the trials of `cargo rocm test`'s (or the harnesses')
+//!   events files as a Markdown table, program x kernel x place (`cpu/w32`, `nvidia`); exits 1
+//!   when a trial failed or none ran.
 
 mod strip;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// An example program of the checkout: the test and library name, and its folder.
+/// An example program of the checkout: its harness and library name, its folder, and how its
+/// checks are registered (`checks::NAME(s ARGS)`).
 struct Example {
     name: &'static str,
     dir: &'static str,
+    args: &'static str,
 }
 
 /// The rocm-examples programs that need no library beyond HIP (HIP-Basic and Applications).
@@ -34,11 +41,16 @@ const EXAMPLES: &[Example] = &[
     ex("histogram", "Applications/histogram"),
     ex("bitonic_sort", "Applications/bitonic_sort"),
     ex("floyd_warshall", "Applications/floyd_warshall"),
-    ex("convolution", "Applications/convolution"),
+    Example {
+        name: "convolution",
+        dir: "Applications/convolution",
+        // The program's own mask, read from its source by `prepare`.
+        args: ", rocm_examples_check::CONVOLUTION_FILTER_5X5",
+    },
 ];
 
 const fn ex(name: &'static str, dir: &'static str) -> Example {
-    Example { name, dir }
+    Example { name, dir, args: "" }
 }
 
 /// This repository (the helper lives in `scripts/rocm-examples`).
@@ -51,13 +63,26 @@ fn main() -> ExitCode {
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["prepare", checkout, dest] => prepare(Path::new(checkout), Path::new(dest)),
         ["strip", file] => strip_one(Path::new(file)),
-        _ => Err("usage: rocm-examples prepare CHECKOUT CRATE | strip FILE".to_owned()),
+        ["table", ref files @ ..] if !files.is_empty() => {
+            return match table::print(files) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("rocm-examples: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        _ => Err(
+            "usage: rocm-examples prepare CHECKOUT CRATE | strip FILE | table EVENTS.jsonl..."
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rocm-examples: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
@@ -75,7 +100,9 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 fn strip_one(file: &Path) -> Result<(), String> {
-    let code = strip::device_code(&read(file)?).map_err(|e| format!("{}: {e}", file.display()))?;
+    let source = read(file)?;
+    let code = strip::device_code(&source).map_err(|e| format!("{}: {e}", file.display()))?;
+    strip::verify(&source, &code.text).map_err(|e| format!("{}: {e}", file.display()))?;
     print!("{}", code.text);
     report(&file.display().to_string(), &code);
     Ok(())
@@ -83,28 +110,47 @@ fn strip_one(file: &Path) -> Result<(), String> {
 
 /// What was removed and instantiated, on stderr.
 fn report(what: &str, code: &strip::DeviceCode) {
-    let removed: Vec<String> = code
-        .removed
-        .iter()
-        .map(|r| format!("{} ({}-{})", r.name, r.lines.0, r.lines.1))
-        .collect();
-    eprintln!("{what}: removed host functions {}", removed.join(", "));
+    for r in &code.removed {
+        eprintln!(
+            "{what}: removed {} `{}` (lines {}-{})",
+            r.what.label(),
+            r.name,
+            r.lines.0,
+            r.lines.1
+        );
+    }
     for i in &code.instances {
         eprintln!(
-            "{what}: instantiated `{}` (launched at line {} as `{}`)",
+            "{what}: instantiates `{}` (launched at line {} as `{}`)",
             i.name, i.line, i.launched_as
         );
     }
 }
 
-/// The quoted includes of a source (`#include "example_utils.hpp"`).
-fn quoted_includes(source: &str) -> Vec<String> {
-    source
+/// The `name = ...` dependency line `cargo rocm new` wrote into the crate's manifest.
+fn dependency_line<'a>(manifest: &'a str, name: &str) -> Result<&'a str, String> {
+    manifest
         .lines()
-        .filter_map(|l| {
-            let rest = l.trim_start().strip_prefix('#')?.trim_start();
-            let rest = rest.strip_prefix("include")?.trim_start().strip_prefix('"')?;
-            Some(rest[..rest.find('"')?].to_owned())
+        .find(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .ok_or_else(|| format!("the crate's Cargo.toml has no `{name}` dependency: was it made by `cargo rocm new`?"))
+}
+
+/// The numbers of a float array's initialiser in a source: `const ... NAME = {1.0f, -2.0f};`.
+fn float_array(source: &str, name: &str) -> Result<Vec<f32>, String> {
+    let start = source
+        .find(&format!("{name} ="))
+        .ok_or_else(|| format!("no `{name} =` in the source"))?;
+    let open = start + source[start..].find('{').ok_or("no `{` after it")?;
+    let close = open + source[open..].find('}').ok_or("no `}` after it")?;
+    source[open + 1..close]
+        .split(',')
+        .map(|v| {
+            let v = v.trim().trim_end_matches(['f', 'F']);
+            v.parse::<f32>()
+                .map_err(|e| format!("`{v}` in `{name}` is not a number: {e}"))
         })
         .collect()
 }
@@ -113,74 +159,103 @@ fn prepare(checkout: &Path, dest: &Path) -> Result<(), String> {
     let repo = repo()
         .canonicalize()
         .map_err(|e| format!("cannot find this repository: {e}"))?;
-    let kernels = dest.join("kernels");
-    let mut headers: Vec<String> = Vec::new();
+    let manifest_path = dest.join("Cargo.toml");
+    let old = read(&manifest_path)?;
+    let deps = ["rocm-kernels", "rocm-test", "rocm-kernels-build"]
+        .iter()
+        .map(|d| dependency_line(&old, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    // What `cargo rocm new` wrote that this crate replaces.
+    for old in ["kernels/kernels.hip", "tests/kernels.rs", "benches/kernels.rs", "src/lib.rs"] {
+        let _ = std::fs::remove_file(dest.join(old));
+    }
+    let _ = std::fs::remove_dir(dest.join("benches"));
+
+    let mut manifest = format!(
+        "# Written by scripts/rocm-examples.sh (from the crate `cargo rocm new` made): the device\n\
+         # code of ROCm/rocm-examples programs and their checks, one harness per program.\n\
+         [package]\nname = \"rocm-examples-check\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[workspace]\n\n\
+         [package.metadata.rocm]\ntargets = [\"gfx90a\"]\nnvidia-targets = [\"sm_90\"]\n\n\
+         [dependencies]\n{}\n{}\n\n[build-dependencies]\n{}\n",
+        deps[0], deps[1], deps[2]
+    );
+    let mut build = String::from(
+        "//! One kernel library per rocm-examples program (kernel names repeat across them).\n\n\
+         fn main() {\n",
+    );
+    let mut lib = String::from(
+        "//! Written by scripts/rocm-examples.sh: the kernel library of each rocm-examples \
+         program,\n//! and the checks of scripts/rocm-examples/checks.rs.\n\n\
+         pub mod checks;\n\n",
+    );
     for e in EXAMPLES {
         let file = checkout.join(e.dir).join("main.hip");
         let source = read(&file)?;
         let code =
             strip::device_code(&source).map_err(|err| format!("{}: {err}", file.display()))?;
+        strip::verify(&source, &code.text).map_err(|err| {
+            format!("{}: the device code is not the original's: {err}", file.display())
+        })?;
         report(e.name, &code);
-        write(&kernels.join(e.dir).join("main.hip"), &code.text)?;
-        for h in quoted_includes(&source) {
-            if !headers.contains(&h) {
-                headers.push(h);
+        let hip = format!("{}.hip", e.name);
+        write(&dest.join("kernels").join(&hip), &code.text)?;
+        let compiled = match code.instances_file(&hip) {
+            Some(text) => {
+                let f = format!("{}.instances.hip", e.name);
+                write(&dest.join("kernels").join(&f), &text)?;
+                f
             }
+            None => hip,
+        };
+        build.push_str(&format!(
+            "    rocm_kernels_build::Build::new()\n        .file(\"kernels/{compiled}\")\n        \
+             .compile(\"{}\");\n",
+            e.name
+        ));
+        lib.push_str(&format!(
+            "/// The kernels of {dir}.\npub static {upper}: &rocm_kernels::KernelLibrary =\n    \
+             rocm_kernels::include_kernels!(\"{name}\");\n\n",
+            dir = e.dir,
+            upper = e.name.to_uppercase(),
+            name = e.name
+        ));
+        if e.name == "convolution" {
+            let mask = float_array(&source, "convolution_filter_5x5")
+                .map_err(|err| format!("{}: {err}", file.display()))?;
+            let values: Vec<String> = mask.iter().map(|v| format!("{v:?}")).collect();
+            lib.push_str(&format!(
+                "/// `convolution_filter_5x5` of {}/main.hip: the mask its host code copies to \
+                 `d_mask`.\npub const CONVOLUTION_FILTER_5X5: [f32; {}] = [{}];\n\n",
+                e.dir,
+                mask.len(),
+                values.join(", ")
+            ));
         }
-    }
-    // The headers of the checkout's Common/ the programs include, unchanged.
-    for h in &headers {
-        let from = checkout.join("Common").join(h);
-        if from.is_file() {
-            write(&kernels.join("Common").join(h), &read(&from)?)?;
-        }
-    }
-
-    let dep = |krate: &str| format!("{krate} = {{ path = \"{}/{krate}\" }}", repo.display());
-    let mut manifest = format!(
-        "# Written by scripts/rocm-examples.sh: the device code of ROCm/rocm-examples programs and\n\
-         # their checks. A workspace of its own.\n\
-         [package]\nname = \"rocm-examples-kernels\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
-         publish = false\n\n[workspace]\n\n\
-         [package.metadata.rocm]\ntargets = [\"gfx90a\"]\nnvidia-targets = [\"sm_90\"]\n\n\
-         [dependencies]\n{}\n{}\n\n[build-dependencies]\n{}\n",
-        dep("rocm-kernels"),
-        dep("rocm-test"),
-        dep("rocm-kernels-build"),
-    );
-    let mut build = String::from(
-        "//! One kernel library per example (kernel names repeat across examples).\n\n\
-         fn main() {\n",
-    );
-    for e in EXAMPLES {
         manifest.push_str(&format!(
             "\n[[test]]\nname = \"{}\"\nharness = false\n",
             e.name
         ));
-        build.push_str(&format!(
-            "    rocm_kernels_build::Build::new()\n        .file(\"kernels/{}/main.hip\")\n        \
-             .include(\"kernels/Common\")\n        .compile(\"{}\");\n",
-            e.dir, e.name
-        ));
         write(
             &dest.join("tests").join(format!("{}.rs", e.name)),
             &format!(
-                "//! The checks of {dir} (rocm_examples_kernels::{name}, from \
-                 scripts/rocm-examples/checks.rs).\n\n\
-                 static KERNELS: &rocm_kernels::KernelLibrary = \
-                 rocm_kernels::include_kernels!(\"{name}\");\n\n\
+                "//! The checks of {dir}.\n\n\
                  fn main() -> std::process::ExitCode {{\n    \
-                 rocm_test::main(KERNELS, rocm_examples_kernels::{name})\n}}\n",
+                 rocm_test::main(rocm_examples_check::{upper}, |s| {{\n        \
+                 rocm_examples_check::checks::{name}(s{args})\n    }})\n}}\n",
                 dir = e.dir,
-                name = e.name
+                upper = e.name.to_uppercase(),
+                name = e.name,
+                args = e.args,
             ),
         )?;
     }
     build.push_str("}\n");
-    write(&dest.join("Cargo.toml"), &manifest)?;
+    write(&manifest_path, &manifest)?;
     write(&dest.join("build.rs"), &build)?;
+    write(&dest.join("src/lib.rs"), &lib)?;
     write(
-        &dest.join("src/lib.rs"),
+        &dest.join("src/checks.rs"),
         &read(&repo.join("scripts/rocm-examples/checks.rs"))?,
     )?;
     // The repository's lock file: the same dependency versions, and no resolution needed.

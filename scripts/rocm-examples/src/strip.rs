@@ -7,17 +7,22 @@
 //! 1. A *function definition at namespace scope* (inside namespaces and `extern "C"` blocks too)
 //!    whose declaration carries none of `__global__`, `__device__` or `constexpr` (which HIP
 //!    compiles for the device too) is host code: it is removed, from its first token (template
-//!    header included) to its closing brace, and replaced by a comment naming it and as many
-//!    newlines, so every remaining line keeps its line number.
-//! 2. Nothing else is removed or changed: kernels, device functions, `__constant__`,
-//!    `__device__` and `__shared__` variables, types, templates, macros, includes, host
-//!    variables and declarations stay as written.
-//! 3. A kernel template that removed host code launches (any `name<args>` in it: `<<<...>>>`,
-//!    `hipLaunchCooperativeKernel(name<args>, ...)`) would no longer be instantiated: an explicit
-//!    instantiation of each such instance is appended after the source, with the kernel's own
-//!    parameter list. A template argument that names a `constexpr` local of the removed function
-//!    initialised with a literal (`constexpr unsigned int block_size = 16;`) is replaced by that
-//!    literal; any other argument is written as the launch writes it.
+//!    header included) to its closing brace.
+//! 2. So is a namespace-scope *variable or function declaration* without those words (nor
+//!    `__constant__`, `__shared__`, `__managed__`) that no kept code names
+//!    (`const std::array<float, 25> convolution_filter_5x5 = {...};`), and every `#include`
+//!    but HIP's own (`<hip/...>`): host headers, which NVRTC, for one, does not have.
+//! 3. Each removal is replaced by a comment naming it and as many newlines, so every remaining
+//!    line keeps its number. Nothing else is removed or changed: kernels, device functions,
+//!    `__constant__`, `__device__` and `__shared__` variables, types, templates, macros and
+//!    conditionals stay as written ([`verify`] checks it, independently of this rule).
+//! 4. A kernel template that removed host code launches (any `name<args>` in it: `<<<...>>>`,
+//!    `hipLaunchCooperativeKernel(name<args>, ...)`) would no longer be instantiated: each such
+//!    instance is listed with an explicit instantiation, for a file of its own that includes the
+//!    device code ([`DeviceCode::instances_file`]). A template argument that names a `constexpr`
+//!    local of the removed function initialised with a literal (`constexpr unsigned int
+//!    block_size = 16;`) is replaced by that literal; any other argument is written as the
+//!    launch writes it.
 //!
 //! A removed function containing half of a preprocessor conditional (`#if` without its
 //! `#endif`) is an error, as is a declaration whose end cannot be found.
@@ -29,18 +34,62 @@ use rocm_kernels_build::cpu::lex::{self, Kind, Tokens};
 /// A program's device code, and what was done to get it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceCode {
-    /// The source, host functions replaced by comments and blank lines, instantiations appended.
+    /// The source, host code replaced by comments and blank lines.
     pub text: String,
-    /// The host functions removed, in source order.
+    /// What was removed, in source order.
     pub removed: Vec<Removed>,
-    /// The kernel template instances instantiated at the end, in order of first launch.
+    /// The kernel template instances the removed host code launched, in order of first launch.
     pub instances: Vec<Instance>,
 }
 
-/// A removed host function.
+impl DeviceCode {
+    /// A source that includes the device code (`file`, by name) and instantiates what the host
+    /// code launched; `None` when it launched no template.
+    pub fn instances_file(&self, file: &str) -> Option<String> {
+        if self.instances.is_empty() {
+            return None;
+        }
+        let mut text = format!(
+            "// Written by scripts/rocm-examples: the kernel template instances the removed host\n\
+             // code launched, instantiated explicitly (the device code is included unchanged).\n\
+             #include \"{file}\"\n"
+        );
+        for i in &self.instances {
+            let _ = write!(
+                text,
+                "\n// `{}`, launched at line {}:\n{}\n",
+                i.launched_as, i.line, i.declaration
+            );
+        }
+        Some(text)
+    }
+}
+
+/// What kind of host code a removal was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum What {
+    Function,
+    Declaration,
+    Variable,
+    Include,
+}
+
+impl What {
+    pub fn label(self) -> &'static str {
+        match self {
+            What::Function => "host function",
+            What::Declaration => "host declaration",
+            What::Variable => "host variable",
+            What::Include => "host include",
+        }
+    }
+}
+
+/// A removed piece of host code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Removed {
-    /// Its name as declared (`main`, `configure_parser`).
+    pub what: What,
+    /// Its name as declared (`main`, `configure_parser`), or the header (`<iostream>`).
     pub name: String,
     /// Its first and last lines (1-based).
     pub lines: (u32, u32),
@@ -55,7 +104,7 @@ pub struct Instance {
     pub launched_as: String,
     /// The line of that launch.
     pub line: u32,
-    /// The explicit instantiation appended to the source.
+    /// The explicit instantiation.
     pub declaration: String,
 }
 
@@ -83,31 +132,31 @@ struct KernelTemplate {
 /// Apply the rule (module docs) to the text of a HIP program.
 pub fn device_code(source: &str) -> Result<DeviceCode, String> {
     let toks = lex::lex(source);
-    let mut items = Vec::new();
-    walk(&toks, 0, toks.len(), &mut Vec::new(), &mut items)?;
+    let items = items(&toks)?;
 
     let mut templates = Vec::new();
-    let mut host = Vec::new();
+    let mut host_functions = Vec::new();
+    let mut declarations = Vec::new();
     for item in &items {
-        let Some(body) = item.body else { continue };
-        let head: Vec<&str> = (item.first..body).map(|k| toks.tok(k)).collect();
-        let device = head
-            .iter()
-            .any(|t| matches!(*t, "__global__" | "__device__" | "constexpr"));
-        if !device {
-            host.push(item);
-        } else if head.first() == Some(&"template") && head.contains(&"__global__") {
-            templates.push(kernel_template(&toks, item, body)?);
+        let device = is_device_item(&toks, item);
+        match item.body {
+            Some(_) if !device => host_functions.push(item),
+            Some(body)
+                if toks.is(item.first, "template")
+                    && (item.first..body).any(|k| toks.is(k, "__global__")) =>
+            {
+                templates.push(kernel_template(&toks, item, body)?)
+            }
+            None if !device => declarations.push(item),
+            _ => {}
         }
     }
 
-    let mut removed = Vec::new();
+    let mut cuts: Vec<Cut> = Vec::new();
     let mut instances: Vec<Instance> = Vec::new();
-    let mut text = String::with_capacity(source.len());
-    let mut copied = 0;
-    for item in host {
-        let (start, end) = (toks.token(item.first).start, toks.token(item.last).end);
+    for item in &host_functions {
         let name = function_name(&toks, item);
+        let (start, end) = (toks.token(item.first).start, toks.token(item.last).end);
         let lines = (toks.token(item.first).line, toks.token(item.last).line);
         balanced_conditionals(&toks, source, start..end)
             .map_err(|e| format!("host function `{name}` (lines {}-{}): {e}", lines.0, lines.1))?;
@@ -116,35 +165,169 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
                 instances.push(instance);
             }
         }
-        text.push_str(&source[copied..start]);
-        text.push_str(&format!("/* host function `{name}` removed by rocm-examples */"));
-        text.extend(std::iter::repeat_n('\n', source[start..end].matches('\n').count()));
-        copied = end;
-        removed.push(Removed { name, lines });
+        cuts.push(Cut { start, end, what: What::Function, name, lines });
+    }
+    // Host variables and function declarations the kept code does not name.
+    let in_host_function = |k: usize| host_functions.iter().any(|f| (f.first..=f.last).contains(&k));
+    for item in &declarations {
+        let Some((what, name)) = host_declaration(&toks, item) else { continue };
+        let used = (0..toks.len()).any(|k| {
+            !(item.first..=item.last).contains(&k) && !in_host_function(k) && toks.is(k, &name)
+        });
+        if used {
+            continue;
+        }
+        let (start, end) = (toks.token(item.first).start, toks.token(item.last).end);
+        let lines = (toks.token(item.first).line, toks.token(item.last).line);
+        cuts.push(Cut { start, end, what, name, lines });
+    }
+    // Includes of host headers: everything but HIP's own.
+    for d in toks.directives() {
+        let line = &source[d.clone()];
+        let Some(target) = included(line) else { continue };
+        if target.starts_with("<hip/") {
+            continue;
+        }
+        let n = source[..d.start].matches('\n').count() as u32 + 1;
+        cuts.push(Cut {
+            start: d.start,
+            end: d.end,
+            what: What::Include,
+            name: target.to_owned(),
+            lines: (n, n + line.matches('\n').count() as u32),
+        });
+    }
+    cuts.sort_by_key(|c| c.start);
+
+    let mut text = String::with_capacity(source.len());
+    let mut copied = 0;
+    for c in &cuts {
+        text.push_str(&source[copied..c.start]);
+        let _ = write!(text, "/* {} `{}` removed by rocm-examples */", c.what.label(), c.name);
+        text.extend(std::iter::repeat_n('\n', source[c.start..c.end].matches('\n').count()));
+        copied = c.end;
     }
     text.push_str(&source[copied..]);
-    if !removed.is_empty() || !instances.is_empty() {
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(
-            "\n// ---- Added by scripts/rocm-examples. Above this line only host functions were \
-             removed\n// ---- (each replaced by a comment and blank lines, so line numbers are \
-             the original's).\n",
-        );
-        for i in &instances {
-            let _ = writeln!(
-                text,
-                "// `{}`, launched at line {}:\n{}",
-                i.launched_as, i.line, i.declaration
-            );
-        }
-    }
-    Ok(DeviceCode {
-        text,
-        removed,
-        instances,
+    let removed = cuts
+        .into_iter()
+        .map(|c| Removed { what: c.what, name: c.name, lines: c.lines })
+        .collect();
+    Ok(DeviceCode { text, removed, instances })
+}
+
+/// A span of the source to remove.
+struct Cut {
+    start: usize,
+    end: usize,
+    what: What,
+    name: String,
+    lines: (u32, u32),
+}
+
+/// Whether an item is device code: a function definition marked `__global__`, `__device__` or
+/// `constexpr` (which HIP compiles for the device too), or a declaration marked `__global__`,
+/// `__device__`, `__constant__`, `__shared__` or `__managed__` (a constexpr variable is kept only
+/// when device code names it, rule 2).
+fn is_device_item(toks: &Tokens, item: &Item) -> bool {
+    let head_end = item.body.unwrap_or(item.last + 1);
+    (item.first..head_end).any(|k| match toks.tok(k) {
+        "__global__" | "__device__" => true,
+        "constexpr" => item.body.is_some(),
+        "__constant__" | "__shared__" | "__managed__" => item.body.is_none(),
+        _ => false,
     })
+}
+
+/// `<iostream>` or `"example_utils.hpp"` for an `#include` line.
+fn included(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('#')?.trim_start().strip_prefix("include")?.trim();
+    let close = match rest.chars().next()? {
+        '<' => '>',
+        '"' => '"',
+        _ => return None,
+    };
+    let end = rest[1..].find(close)? + 2;
+    Some(&rest[..end])
+}
+
+/// What a namespace-scope declaration without a body declares, when it is host code: a
+/// variable (`const std::array<float, 25> filter = {...};`) or a function (`void f(int);`).
+/// Types, aliases, `using` directives and templates of them are not.
+fn host_declaration(toks: &Tokens, item: &Item) -> Option<(What, String)> {
+    let mut k = item.first;
+    while toks.is(k, "template") && toks.is(k + 1, "<") {
+        k = toks.close_angle(k + 1)? + 1;
+    }
+    if matches!(
+        toks.tok(k),
+        "struct" | "class" | "union" | "enum" | "typedef" | "using" | "static_assert" | "extern"
+            | "namespace" | "template"
+    ) || toks.is(k, "#")
+    {
+        return None;
+    }
+    // The declarator's name: the last identifier before `=`, `{`, `[`, `(` or `;` at the top.
+    let mut name = None;
+    let mut j = k;
+    while j <= item.last {
+        match toks.tok(j) {
+            "=" | "{" | "[" | ";" => break,
+            "(" => {
+                let f = function_name(toks, item);
+                return (f != "?").then_some((What::Declaration, f));
+            }
+            "<" => {
+                j = toks.close_angle(j).unwrap_or(j) + 1;
+                continue;
+            }
+            _ if toks.ident(j) => name = Some(toks.tok(j).to_owned()),
+            _ => {}
+        }
+        j += 1;
+    }
+    name.map(|n| (What::Variable, n))
+}
+
+/// Every namespace-scope item of a program (module docs).
+fn items(toks: &Tokens) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    walk(toks, 0, toks.len(), &mut Vec::new(), &mut items)?;
+    Ok(items)
+}
+
+/// The device items of a program, in order: each `__global__`/`__device__`/`constexpr`
+/// function definition and each `__constant__`/`__device__`/`__shared__` variable, as its exact
+/// text in the source.
+pub fn device_items(source: &str) -> Result<Vec<String>, String> {
+    let toks = lex::lex(source);
+    Ok(items(&toks)?
+        .iter()
+        .filter(|item| is_device_item(&toks, item))
+        .map(|item| toks.text(item.first, item.last + 1).to_owned())
+        .collect())
+}
+
+/// That `stripped` keeps `original`'s device code byte for byte: the same device items with
+/// the same text, in the same order, and as many lines (so every line keeps its number).
+/// Independent of how the stripping chose what to remove.
+pub fn verify(original: &str, stripped: &str) -> Result<(), String> {
+    let (a, b) = (device_items(original)?, device_items(stripped)?);
+    if let Some(k) = (0..a.len().max(b.len())).find(|&k| a.get(k) != b.get(k)) {
+        let show = |v: Option<&String>| {
+            v.map_or("nothing".to_owned(), |s| format!("`{}`", s.lines().next().unwrap_or("")))
+        };
+        return Err(format!(
+            "device item {} differs: the original has {}, the device code {}",
+            k + 1,
+            show(a.get(k)),
+            show(b.get(k))
+        ));
+    }
+    let (n, m) = (original.matches('\n').count(), stripped.matches('\n').count());
+    if n != m {
+        return Err(format!("the original has {n} lines, the device code {m}"));
+    }
+    Ok(())
 }
 
 /// Collect the namespace-scope items of tokens `[a, b)`, descending into namespaces and
