@@ -12,8 +12,10 @@ pub mod detect;
 pub mod doctor;
 pub mod env;
 pub mod new;
+pub mod profile;
 pub mod test;
 pub mod toolchain;
+pub mod tune;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -33,6 +35,12 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Create a crate with HIP kernels, their Rust references, a test harness and a benchmark
     New(new::NewArgs),
+    /// Search kernels' launch and compile-time parameters, verifying every candidate, and keep
+    /// the best per device and problem size
+    Tune(tune::TuneArgs),
+    /// Run a bench, test, example or command under the backend's profiler and show each kernel's
+    /// times, stability, registers, occupancy and throughput
+    Profile(Box<profile::ProfileArgs>),
 }
 
 pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
@@ -45,6 +53,8 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
+        Command::Tune(args) => tune::run(&global, args, out),
+        Command::Profile(args) => profile::run(&global, *args, out),
         Command::Bench(args) => bench::run(&global, args, out),
     }
 }

@@ -261,9 +261,13 @@ mod tests {
             .unwrap()
             .write_all(b"rt\",\"id\":\"x\"}\n")
             .unwrap();
-        sink.write(&BenchEvent::Result(Box::new(record.clone()))).unwrap();
+        sink.write(&BenchEvent::Result(Box::new(record.clone())))
+            .unwrap();
         let got = reader.poll(&path).unwrap();
         assert!(matches!(&got[0], Ok(BenchEvent::Start { id }) if id == "x"));
-        assert_eq!(got[1].as_ref().unwrap(), &BenchEvent::Result(Box::new(record)));
+        assert_eq!(
+            got[1].as_ref().unwrap(),
+            &BenchEvent::Result(Box::new(record))
+        );
     }
 }

@@ -105,7 +105,7 @@ pub fn machine(data: &[u8]) -> Result<u16, CodeObjectError> {
     }
 }
 
-fn amdgpu_header(
+pub(crate) fn amdgpu_header(
     data: &[u8],
 ) -> Result<(&elf::FileHeader64<Endianness>, Endianness), CodeObjectError> {
     if data.get(4) != Some(&elf::ELFCLASS64.0) {

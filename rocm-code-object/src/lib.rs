@@ -1,6 +1,7 @@
 //! Reading AMD GPU code objects: clang offload bundles (plain and compressed), raw AMDGPU ELF,
 //! and the `.hip_fatbin` section of a host ELF; each entry's target id, and the AMDGPU metadata
-//! note per kernel (registers, LDS, scratch, spills, arguments).
+//! note per kernel (registers, LDS, scratch, spills, arguments), each kernel's descriptor, and the
+//! compiler's resource-usage remarks (`-Rpass-analysis=kernel-resource-usage`) to check them by.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), rocm_code_object::CodeObjectError> {
@@ -18,11 +19,13 @@
 //! against the input before anything is allocated (see the fuzz targets under `fuzz/`).
 
 mod bundle;
+mod descriptor;
 mod elf;
 mod error;
 mod mach;
 mod metadata;
 pub mod nvidia;
+pub mod remarks;
 pub mod symbols;
 mod target;
 
@@ -35,6 +38,7 @@ pub use bundle::{
     decompress, parse_compressed_header, parse_plain, CompressedHeader, CompressionMethod,
     PlainBundle, RawEntry, COMPRESSED_MAGIC, PLAIN_MAGIC,
 };
+pub use descriptor::{kernel_descriptors, KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
 pub use elf::{
     hip_fatbin, metadata_note, read_header, AmdgpuElf, FeatureMode, EM_AMDGPU, NT_AMDGPU_METADATA,
 };
@@ -130,6 +134,14 @@ impl<'a> Entry<'a> {
     /// Per-kernel metadata, in the order the compiler wrote it.
     pub fn kernels(&self) -> Result<Vec<KernelMetadata>, CodeObjectError> {
         Ok(self.metadata()?.kernels)
+    }
+
+    /// The kernel descriptors, by symbol (`<kernel>.kd`, as [`KernelMetadata::symbol`] names
+    /// them).
+    pub fn kernel_descriptors(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, KernelDescriptor>, CodeObjectError> {
+        kernel_descriptors(self.bytes())
     }
 }
 

@@ -55,6 +55,10 @@ pub struct KernelMetadata {
     pub max_flat_workgroup_size: u32,
     /// `.uses_dynamic_stack` (v5+).
     pub uses_dynamic_stack: Option<bool>,
+    /// `.workgroup_processor_mode` (v5+, gfx10 and later): the kernel was built for WGP mode
+    /// (`true`, clang's default there) or CU mode (`-mcumode`). Absent before code object v5;
+    /// the kernel descriptor's `WGP_MODE` bit says the same for every version.
+    pub workgroup_processor_mode: Option<bool>,
 }
 
 /// One entry of `.args`.
@@ -176,6 +180,17 @@ impl<'a> Map<'a> {
             .transpose()
     }
 
+    /// A boolean the compiler writes either as a boolean or as 0/1.
+    fn flag(&self, key: &str) -> Result<Option<bool>, CodeObjectError> {
+        self.get(key)
+            .map(|v| {
+                v.as_bool()
+                    .or_else(|| v.as_u64().filter(|n| *n <= 1).map(|n| n == 1))
+                    .ok_or_else(|| self.wrong(key, "a boolean or 0/1", v))
+            })
+            .transpose()
+    }
+
     fn required<T>(&self, key: &str, value: Option<T>) -> Result<T, CodeObjectError> {
         value.ok_or_else(|| bad(format!("{}: required key `{key}` is missing", self.context)))
     }
@@ -275,6 +290,7 @@ fn parse_kernel(index: usize, value: &Value) -> Result<KernelMetadata, CodeObjec
         wavefront_size: u32_required(".wavefront_size")?,
         max_flat_workgroup_size: u32_required(".max_flat_workgroup_size")?,
         uses_dynamic_stack: map.bool(".uses_dynamic_stack")?,
+        workgroup_processor_mode: map.flag(".workgroup_processor_mode")?,
         name,
     })
 }
@@ -341,6 +357,7 @@ pub(crate) mod tests {
             (s(".wavefront_size"), Value::from(64)),
             (s(".max_flat_workgroup_size"), Value::from(1024)),
             (s(".uses_dynamic_stack"), Value::Boolean(false)),
+            (s(".workgroup_processor_mode"), Value::from(1)),
             (s(".some_future_key"), Value::from(1)),
         ])
     }
@@ -386,6 +403,7 @@ pub(crate) mod tests {
             ),
             (280, 64, 1024)
         );
+        assert_eq!(k.workgroup_processor_mode, Some(true));
         assert_eq!(k.args.len(), 3);
         assert_eq!(k.args[1].address_space.as_deref(), Some("global"));
         assert!(k.args[2].is_hidden());

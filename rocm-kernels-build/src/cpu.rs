@@ -215,6 +215,91 @@ impl std::error::Error for CpuBuildError {
     }
 }
 
+/// The linker's dynamic list that exports the cpu runtime's kernel-side symbols (`rk_*`: the
+/// thread context `rk_cur`, barriers, collectives, faults) from an executable, written to
+/// `dir/cpu-runtime.dynamic-list`. Kernels compiled at run time into a shared object (what
+/// `cargo rocm tune` does for compile-time parameters, `rocm_test::tune`) call these; without
+/// the list an executable keeps them to itself and `dlopen` fails with `undefined symbol:
+/// rk_cur`. Exporting them costs a few dynamic symbol table entries. [`Build`](crate::Build)
+/// passes it to the linker (`cargo:rustc-link-arg`) for every binary, test and benchmark of a
+/// crate with a cpu build on Linux.
+pub fn write_runtime_dynamic_list(dir: &Path) -> Result<PathBuf, CpuBuildError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let path = dir.join("cpu-runtime.dynamic-list");
+    let text = "{\n  rk_*;\n};\n";
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+        std::fs::write(&path, text).map_err(io(&path))?;
+    }
+    Ok(path)
+}
+
+/// Links what [`build_cpu`] built (`lib<lib_name>.a` in the request's `out_dir`) into the
+/// shared object `so`, for loading at run time (`cargo rocm tune` compiles each configuration
+/// of compile-time parameters this way). Its references to the cpu runtime stay undefined: the
+/// executable that loads it provides them ([`write_runtime_dynamic_list`]); its own symbols
+/// bind to its own definitions (`-Bsymbolic`), so a kernel compiled into the executable under
+/// the same name is never called instead.
+pub fn link_shared_object(
+    req: &CpuBuildRequest,
+    built: &CpuBuildOutput,
+    so: &Path,
+) -> Result<(), CpuBuildError> {
+    let archive = req.out_dir.join(format!("lib{}.a", built.lib_name));
+    let mut build = base_build(req);
+    build.cargo_metadata(false).warnings(false);
+    let compiler = build
+        .try_get_compiler()
+        .map_err(|e| CpuBuildError::Compiler {
+            message: e.to_string(),
+        })?;
+    let mut cmd = Command::new(compiler.path());
+    cmd.arg("-shared")
+        .arg("-o")
+        .arg(so)
+        .arg("-Wl,--whole-archive")
+        .arg(&archive)
+        .arg("-Wl,--no-whole-archive")
+        .arg("-Wl,-Bsymbolic");
+    let shown = format!("{cmd:?}");
+    let output = cmd.output().map_err(|e| CpuBuildError::Compiler {
+        message: format!("{shown}: {e}"),
+    })?;
+    if !output.status.success() {
+        return Err(CpuBuildError::Compile {
+            message: format!(
+                "linking {} failed\n  command: {shown}\n{}",
+                so.display(),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The host C++ compiler a request would use and its version (`c++ (Debian 12.2.0-14) 12.2.0`,
+/// the first line of `--version`): part of the key of caches of compiled kernels.
+pub fn compiler_identity(req: &CpuBuildRequest) -> Result<String, CpuBuildError> {
+    let mut build = base_build(req);
+    build.cargo_metadata(false).warnings(false);
+    let compiler = build
+        .try_get_compiler()
+        .map_err(|e| CpuBuildError::Compiler {
+            message: e.to_string(),
+        })?;
+    let out = Command::new(compiler.path())
+        .arg("--version")
+        .output()
+        .map_err(|e| CpuBuildError::Compiler {
+            message: format!("{}: {e}", compiler.path().display()),
+        })?;
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    Ok(format!("{} {first}", compiler.path().display()))
+}
+
 /// The cpu kernel-language headers (`rocm-kernels-core`'s `include/cpu`).
 pub fn cpu_include_dir() -> PathBuf {
     rocm_kernels_core::headers::cpu_dir()

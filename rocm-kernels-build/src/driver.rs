@@ -228,6 +228,16 @@ impl Build {
                     }
                     cpu_kernels = cpu_out.kernels;
                     cpu_globals = cpu_out.globals;
+                    // Kernels compiled at run time (`cargo rocm tune`) link against the runtime
+                    // in the executable: export its kernel-side symbols.
+                    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+                        let list = cpu::write_runtime_dynamic_list(&paths.lib.join("cpu"))
+                            .map_err(BuildError::from)?;
+                        out.line(&format!(
+                            "cargo:rustc-link-arg=-Wl,--dynamic-list={}",
+                            list.display()
+                        ));
+                    }
                 }
                 Done::Gpu(backend, Ok(compiled)) => {
                     // One line per source: `compiled amd kernels/k.hip gfx1030,gfx90a 812ms`.

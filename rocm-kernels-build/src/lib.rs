@@ -41,6 +41,7 @@ mod report;
 mod settings;
 mod source;
 mod toolchain_cache;
+mod tuned;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -52,6 +53,7 @@ pub use settings::{
     ENV_BACKENDS, ENV_HIPFLAGS, ENV_HIP_COMPILER, ENV_NVIDIA_ARCH, ENV_OFFLOAD_ARCH,
 };
 pub use source::SourceFile;
+pub use tuned::TunedCompiled;
 
 use report::Output;
 use settings::EnvReader;

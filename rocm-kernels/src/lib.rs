@@ -10,6 +10,7 @@
 //! neither links what only the other needs.
 
 pub mod runtime;
+pub mod tuning;
 pub mod vector;
 
 pub use rocm_kernels_core::library;
@@ -31,5 +32,21 @@ macro_rules! include_kernels {
             include!(concat!(env!("OUT_DIR"), "/", $name, ".rs"));
         }
         &__rocm_kernels_generated::KERNELS
+    }};
+}
+
+/// A tunable kernel's wisdom that a build script compiled with `Build::compile_tuned(kernel,
+/// wisdom_file)`, as a `&'static rocm_kernels::tuning::TunedKernel` (see [`tuning`]).
+///
+/// ```ignore
+/// pub static MATMUL: &rocm_kernels::tuning::TunedKernel = rocm_kernels::include_tuned!("matmul");
+/// ```
+#[macro_export]
+macro_rules! include_tuned {
+    ($kernel:literal) => {{
+        mod __rocm_kernels_tuned {
+            include!(concat!(env!("OUT_DIR"), "/", $kernel, ".tuned.rs"));
+        }
+        &__rocm_kernels_tuned::TUNED
     }};
 }

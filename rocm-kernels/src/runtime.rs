@@ -27,11 +27,14 @@ pub mod backend;
 mod device;
 mod error;
 mod launch;
+mod launch_log;
 mod memory;
 mod module;
 mod stream;
 
-pub use device::{CpuExec, CpuOptions, Device, DeviceInfo, Devices, RaceMethod};
+pub use device::{
+    CpuExec, CpuOptions, Device, DeviceInfo, Devices, RaceMethod, ENV_DEFAULT_BACKEND,
+};
 pub use error::{FaultSite, Result, RuntimeError};
 pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
 pub use memory::{Buffer, DeviceCopy};
@@ -40,3 +43,4 @@ pub use stream::{Event, Stream};
 
 pub use crate::library::Backend;
 pub use backend::cpu::fiber_switch_ns;
+pub use rocm_kernels_core::launch_log::{DriverResources, ENV_LAUNCH_LOG};

@@ -3,7 +3,8 @@
 //! One JSON object per finished trial ([`TrialEvent`]), appended to the file named by
 //! `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads them to build its JSON
 //! stream, JUnit XML and summary. The options travel the other way as environment variables,
-//! named once in [`env`].
+//! named once in [`env`]. [`tune`] is the same for `cargo rocm tune`: a request, progress
+//! events and the report.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -11,6 +12,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+
+pub mod tune;
 
 /// How a trial ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

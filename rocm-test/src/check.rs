@@ -406,8 +406,8 @@ impl Check {
         let mut errs = self.errors.clone();
         let size_known = |n: &str| self.sizes.iter().any(|(s, _)| s == n);
         for a in &self.args {
-            let size_ref = match &a.kind {
-                ArgKind::Scalar(ScalarSrc::Size { name, .. }) => Some(name),
+            let size_refs: Vec<&String> = match &a.kind {
+                ArgKind::Scalar(ScalarSrc::Size { name, .. }) => vec![name],
                 ArgKind::Buffer {
                     src:
                         BufSrc::Gen {
@@ -415,14 +415,22 @@ impl Check {
                             ..
                         },
                     ..
-                } => Some(name),
+                } => vec![name],
+                ArgKind::Buffer {
+                    src:
+                        BufSrc::Gen {
+                            len: LenRef::Product(x, y),
+                            ..
+                        },
+                    ..
+                } => vec![x, y],
                 ArgKind::Output {
                     len: Len::Size(name),
                     ..
-                } => Some(name),
-                _ => None,
+                } => vec![name],
+                _ => Vec::new(),
             };
-            if let Some(s) = size_ref.filter(|s| !size_known(s)) {
+            for s in size_refs.into_iter().filter(|s| !size_known(s)) {
                 errs.push(format!(
                     "argument `{}` refers to size `{s}`, which is not declared: add `.size(\"{s}\", …)`",
                     a.name

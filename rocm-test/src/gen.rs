@@ -59,14 +59,22 @@ impl SizeSpec {
     pub(crate) fn is_fixed(&self) -> bool {
         matches!(self, SizeSpec::Fixed(_))
     }
+    /// The largest value it can take (a tuning problem's size where none is given).
+    pub(crate) fn high(&self) -> usize {
+        match *self {
+            SizeSpec::Fixed(n) | SizeSpec::Range(_, n) => n,
+        }
+    }
 }
 
-/// The length of a generated input buffer: a named size of the check, a fixed number, or a
-/// function of the sizes (`|i: &Inputs| i.size("rows") * i.size("cols")`; only sizes can be read
-/// there: the other inputs are not drawn yet, and inputs are the same on every target).
+/// The length of a generated input buffer: a named size of the check, the product of two
+/// (a matrix: `("m", "k")`), a fixed number, or a function of the sizes
+/// (`|i: &Inputs| i.size("rows") * i.size("cols")`; only sizes can be read there: the other
+/// inputs are not drawn yet, and inputs are the same on every target).
 #[derive(Clone)]
 pub enum LenRef {
     Size(String),
+    Product(String, String),
     Fixed(usize),
     Computed(SizesFn<usize>),
 }
@@ -84,9 +92,16 @@ impl std::fmt::Debug for LenRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LenRef::Size(s) => write!(f, "size `{s}`"),
+            LenRef::Product(a, b) => write!(f, "sizes `{a}` × `{b}`"),
             LenRef::Fixed(n) => write!(f, "{n}"),
             LenRef::Computed(_) => f.write_str("computed from the sizes"),
         }
+    }
+}
+
+impl From<(&str, &str)> for LenRef {
+    fn from((a, b): (&str, &str)) -> Self {
+        LenRef::Product(a.to_owned(), b.to_owned())
     }
 }
 
@@ -113,9 +128,11 @@ pub struct Vector<T> {
 #[doc(hidden)]
 pub type UniformFill = Arc<dyn Fn(&mut TestRng, usize) -> HostBuf + Send + Sync>;
 
-/// A buffer whose length is `len` (a size name, a number, or `|i: &Inputs| …` of the sizes) and
-/// whose elements come from `elems`. A plain range (`-1.0f32..1.0`, `0..=255u8`) is drawn fast,
-/// straight from the random generator, when nothing is being shrunk.
+/// A buffer whose length is `len` (a size name, a pair of size names for a matrix, a number, or
+/// `|i: &Inputs| …` of the sizes) and whose elements come from `elems`:
+/// `gen::vec("n", -1.0f32..1.0)`, `gen::vec(("m", "k"), -1.0f32..1.0)`. A plain range
+/// (`-1.0f32..1.0`, `0..=255u8`) is drawn fast, straight from the random generator, when nothing
+/// is being shrunk.
 pub fn vec<T: Element, S: Strategy<Value = T> + Send + Sync + 'static>(
     len: impl Into<LenRef>,
     elems: S,

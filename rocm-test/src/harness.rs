@@ -43,6 +43,21 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
     let args = Arguments::from_iter(rest);
     let mut suite = Suite::new(library);
     register(&mut suite);
+    // `cargo rocm tune` (or a script) asks for tuning instead of tests.
+    if let Some(request) = std::env::var_os(crate::events::tune::REQUEST_ENV) {
+        let request: crate::events::tune::TuneRequest =
+            match serde_json::from_str(&request.to_string_lossy()) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!(
+                        "error: {} is not a valid tune request: {e}",
+                        crate::events::tune::REQUEST_ENV
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+        return crate::tune::run_tune_mode(suite, request);
+    }
     let slots = crate::runtime::discover(library, &opts);
     // A child process the harness started to run one trial in isolation.
     if let Some((trial, report)) = crate::isolate::child() {

@@ -38,6 +38,8 @@
 //! the reason (or fail, with `--require-backend`). Outputs are poisoned before every launch, so
 //! an element the kernel never writes fails. A kernel of the library without a check fails
 //! `<kernel>::no-check` unless opted out with [`Suite::untested`].
+//!
+//! [`Suite::tune`] declares a tunable beside a check, for `cargo rocm tune` ([`tune`]).
 
 mod capture;
 mod check;
@@ -57,6 +59,7 @@ mod runtime;
 mod suite;
 mod target;
 mod tolerance;
+pub mod tune;
 
 #[cfg(test)]
 mod testing;

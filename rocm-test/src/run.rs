@@ -350,7 +350,7 @@ fn launch_args<'a>(
     args
 }
 
-fn output_len(len: &Len, inputs: &Inputs<'_>) -> usize {
+pub(crate) fn output_len(len: &Len, inputs: &Inputs<'_>) -> usize {
     match len {
         Len::Size(name) => inputs.size(name),
         Len::Fixed(n) => *n,
@@ -370,7 +370,7 @@ fn sizes_strategy(check: &Check) -> SBoxedStrategy<Vec<usize>> {
 }
 
 /// Cases with these sizes; argument values shrink only when `shrink_values`.
-fn case_strategy_with(
+pub(crate) fn case_strategy_with(
     check: &Check,
     sizes: SBoxedStrategy<Vec<usize>>,
     shrink_values: bool,
@@ -451,6 +451,7 @@ fn arg_strategy(
         } => {
             let n = match len {
                 LenRef::Size(s) => size_of(s),
+                LenRef::Product(a, b) => size_of(a) * size_of(b),
                 LenRef::Fixed(n) => *n,
                 LenRef::Computed(f) => f(&sizes_only),
             };

@@ -1,5 +1,6 @@
 //! Wiring to `rocm_kernels::runtime`: which targets exist here, and launching on them.
-//! The only file of the harness that touches the runtime API.
+//! The only file of the harness that touches the runtime API (with `tune/evaluate.rs`, which
+//! does for tuning what this does for trials, with the device buffers defined here).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -240,24 +241,31 @@ impl DeviceTarget {
 macro_rules! device_bufs {
     ($($variant:ident $t:ty),*) => {
         /// A device buffer of any element type.
-        enum DevBuf { $($variant(Buffer<$t>),)* }
+        pub(crate) enum DevBuf { $($variant(Buffer<$t>),)* }
 
         impl DevBuf {
-            fn upload(device: &Device, host: &HostBuf) -> rocm_kernels::runtime::Result<DevBuf> {
+            pub(crate) fn upload(device: &Device, host: &HostBuf) -> rocm_kernels::runtime::Result<DevBuf> {
                 Ok(match host { $(HostBuf::$variant(v) => DevBuf::$variant(device.upload(v)?),)* })
             }
-            fn download(&self, host: &mut HostBuf) -> rocm_kernels::runtime::Result<()> {
+            /// Overwrite the device contents with `host` (same type and length).
+            pub(crate) fn refill(&mut self, host: &HostBuf) -> rocm_kernels::runtime::Result<()> {
+                match (self, host) {
+                    $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.upload(v),)*
+                    _ => unreachable!("device and host buffers are created from each other"),
+                }
+            }
+            pub(crate) fn download(&self, host: &mut HostBuf) -> rocm_kernels::runtime::Result<()> {
                 match (self, host) {
                     $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.download(v),)*
                     _ => unreachable!("device and host buffers are created from each other"),
                 }
             }
-            fn push<'a>(&'a self, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
+            pub(crate) fn push<'a>(&'a self, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
                 match self { $(DevBuf::$variant(b) => l.arg(b),)* }
             }
         }
 
-        fn push_scalar<'a>(v: &'a ScalarValue, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
+        pub(crate) fn push_scalar<'a>(v: &'a ScalarValue, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
             match v { $(ScalarValue::$variant(x) => l.arg(x),)* }
         }
     };

@@ -20,6 +20,7 @@ use crate::Check;
 pub struct Suite {
     library: &'static KernelLibrary,
     checks: Vec<Check>,
+    tunables: Vec<crate::tune::Tunable>,
     untested: Vec<(String, String)>,
     /// Targets made by [`Suite::run_cpu`], reused across calls.
     cpu_targets: Mutex<BTreeMap<u32, Arc<dyn Target>>>,
@@ -31,6 +32,7 @@ impl Suite {
         Suite {
             library,
             checks: Vec::new(),
+            tunables: Vec::new(),
             untested: Vec::new(),
             cpu_targets: Mutex::new(BTreeMap::new()),
         }
@@ -45,6 +47,26 @@ impl Suite {
     pub fn check(&mut self, kernel: &str) -> &mut Check {
         self.checks.push(Check::new(kernel));
         self.checks.last_mut().expect("just pushed")
+    }
+
+    /// Declare a tunable for the check named `check` (a check's name is its kernel's unless
+    /// renamed with [`Check::named`]): its parameters, restrictions, launch, problem sizes and
+    /// default, for `cargo rocm tune` (see [`crate::tune`]). Every candidate is verified with the
+    /// check's inputs, reference and tolerance. In a test run it is one trial,
+    /// `<name>::tunable`, that checks the declaration.
+    pub fn tune(&mut self, check: &str) -> &mut crate::tune::Tunable {
+        self.tunables.push(crate::tune::Tunable::new(check));
+        self.tunables.last_mut().expect("just pushed")
+    }
+
+    /// The tunables declared so far.
+    pub(crate) fn tunables(&self) -> &[crate::tune::Tunable] {
+        &self.tunables
+    }
+
+    /// The check named `name`.
+    pub(crate) fn find_check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
     }
 
     /// Opt `kernel` out of the "every kernel has a check" rule, saying why (for example
@@ -175,6 +197,24 @@ impl Suite {
             })
             .collect();
         let mut trials = Vec::new();
+        // Each tunable's declaration, checked without a device.
+        for t in &self.tunables {
+            let verdict = crate::tune::validate(t, &self).map(|_| ());
+            let meta = Meta {
+                name: format!("{}::tunable", t.name),
+                check: t.check.clone(),
+                kernel: self
+                    .find_check(&t.check)
+                    .map(|c| c.kernel.clone())
+                    .unwrap_or_else(|| t.check.clone()),
+                backend: None,
+                target: None,
+            };
+            trials.push((
+                meta,
+                Box::new(move || verdict.map(|()| Done::Passed(None, None, None))) as Body,
+            ));
+        }
         for check in self.checks {
             let static_errors = static_errors(&check, lib);
             let check = Arc::new(check);
@@ -268,7 +308,7 @@ impl Suite {
 }
 
 /// Mistakes visible before running: the check's own, and mismatches with the library.
-fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
+pub(crate) fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
     let mut errs = check.validate();
     if !lib.kernels.is_empty() {
         match lib.kernel(&check.kernel) {

@@ -98,6 +98,15 @@ pub fn cuda_include_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf>
         .filter_map(|v| env(v).map(PathBuf::from))
         .collect();
     roots.push("/usr/local/cuda".into());
+    // The toolkit or wheel folder of an nvcc on PATH (a venv's `bin` on PATH without
+    // VIRTUAL_ENV set, or a toolkit outside /usr/local/cuda): `<root>/bin/nvcc`.
+    if let Some(path) = env("PATH") {
+        roots.extend(
+            std::env::split_paths(&path)
+                .filter(|dir| dir.join("nvcc").is_file())
+                .filter_map(|dir| dir.parent().map(Path::to_path_buf)),
+        );
+    }
     for site in python_site_dirs(env) {
         for sub in ["nvidia/cu13", "nvidia/cuda_runtime", "nvidia/cuda_nvrtc"] {
             roots.push(site.join(sub));
@@ -422,6 +431,23 @@ ptxas info    : Used 10 registers, used 1 barriers, 400 bytes smem
                 k[1].spill_load_bytes
             ),
             (24, 16, 12)
+        );
+    }
+
+    #[test]
+    fn the_headers_beside_an_nvcc_on_path_are_found() {
+        let site = tempfile::tempdir().unwrap();
+        let root = site.path().join("nvidia/cu13");
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("include")).unwrap();
+        std::fs::write(root.join("bin/nvcc"), "").unwrap();
+        std::fs::write(root.join("include/cuda_runtime.h"), "").unwrap();
+        let path = std::env::join_paths([Path::new("/nonexistent"), &root.join("bin")]).unwrap();
+        let env = |v: &str| (v == "PATH").then(|| path.clone());
+        assert!(
+            cuda_include_dirs(&env).contains(&root.join("include")),
+            "{:?}",
+            cuda_include_dirs(&env)
         );
     }
 

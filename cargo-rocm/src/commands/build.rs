@@ -2,8 +2,8 @@
 //! scratch use read from the code objects each build script compiled (the manifests it wrote at
 //! `$OUT_DIR/rocm-kernels/<name>.manifest.json`), with warnings for spills and scratch.
 
-mod cargo_json;
-mod report;
+pub(crate) mod cargo_json;
+pub(crate) mod report;
 
 use std::io::{BufReader, Write};
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! `cargo rocm new PATH`: write a crate with HIP kernels, their Rust references, a rocm-test
-//! harness, a criterion benchmark and a README, from `templates/basic` (embedded in the binary).
+//! harness, a criterion benchmark and a README, from one of the templates under `templates/`
+//! (embedded in the binary): `basic` (the default) or `llm` (`--template llm`).
 //!
 //! Dependencies on `rocm-kernels` and `rocm-test` are path dependencies when cargo-rocm runs from
 //! a source checkout (or `--path-deps DIR` names one), so a fresh crate builds without anything
@@ -16,8 +17,16 @@ use crate::output::Output;
 #[derive(Debug, clap::Args)]
 pub struct NewArgs {
     /// Directory to create (it must not exist or be empty)
-    #[arg(value_name = "PATH")]
-    pub path: PathBuf,
+    #[arg(value_name = "PATH", required_unless_present = "list_templates")]
+    pub path: Option<PathBuf>,
+
+    /// The template to start from (`--list-templates` lists them)
+    #[arg(long, value_name = "NAME", default_value = "basic")]
+    pub template: String,
+
+    /// List the templates and exit
+    #[arg(long)]
+    pub list_templates: bool,
 
     /// Package name (default: the directory's name)
     #[arg(long, value_name = "NAME")]
@@ -39,23 +48,66 @@ pub struct TemplateFile {
 }
 
 macro_rules! template {
-    ($($dest:literal => $src:literal),* $(,)?) => {
-        &[$(TemplateFile { path: $dest, text: include_str!(concat!("../../../templates/basic/", $src)) }),*]
+    ($dir:literal: $($dest:literal => $src:literal),* $(,)?) => {
+        &[$(TemplateFile { path: $dest, text: include_str!(concat!("../../../templates/", $dir, "/", $src)) }),*]
     };
 }
 
-/// `templates/basic`, embedded. (`Cargo.toml.tmpl` and `gitignore` are renamed so that the
+/// A template: its name (`--template NAME`), what it gives, and its files.
+pub struct Template {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub files: &'static [TemplateFile],
+}
+
+/// Every template, the default first. (`Cargo.toml.tmpl` and `gitignore` are renamed so that a
 /// template directory is neither a cargo package nor ignores itself.)
-pub const BASIC: &[TemplateFile] = template! {
-    "Cargo.toml" => "Cargo.toml.tmpl",
-    ".gitignore" => "gitignore",
-    "README.md" => "README.md",
-    "build.rs" => "build.rs",
-    "kernels/kernels.hip" => "kernels/kernels.hip",
-    "src/lib.rs" => "src/lib.rs",
-    "tests/kernels.rs" => "tests/kernels.rs",
-    "benches/kernels.rs" => "benches/kernels.rs",
-};
+pub const TEMPLATES: &[Template] = &[
+    Template {
+        name: "basic",
+        about: "saxpy and a shared-memory reduction: the smallest crate with kernels, checks and a bench",
+        files: template! { "basic":
+            "Cargo.toml" => "Cargo.toml.tmpl",
+            ".gitignore" => "gitignore",
+            "README.md" => "README.md",
+            "build.rs" => "build.rs",
+            "kernels/kernels.hip" => "kernels/kernels.hip",
+            "kernels/matmul.hip" => "kernels/matmul.hip",
+            "kernels/conv2d.hip" => "kernels/conv2d.hip",
+            "src/lib.rs" => "src/lib.rs",
+            "tests/kernels.rs" => "tests/kernels.rs",
+            "benches/kernels.rs" => "benches/kernels.rs",
+        },
+    },
+    Template {
+        name: "llm",
+        about: "inference kernels (scale, causal mask, softmax, RMSNorm, SwiGLU, RoPE, RoPE + \
+                KV-cache append, FlashAttention, tiled matmul) with references, checks, and \
+                benches against the vendor BLAS",
+        files: template! { "llm":
+            "Cargo.toml" => "Cargo.toml.tmpl",
+            ".gitignore" => "gitignore",
+            "README.md" => "README.md",
+            "build.rs" => "build.rs",
+            "kernels/llm.hip" => "kernels/llm.hip",
+            "src/lib.rs" => "src/lib.rs",
+            "src/vendor.rs" => "src/vendor.rs",
+            "tests/kernels.rs" => "tests/kernels.rs",
+            "benches/kernels.rs" => "benches/kernels.rs",
+        },
+    },
+];
+
+/// The template named `name`, or a usage error listing the others.
+pub fn template(name: &str) -> Result<&'static Template, String> {
+    TEMPLATES.iter().find(|t| t.name == name).ok_or_else(|| {
+        let names: Vec<&str> = TEMPLATES.iter().map(|t| t.name).collect();
+        format!(
+            "no template named `{name}`: the templates are {} (`cargo rocm new --list-templates`)",
+            names.join(", ")
+        )
+    })
+}
 
 /// How the new crate depends on rocm-kernels and rocm-test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +119,7 @@ pub enum Deps {
 }
 
 /// The template's files with the placeholders filled in.
-pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
+pub fn render(template: &Template, name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
     let crate_name = name.replace('-', "_");
     let dep = |krate: &str| match deps {
         Deps::Path(dir) => {
@@ -76,7 +128,8 @@ pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
         }
         Deps::CratesIo => format!("{krate} = \"{}\"", env!("CARGO_PKG_VERSION")),
     };
-    BASIC
+    template
+        .files
         .iter()
         .map(|f| {
             let text = f
@@ -93,7 +146,22 @@ pub fn render(name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
 }
 
 pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<u8> {
-    let dest = &args.path;
+    if args.list_templates {
+        for t in TEMPLATES {
+            let default = if t.name == TEMPLATES[0].name {
+                " (default)"
+            } else {
+                ""
+            };
+            println!("{:<8}{}{default}", t.name, t.about);
+        }
+        return Ok(exit::OK);
+    }
+    let template = template(&args.template).map_err(|e| exit::coded(exit::USAGE, e))?;
+    let dest = args
+        .path
+        .as_ref()
+        .expect("clap requires PATH without --list-templates");
     let name = match &args.name {
         Some(n) => n.clone(),
         None => dest
@@ -152,7 +220,7 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
         None => Deps::CratesIo,
     };
 
-    for (path, text) in render(&name, &deps) {
+    for (path, text) in render(template, &name, &deps) {
         let file = dest.join(path);
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)
@@ -163,8 +231,9 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
     out.status(
         "Created",
         format!(
-            "crate `{name}` at {} ({})",
+            "crate `{name}` at {} from template `{}` ({})",
             dest.display(),
+            template.name,
             match &deps {
                 Deps::Path(p) => format!("rocm-kernels and rocm-test from {p}"),
                 Deps::CratesIo => "rocm-kernels and rocm-test from crates.io".to_owned(),
@@ -353,27 +422,56 @@ mod tests {
     }
 
     #[test]
-    fn the_committed_example_is_the_rendered_template() {
-        let example = checkout().join("examples/basic");
-        for (path, text) in render("basic", &Deps::Path("../..".into())) {
-            let committed = std::fs::read_to_string(example.join(path))
-                .unwrap_or_else(|e| panic!("examples/basic/{path}: {e}"));
-            assert_eq!(
-                committed, text,
-                "examples/basic/{path} differs from the template: regenerate the example with \
-                 `cargo rocm new examples/basic --path-deps .` (after removing it)"
-            );
+    fn the_committed_examples_are_the_rendered_templates() {
+        for t in TEMPLATES {
+            // examples/llm is the package `llm-kernels`: a crate named `llm` would import itself
+            // as `llm`, which the template's `use {{crate_name}} as llm;` cannot be.
+            let name = match t.name {
+                "llm" => "llm-kernels",
+                other => other,
+            };
+            let example = checkout().join("examples").join(t.name);
+            for (path, text) in render(t, name, &Deps::Path("../..".into())) {
+                let committed = std::fs::read_to_string(example.join(path))
+                    .unwrap_or_else(|e| panic!("examples/{}/{path}: {e}", t.name));
+                assert_eq!(
+                    committed, text,
+                    "examples/{0}/{path} differs from the template: regenerate the example with \
+                     `cargo rocm new examples/{0} --template {0} --name {name} --path-deps .` \
+                     (after removing it)",
+                    t.name
+                );
+            }
         }
     }
 
     #[test]
+    fn templates_are_found_by_name() {
+        assert_eq!(template("basic").unwrap().name, "basic");
+        assert_eq!(template("llm").unwrap().name, "llm");
+        let Err(e) = template("gpt") else {
+            panic!("`gpt` is no template")
+        };
+        assert!(
+            e.contains("no template named `gpt`: the templates are basic, llm"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn placeholders_are_all_filled() {
-        for deps in [Deps::CratesIo, Deps::Path("/x".into())] {
-            for (path, text) in render("my-kernels", &deps) {
-                assert!(!text.contains("{{"), "{path} still has a placeholder");
+        for t in TEMPLATES {
+            for deps in [Deps::CratesIo, Deps::Path("/x".into())] {
+                for (path, text) in render(t, "my-kernels", &deps) {
+                    assert!(
+                        !text.contains("{{"),
+                        "{}: {path} still has a placeholder",
+                        t.name
+                    );
+                }
             }
         }
-        let files = render("my-kernels", &Deps::CratesIo);
+        let files = render(&TEMPLATES[0], "my-kernels", &Deps::CratesIo);
         let manifest = &files.iter().find(|(p, _)| *p == "Cargo.toml").unwrap().1;
         assert!(manifest.contains("name = \"my-kernels\""));
         assert!(manifest.contains(&format!("rocm-test = \"{}\"", env!("CARGO_PKG_VERSION"))));

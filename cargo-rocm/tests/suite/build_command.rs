@@ -63,6 +63,22 @@ fn builds_and_reports_kernel_resources_per_target() {
     let spill = find("_Z6spillsPKfPfi", "gfx1030");
     assert!(spill["vgpr_spill_count"].as_u64().unwrap() > 0);
     assert_eq!(spill["demangled"], "spills(float const*, float*, int)");
+    // Occupancy from the model (clang's own remark agrees, docs/benchmarks.md): a small kernel
+    // at 1024 work-items fills gfx90a's 8 waves per SIMD.
+    let axpy = &find("axpy", "gfx90a")["occupancy"];
+    assert_eq!(
+        (
+            axpy["waves_per_simd"].as_u64(),
+            axpy["max_waves_per_simd"].as_u64()
+        ),
+        (Some(8), Some(8)),
+        "{axpy}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["occupancy"]["waves_per_simd"].as_u64().is_some()),
+        "{rows:#?}"
+    );
     assert_eq!(lib["notes"][0]["format"], "cubin");
     assert!(lib["notes"][0]["note"]
         .as_str()
@@ -89,6 +105,12 @@ fn builds_and_reports_kernel_resources_per_target() {
         "{stdout}"
     );
     assert!(stdout.contains("kernels/k.hip (amd)"));
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("kernel ") && l.ends_with("occupancy")),
+        "{stdout}"
+    );
     let spill_line = stdout
         .lines()
         .find(|l| l.contains("spills(") && l.contains("gfx1030"))

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rocm_code_object::remarks::{parse_resource_usage_remarks, ResourceRemark};
 use rocm_code_object::{Container, FeatureMode, KernelMetadata};
 
 const FIXTURE: &str = concat!(
@@ -98,54 +99,12 @@ fn compile(clang: &Path, source: &Path, extra: &[&str], out: &Path) -> (Vec<u8>,
     (std::fs::read(out).unwrap(), stderr)
 }
 
-/// What one `Function Name:` block of remarks says.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-struct Remarks {
-    sgprs: Option<u32>,
-    vgprs: Option<u32>,
-    agprs: Option<u32>,
-    scratch: Option<u32>,
-    sgpr_spill: Option<u32>,
-    vgpr_spill: Option<u32>,
-    lds: Option<u32>,
-}
-
-/// Parse `file:l:c: remark:     VGPRs: 4 [-Rpass-analysis=kernel-resource-usage]` lines into
-/// one [`Remarks`] per function.
-fn parse_remarks(stderr: &str) -> BTreeMap<String, Remarks> {
-    let mut out = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in stderr.lines() {
-        let Some((_, rest)) = line.split_once(" remark: ") else {
-            continue;
-        };
-        let rest = rest
-            .trim_end_matches(" [-Rpass-analysis=kernel-resource-usage]")
-            .trim();
-        let Some((key, value)) = rest.split_once(": ") else {
-            continue;
-        };
-        if key == "Function Name" {
-            current = Some(value.to_owned());
-            out.insert(value.to_owned(), Remarks::default());
-            continue;
-        }
-        let Some(r) = current.as_ref().and_then(|name| out.get_mut(name)) else {
-            continue;
-        };
-        let n = value.parse::<u32>().ok();
-        match key {
-            "SGPRs" => r.sgprs = n,
-            "VGPRs" => r.vgprs = n,
-            "AGPRs" => r.agprs = n,
-            "ScratchSize [bytes/lane]" => r.scratch = n,
-            "SGPRs Spill" => r.sgpr_spill = n,
-            "VGPRs Spill" => r.vgpr_spill = n,
-            "LDS Size [bytes/block]" => r.lds = n,
-            _ => {}
-        }
-    }
-    out
+/// The compiler's remarks by function name.
+fn parse_remarks(stderr: &str) -> BTreeMap<String, ResourceRemark> {
+    parse_resource_usage_remarks(stderr)
+        .into_iter()
+        .map(|r| (r.function.clone(), r))
+        .collect()
 }
 
 /// `.vgpr_count` as the AMDGPU backend computes it from arch VGPRs and AGPRs: on targets with a
@@ -160,7 +119,7 @@ fn total_vgprs(processor: &str, arch: u32, agprs: u32) -> u32 {
     }
 }
 
-fn assert_matches(target: &str, k: &KernelMetadata, r: &Remarks) {
+fn assert_matches(target: &str, k: &KernelMetadata, r: &ResourceRemark) {
     let ctx = format!("{target} {}", k.name);
     assert_eq!(Some(k.sgpr_count), r.sgprs, "{ctx}: SGPRs");
     let agprs = r.agprs.unwrap_or(0);
@@ -172,10 +131,10 @@ fn assert_matches(target: &str, k: &KernelMetadata, r: &Remarks) {
     assert_eq!(k.agpr_count.unwrap_or(0), agprs, "{ctx}: AGPRs");
     assert_eq!(
         Some(k.private_segment_fixed_size),
-        r.scratch,
+        r.scratch_size,
         "{ctx}: scratch"
     );
-    assert_eq!(Some(k.group_segment_fixed_size), r.lds, "{ctx}: LDS");
+    assert_eq!(Some(k.group_segment_fixed_size), r.lds_size, "{ctx}: LDS");
     assert_eq!(k.sgpr_spill_count, r.sgpr_spill, "{ctx}: SGPR spills");
     assert_eq!(k.vgpr_spill_count, r.vgpr_spill, "{ctx}: VGPR spills");
 }
@@ -235,6 +194,26 @@ fn check_metadata_against_remarks(compiler: &str, target: &str, bundle: &[u8], s
 
     for k in &kernels {
         assert_matches(target, k, &remarks[&k.name]);
+    }
+
+    // Every kernel has a descriptor, and it tells the hardware what the metadata tells tools.
+    let descriptors = entry.kernel_descriptors().unwrap();
+    assert_eq!(descriptors.len(), kernels.len(), "{compiler} {target}");
+    for k in &kernels {
+        let d = &descriptors[&k.symbol];
+        let ctx = format!("{compiler} {target} {}", k.name);
+        assert_eq!(
+            d.group_segment_fixed_size, k.group_segment_fixed_size,
+            "{ctx}"
+        );
+        assert_eq!(
+            d.private_segment_fixed_size, k.private_segment_fixed_size,
+            "{ctx}"
+        );
+        assert_eq!(d.wave32(), k.wavefront_size == 32, "{ctx}");
+        if let Some(wgp) = k.workgroup_processor_mode {
+            assert_eq!(d.wgp_mode(), wgp, "{ctx}");
+        }
     }
 
     // The kernels really differ in what is compared (else the equality above is weak).

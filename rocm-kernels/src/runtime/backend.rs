@@ -13,10 +13,29 @@ use std::sync::Arc;
 
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::library::{Backend, KernelLibrary};
+pub use rocm_kernels_core::launch_log::DriverResources;
 
 pub mod amd;
 pub mod cpu;
 pub mod nvidia;
+
+/// Kernels compiled at run time for one device (NVRTC on `nvidia`, hipRTC on `amd`): the code of
+/// one source for one target, and each kernel's symbol in it. What `cargo rocm tune` makes of a
+/// configuration with compile-time parameters; embed it in a [`KernelLibrary`] as a code object
+/// to load it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtcImage {
+    /// `Cubin` (for `sm_XX`) or `Ptx` (`compute_XX`, where NVRTC cannot make machine code);
+    /// `AmdgpuElf` for AMD.
+    pub format: crate::library::ObjectFormat,
+    /// What the code is for: `sm_90`, `compute_90`, `gfx90a`.
+    pub target: String,
+    pub bytes: Vec<u8>,
+    /// (kernel name as asked, its symbol in the code), for the kernels found.
+    pub symbols: Vec<(String, String)>,
+    /// The compiler's warnings, if any.
+    pub log: String,
+}
 
 /// A device address. On the cpu backend it is a host address.
 pub type DevicePtr = u64;
@@ -107,6 +126,12 @@ pub struct ParamLayout {
 pub trait FunctionBackend: Send + Sync + Debug {
     /// The parameter layout the compiled code has, when the backend can tell.
     fn param_layout(&self) -> Option<Vec<ParamLayout>>;
+    /// Registers, shared and local memory, and the driver's occupancy for blocks of
+    /// `block_threads` with `dynamic_shared` bytes, where the backend's driver reports them
+    /// (nvidia); `None` elsewhere.
+    fn resources(&self, _block_threads: u32, _dynamic_shared: u32) -> Option<DriverResources> {
+        None
+    }
     /// Launch; `args[i]` points to the value of argument `i` (like `hipModuleLaunchKernel`).
     ///
     /// # Safety

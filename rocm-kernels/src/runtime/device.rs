@@ -147,11 +147,31 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Names the backend [`Device::default`] picks (`cpu`, `amd`, `nvidia`) instead of the first GPU;
+/// `cargo rocm profile --backend` sets it for the workload.
+pub const ENV_DEFAULT_BACKEND: &str = "ROCM_DEFAULT_BACKEND";
+
 impl Default for Device {
-    /// The first GPU found, else the cpu backend with default [`CpuOptions`].
+    /// The first GPU found, else the cpu backend with default [`CpuOptions`]. With
+    /// `ROCM_DEFAULT_BACKEND` set, the first device of that backend (a warning on stderr says so
+    /// when it has none, and the usual choice is made).
     fn default() -> Self {
-        Device::all()
-            .into_iter()
+        let all = Device::all();
+        if let Some(wanted) = std::env::var(ENV_DEFAULT_BACKEND)
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            match wanted.parse::<Backend>() {
+                Ok(backend) => match all.iter().find(|d| d.backend() == backend) {
+                    Some(d) => return d.clone(),
+                    None => eprintln!(
+                        "warning: {ENV_DEFAULT_BACKEND}={wanted}, but this machine has no {backend} device; using the default device"
+                    ),
+                },
+                Err(e) => eprintln!("warning: {ENV_DEFAULT_BACKEND}: {e}"),
+            }
+        }
+        all.into_iter()
             .next()
             .unwrap_or_else(|| Device::cpu(CpuOptions::default()))
     }

@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
+use super::launch_log::Work;
 use super::{Buffer, DeviceCopy, Kernel, Result, Stream};
 
 /// Three extents, as HIP's `dim3`. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
@@ -246,6 +247,7 @@ pub struct LaunchBuilder<'a> {
     pub(crate) kernel: &'a Kernel,
     pub(crate) config: LaunchConfig,
     pub(crate) args: Vec<ArgRef>,
+    work: Work,
     _borrows: PhantomData<&'a ()>,
 }
 
@@ -255,6 +257,7 @@ impl<'a> LaunchBuilder<'a> {
             kernel,
             config,
             args: Vec::new(),
+            work: Work::default(),
             _borrows: PhantomData,
         }
     }
@@ -266,8 +269,36 @@ impl<'a> LaunchBuilder<'a> {
         self
     }
 
+    /// Declare the bytes this launch moves (reads plus writes), so `cargo rocm profile` can
+    /// report achieved bandwidth. Only recorded when profiling (`ROCM_LAUNCH_LOG`); it changes
+    /// nothing else.
+    ///
+    /// ```no_run
+    /// # use rocm_kernels::runtime::*;
+    /// # fn f(k: &Kernel, x: &Buffer<f32>, y: &mut Buffer<f32>, s: &Stream, n: usize) -> Result<()> {
+    /// k.launch(LaunchConfig::cover(n, 256))
+    ///     .arg(&2.0f32).arg(x).arg(y)
+    ///     .bytes(3 * 4 * n as u64) // x read, y read and written
+    ///     .flops(2 * n as u64)     // one multiply-add per element
+    ///     .run(s)
+    /// # }
+    /// ```
+    pub fn bytes(mut self, bytes: u64) -> Self {
+        self.work.bytes = Some(bytes);
+        self
+    }
+
+    /// Declare the floating-point operations this launch performs (a fused multiply-add counts
+    /// two), so `cargo rocm profile` can report the achieved FLOP rate. Only recorded when
+    /// profiling, like [`LaunchBuilder::bytes`].
+    pub fn flops(mut self, flops: u64) -> Self {
+        self.work.flops = Some(flops);
+        self
+    }
+
     /// Check the arguments against the kernel's parameters and launch on `stream`.
     pub fn run(self, stream: &Stream) -> Result<()> {
-        self.kernel.launch_checked(&self.config, &self.args, stream)
+        self.kernel
+            .launch_checked(&self.config, &self.args, self.work, stream)
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
 use super::launch::{ArgKind, ArgRef};
+use super::launch_log::{self, Work};
 use super::{Device, DeviceCopy, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
 use crate::library::{KernelDecl, KernelLibrary, ParamKind};
 
@@ -84,6 +85,7 @@ impl Module {
         match self.inner.function(name)? {
             Some(function) => Ok(Kernel {
                 name: name.to_string(),
+                library: self.library.name,
                 device: self.device.clone(),
                 decl: self.library.kernel(name),
                 function,
@@ -108,6 +110,8 @@ impl Module {
 #[derive(Debug, Clone)]
 pub struct Kernel {
     name: String,
+    /// The library's name, for the launch log.
+    library: &'static str,
     device: Device,
     decl: Option<&'static KernelDecl>,
     function: Arc<dyn FunctionBackend>,
@@ -125,6 +129,18 @@ impl Kernel {
     /// The declaration the build recorded (parameter names and source types), if any.
     pub fn decl(&self) -> Option<&'static KernelDecl> {
         self.decl
+    }
+
+    /// What the compiled kernel uses (registers, shared and local memory) and how many blocks of
+    /// `block_threads` threads with `dynamic_shared` bytes fit on one multiprocessor, as the
+    /// driver reports them (nvidia; a failed driver call is named in `error`); `None` where the
+    /// backend cannot tell. The same record the launch log keeps for `cargo rocm profile`.
+    pub fn resources(
+        &self,
+        block_threads: u32,
+        dynamic_shared: u32,
+    ) -> Option<super::backend::DriverResources> {
+        self.function.resources(block_threads, dynamic_shared)
     }
 
     /// Start a launch: add arguments with `.arg(..)`, then `.run(&stream)`.
@@ -243,6 +259,7 @@ impl Kernel {
         &self,
         config: &LaunchConfig,
         args: &[ArgRef],
+        work: Work,
         stream: &Stream,
     ) -> Result<()> {
         self.device.check_same(stream.device())?;
@@ -290,9 +307,34 @@ impl Kernel {
                 None => a.ptr as *mut c_void,
             })
             .collect();
-        // Safety: the arguments were checked against the parameter list where it is known, and
-        // the builder borrows every buffer until this returns.
-        unsafe { self.function.launch(config, &raw, stream.inner()) }
+        let Some(log) = launch_log::log() else {
+            // Safety: the arguments were checked against the parameter list where it is known,
+            // and the builder borrows every buffer until this returns.
+            return unsafe { self.function.launch(config, &raw, stream.inner()) };
+        };
+        let info = self.device.info();
+        if log.first_time(self.library, &self.name, config) {
+            let threads = u32::try_from(config.block.count()).unwrap_or(u32::MAX);
+            if let Some(resources) = self.function.resources(threads, config.shared_bytes) {
+                log.function(self.library, &self.name, info, config, resources);
+            }
+        }
+        let start = log.now_ns();
+        // Safety: as above.
+        let result = unsafe { self.function.launch(config, &raw, stream.inner()) };
+        // A cpu launch returns when the kernel is done; GPU launches only queue it.
+        let duration = (info.backend == crate::Backend::Cpu && result.is_ok())
+            .then(|| log.now_ns().saturating_sub(start));
+        log.launch(
+            self.library,
+            &self.name,
+            info,
+            config,
+            start,
+            duration,
+            work,
+        );
+        result
     }
 }
 

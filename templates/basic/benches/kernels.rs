@@ -1,7 +1,8 @@
 //! Kernel timings with criterion, by device time (events on the stream around back-to-back
 //! launches), on every device found: `cargo rocm bench` records them in a history and compares
 //! runs; `cargo bench` works too. Benchmark ids name the device as the test trials do:
-//! `saxpy/cpu/w64/n=1M`, `saxpy/nvidia/sm_90/n=1M`.
+//! `saxpy/cpu/w64/n=1M`, `saxpy/nvidia/sm_90/n=1M`. Each launch declares the bytes it moves and
+//! the FLOPs it does, which `cargo rocm profile` turns into bandwidth and FLOP rate.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rocm_kernels::runtime::LaunchConfig;
@@ -26,7 +27,8 @@ fn saxpy(c: &mut Criterion) {
         };
         let mut group = rocm_bench::DeviceGroup::new(c, "saxpy", &target);
         // Read x and y, write y.
-        group.throughput(Throughput::Bytes((3 * n * std::mem::size_of::<f32>()) as u64));
+        let bytes = 3 * n * std::mem::size_of::<f32>();
+        group.throughput(Throughput::Bytes(bytes as u64));
         group.bench_launches("n=1M", &stream, |s| {
             kernel
                 .launch(LaunchConfig::cover(n, 256))
@@ -34,11 +36,50 @@ fn saxpy(c: &mut Criterion) {
                 .arg(&2.0f32)
                 .arg(&x)
                 .arg(&mut y)
+                .bytes(bytes as u64)
+                .flops(2 * n as u64)
                 .run(s)
         });
         group.finish();
     }
 }
 
-criterion_group!(benches, saxpy);
+fn block_sum(c: &mut Criterion) {
+    let n: usize = 1 << 20;
+    let blocks = n.div_ceil({{crate_name}}::BLOCK);
+    for target in rocm_bench::targets() {
+        let device = target.device();
+        let prepared = device.load({{crate_name}}::KERNELS).and_then(|module| {
+            let kernel = module.kernel("block_sum")?;
+            let x = device.upload(&vec![1.0f32; n])?;
+            let partial = device.alloc::<f32>(blocks)?;
+            let stream = device.stream()?;
+            Ok((kernel, x, partial, stream))
+        });
+        let (kernel, x, mut partial, stream) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("skipping block_sum on {}: {e}", target.place());
+                continue;
+            }
+        };
+        let mut group = rocm_bench::DeviceGroup::new(c, "block_sum", &target);
+        // Read x, write one partial sum per block.
+        let bytes = (n + blocks) * std::mem::size_of::<f32>();
+        group.throughput(Throughput::Bytes(bytes as u64));
+        group.bench_launches("n=1M", &stream, |s| {
+            kernel
+                .launch(LaunchConfig::cover(n, {{crate_name}}::BLOCK as u32))
+                .arg(&x)
+                .arg(&mut partial)
+                .arg(&(n as i32))
+                .bytes(bytes as u64)
+                .flops(n as u64)
+                .run(s)
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, saxpy, block_sum);
 criterion_main!(benches);

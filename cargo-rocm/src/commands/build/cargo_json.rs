@@ -1,5 +1,5 @@
 //! Reading `cargo build --message-format json-render-diagnostics` from its stdout: which build
-//! scripts ran (or were fresh) and where their `OUT_DIR` is.
+//! scripts ran (or were fresh) and where their `OUT_DIR` is, and which executables were built.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -14,10 +14,21 @@ pub struct BuildScriptRun {
     pub out_dir: PathBuf,
 }
 
+/// An executable cargo built (`reason: compiler-artifact` with an `executable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executable {
+    /// The target's name (`kernels` for `benches/kernels.rs`).
+    pub target: String,
+    /// The target's kinds (`bin`, `test`, `bench`, `example`).
+    pub kinds: Vec<String>,
+    pub path: PathBuf,
+}
+
 /// What a finished `cargo build` reported.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CargoReport {
     pub build_scripts: Vec<BuildScriptRun>,
+    pub executables: Vec<Executable>,
     /// `build-finished.success`; `None` when cargo stopped before saying.
     pub success: Option<bool>,
 }
@@ -28,6 +39,10 @@ struct Message {
     package_id: Option<String>,
     out_dir: Option<PathBuf>,
     success: Option<bool>,
+    executable: Option<PathBuf>,
+    /// `{"name": ..., "kind": [...], ...}`; kept loose, so a message that lacks a field still
+    /// reads.
+    target: Option<serde_json::Value>,
 }
 
 /// Read cargo's JSON lines. Lines that are not JSON (a build script printing to stdout under
@@ -49,6 +64,20 @@ pub fn read_messages(
                     report.build_scripts.push(BuildScriptRun {
                         package_id,
                         out_dir,
+                    });
+                }
+            }
+            "compiler-artifact" => {
+                if let (Some(path), Some(target)) = (msg.executable, msg.target) {
+                    let kinds = target["kind"].as_array().map_or_else(Vec::new, |k| {
+                        k.iter()
+                            .filter_map(|k| k.as_str().map(str::to_owned))
+                            .collect()
+                    });
+                    report.executables.push(Executable {
+                        target: target["name"].as_str().unwrap_or_default().to_owned(),
+                        kinds,
+                        path,
                     });
                 }
             }
@@ -89,6 +118,8 @@ mod tests {
             "\n",
             r#"{"reason":"build-script-executed","package_id":"path+file:///w/a#0.1.0","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/t/debug/build/a-1/out"}"#,
             "\nbuild script chatter\n",
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{"name":"kernels","kind":["bench"]},"executable":"/t/release/deps/kernels-1"}"#,
+            "\n",
             r#"{"reason":"build-finished","success":true}"#,
             "\n"
         );
@@ -101,6 +132,14 @@ mod tests {
             PathBuf::from("/t/debug/build/a-1/out")
         );
         assert_eq!(chatter, ["build script chatter"]);
+        assert_eq!(
+            r.executables,
+            [Executable {
+                target: "kernels".into(),
+                kinds: vec!["bench".into()],
+                path: "/t/release/deps/kernels-1".into()
+            }]
+        );
     }
 
     #[test]

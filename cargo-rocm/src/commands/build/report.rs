@@ -30,6 +30,30 @@ pub struct KernelRow {
     pub sgpr_spill_count: Option<u32>,
     pub wavefront_size: u32,
     pub max_flat_workgroup_size: u32,
+    /// Theoretical occupancy at the largest workgroup the kernel allows and no dynamic LDS (what
+    /// clang's `-Rpass-analysis=kernel-resource-usage` prints): waves per SIMD, the most the
+    /// hardware holds, and what limits it (`rocm-occupancy`).
+    pub occupancy: Option<OccupancyCell>,
+}
+
+/// The occupancy column of a kernel row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OccupancyCell {
+    pub waves_per_simd: u32,
+    pub max_waves_per_simd: u32,
+    /// `vgprs`, `lds`, `workgroup_size`, ... (`rocm_occupancy::Limiter`).
+    pub limiter: rocm_occupancy::Limiter,
+}
+
+impl OccupancyCell {
+    fn text(&self) -> String {
+        format!(
+            "{}/{} {}",
+            self.waves_per_simd,
+            self.max_waves_per_simd,
+            rocm_occupancy::corpus::limiter_key(self.limiter)
+        )
+    }
 }
 
 impl KernelRow {
@@ -255,7 +279,18 @@ fn amd_rows(manifest: &Path, object: &ManifestObject) -> Result<Vec<KernelRow>, 
     let mut rows = Vec::new();
     for entry in objects.gpu_entries() {
         let target = entry.target_string();
+        // An occupancy the model cannot give (a processor it does not know) leaves the cell empty.
+        let occupancies = rocm_occupancy::code_object_occupancy(entry).unwrap_or_default();
         for k in entry.kernels().map_err(parse_err)? {
+            let occupancy = occupancies
+                .iter()
+                .find(|o| o.name == k.name)
+                .and_then(|o| o.occupancy.as_ref().ok())
+                .map(|o| OccupancyCell {
+                    waves_per_simd: o.waves_per_simd,
+                    max_waves_per_simd: o.limits.hardware,
+                    limiter: o.limiter,
+                });
             rows.push(KernelRow {
                 source: object.source.clone(),
                 backend: object.backend.to_string(),
@@ -271,6 +306,7 @@ fn amd_rows(manifest: &Path, object: &ManifestObject) -> Result<Vec<KernelRow>, 
                 sgpr_spill_count: k.sgpr_spill_count,
                 wavefront_size: k.wavefront_size,
                 max_flat_workgroup_size: k.max_flat_workgroup_size,
+                occupancy,
             });
         }
     }
@@ -307,8 +343,9 @@ pub fn render(lib: &LibraryReport) -> String {
         "scratch",
         "spills v/s",
         "wave",
+        "occupancy",
     ];
-    let rows: Vec<[String; 9]> = lib
+    let rows: Vec<[String; 10]> = lib
         .kernels
         .iter()
         .map(|r| {
@@ -322,6 +359,9 @@ pub fn render(lib: &LibraryReport) -> String {
                 r.scratch_bytes.to_string(),
                 format!("{}/{}", opt(r.vgpr_spill_count), opt(r.sgpr_spill_count)),
                 r.wavefront_size.to_string(),
+                r.occupancy
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), OccupancyCell::text),
             ]
         })
         .collect();
@@ -454,6 +494,11 @@ mod tests {
             sgpr_spill_count: Some(0),
             wavefront_size: 32,
             max_flat_workgroup_size: 1024,
+            occupancy: Some(OccupancyCell {
+                waves_per_simd: 8,
+                max_waves_per_simd: 16,
+                limiter: rocm_occupancy::Limiter::Vgprs,
+            }),
         }
     }
 
@@ -514,7 +559,7 @@ mod tests {
         assert!(lines[3].trim_start().starts_with("axpy "));
         assert!(
             lines[4].contains("spills(float const*, float*, int)")
-                && lines[4].ends_with("268/0   32"),
+                && lines[4].ends_with("268/0   32 8/16 vgpr"),
             "{text}"
         );
         assert_eq!(lines[5], "  src/k.hip (nvidia)");

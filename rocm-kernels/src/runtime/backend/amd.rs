@@ -6,6 +6,8 @@
 //!   (a missing one is a [`RuntimeError::LibraryLoad`] for that call, never a panic);
 //! * `result`: one method per HIP call on [`HipLibrary`], turning `hipError_t` into
 //!   [`RuntimeError::Api`] with HIP's own error text;
+//! * [`hiprtc`]: run-time compilation (hipRTC), for kernels compiled with parameters chosen at
+//!   run time;
 //! * `device` and `module`: the backend traits over those ([`AmdDevice`] per HIP ordinal, streams,
 //!   events, modules loaded from embedded code objects, kernels found by their demangled names).
 //!
@@ -15,6 +17,7 @@
 
 mod arch;
 mod device;
+pub mod hiprtc;
 pub mod library;
 mod module;
 mod result;
@@ -25,6 +28,7 @@ use std::sync::Arc;
 
 pub use crate::library::TargetId;
 pub use device::AmdDevice;
+pub use hiprtc::{compile_at_run_time, hiprtc_version};
 pub use library::{library_candidates, HipLibrary, HIP_LIB_ENV};
 
 use super::{DeviceBackend, ProbeResult};

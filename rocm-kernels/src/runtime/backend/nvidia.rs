@@ -33,6 +33,49 @@ pub fn check_nvrtc(arch: &str) -> crate::runtime::Result<String> {
     nvrtc::library_name()
 }
 
+/// Compiles `source` (the text of file `name`, with the HIP-on-CUDA headers on the include
+/// path) with NVRTC for `arch` (`sm_90`) and extra NVRTC `options` (`-DTILE=16`), naming the
+/// symbols of `kernels`. No GPU or driver is needed. A compile error is
+/// [`RuntimeError::Api`] with the compiler's log; a missing NVRTC is
+/// [`RuntimeError::LibraryLoad`] saying what to install.
+///
+/// [`RtcImage`]: super::RtcImage
+pub fn compile_at_run_time(
+    name: &str,
+    source: &[u8],
+    arch: &str,
+    kernels: &[&str],
+    options: &[String],
+) -> crate::runtime::Result<super::RtcImage> {
+    let out = nvrtc::compile_with(name, source, arch, kernels, options, true)?;
+    let symbols = out
+        .symbols
+        .into_iter()
+        .map(|(k, s)| (k.to_string(), s))
+        .collect();
+    Ok(match out.cubin {
+        Some(bytes) => super::RtcImage {
+            format: ObjectFormat::Cubin,
+            target: arch.to_string(),
+            bytes,
+            symbols,
+            log: out.log,
+        },
+        None => super::RtcImage {
+            format: ObjectFormat::Ptx,
+            target: arch.replacen("sm_", "compute_", 1),
+            bytes: out.ptx,
+            symbols,
+            log: out.log,
+        },
+    })
+}
+
+/// The version of the NVRTC [`compile_at_run_time`] uses (`13.0`), and the library's path.
+pub fn nvrtc_version() -> crate::runtime::Result<(String, String)> {
+    Ok((nvrtc::version()?, nvrtc::library_name()?))
+}
+
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -43,8 +86,8 @@ use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 
 use super::{
-    DeviceBackend, DevicePtr, EventBackend, FunctionBackend, ModuleBackend, ParamLayout,
-    ProbeResult, StreamBackend,
+    DeviceBackend, DevicePtr, DriverResources, EventBackend, FunctionBackend, ModuleBackend,
+    ParamLayout, ProbeResult, StreamBackend,
 };
 use crate::library::{Backend, CodeObject, KernelLibrary, ObjectFormat};
 use crate::runtime::{DeviceInfo, LaunchConfig, Result, RuntimeError};
@@ -151,6 +194,8 @@ struct Core {
     device: sys::CUdevice,
     info: DeviceInfo,
     compute_capability: (u32, u32),
+    /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`, for occupancy in warps.
+    max_threads_per_sm: u32,
     state: Mutex<Context>,
 }
 
@@ -187,6 +232,10 @@ impl Core {
             A::CU_DEVICE_ATTRIBUTE_WARP_SIZE,
             "cuDeviceGetAttribute(warp)",
         )?;
+        let max_threads_per_sm = attribute(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "cuDeviceGetAttribute(threads per SM)",
+        )? as u32;
         // Safety: a valid device handle.
         let total =
             unsafe { cu::device::total_mem(device) }.map_err(|e| api("cuDeviceTotalMem", e))?;
@@ -204,6 +253,7 @@ impl Core {
                 compute_units: sms,
             },
             compute_capability: (major, minor),
+            max_threads_per_sm,
             state: Mutex::new(Context {
                 ctx,
                 generation: 0,
@@ -792,9 +842,73 @@ struct NvFunction {
     name: String,
 }
 
+impl NvFunction {
+    /// The driver's handle of this kernel (loading the module again after a reset).
+    fn handle(&self) -> Result<sys::CUfunction> {
+        self.module.ensure_loaded()?;
+        let loaded = self.module.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        loaded
+            .iter()
+            .flat_map(|(_, l)| l.iter())
+            .find_map(|m| m.functions.get(&self.name))
+            .map(|(_, f)| *f)
+            .ok_or_else(|| self.not_found())
+    }
+
+    fn not_found(&self) -> RuntimeError {
+        RuntimeError::KernelNotFound {
+            name: self.name.clone(),
+            library: self.module.library.name.to_string(),
+            available: String::new(),
+        }
+    }
+}
+
 impl FunctionBackend for NvFunction {
     fn param_layout(&self) -> Option<Vec<ParamLayout>> {
         None
+    }
+
+    fn resources(&self, block_threads: u32, dynamic_shared: u32) -> Option<DriverResources> {
+        let device = &self.module.device;
+        let mut out = DriverResources {
+            max_warps_per_sm: Some(device.max_threads_per_sm / device.info.wave_size.max(1)),
+            ..DriverResources::default()
+        };
+        let read = guarded("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+            let function = self.handle()?;
+            let _state = device.enter()?;
+            use sys::CUfunction_attribute_enum as F;
+            let attribute = |attr| {
+                // Safety: a function of the current context and a plain integer attribute.
+                unsafe { cu::function::get_function_attribute(function, attr) }
+                    .map(|v| v as u32)
+                    .map_err(|e| api("cuFuncGetAttribute", e))
+            };
+            out.registers = Some(attribute(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?);
+            out.static_shared_bytes = Some(attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?);
+            out.local_bytes = Some(attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?);
+            out.max_threads_per_block =
+                Some(attribute(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?);
+            let mut blocks: std::ffi::c_int = 0;
+            // Safety: a function of the current context; `blocks` is written by the driver.
+            unsafe {
+                sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut blocks,
+                    function,
+                    block_threads as std::ffi::c_int,
+                    dynamic_shared as usize,
+                )
+            }
+            .result()
+            .map_err(|e| api("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+            out.active_blocks_per_sm = Some(blocks.max(0) as u32);
+            Ok(())
+        });
+        if let Err(e) = read {
+            out.error = Some(e.to_string());
+        }
+        Some(out)
     }
 
     unsafe fn launch(
@@ -808,17 +922,14 @@ impl FunctionBackend for NvFunction {
             .downcast_ref::<NvStream>()
             .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
         self.module.ensure_loaded()?;
+        // The module stays locked (no reload) until the launch is queued.
         let loaded = self.module.loaded.lock().unwrap_or_else(|p| p.into_inner());
         let function = loaded
             .iter()
             .flat_map(|(_, l)| l.iter())
             .find_map(|m| m.functions.get(&self.name))
             .map(|(_, f)| *f)
-            .ok_or_else(|| RuntimeError::KernelNotFound {
-                name: self.name.clone(),
-                library: self.module.library.name.to_string(),
-                available: String::new(),
-            })?;
+            .ok_or_else(|| self.not_found())?;
         let device = &self.module.device;
         let mut state = device.enter()?;
         device.check_generation(&state, stream.generation, "stream")?;

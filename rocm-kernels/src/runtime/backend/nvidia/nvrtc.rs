@@ -38,6 +38,15 @@ struct Nvrtc {
     destroy: unsafe extern "C" fn(*mut Program) -> c_int,
     add_name: unsafe extern "C" fn(Program, *const c_char) -> c_int,
     lowered_name: unsafe extern "C" fn(Program, *const c_char, *mut *const c_char) -> c_int,
+    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
+    /// Machine code for a real architecture (`nvrtcGetCUBIN*`, CUDA 11.1 and later).
+    cubin: Option<CubinFns>,
+}
+
+#[derive(Clone, Copy)]
+struct CubinFns {
+    size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
+    get: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
 }
 
 /// Library names tried, newest release first; then the same names in the usual toolkit folders
@@ -91,6 +100,17 @@ fn library() -> Result<&'static Nvrtc> {
                             destroy: *library.get(b"nvrtcDestroyProgram\0")?,
                             add_name: *library.get(b"nvrtcAddNameExpression\0")?,
                             lowered_name: *library.get(b"nvrtcGetLoweredName\0")?,
+                            version: *library.get(b"nvrtcVersion\0")?,
+                            cubin: match (
+                                library.get(b"nvrtcGetCUBINSize\0"),
+                                library.get(b"nvrtcGetCUBIN\0"),
+                            ) {
+                                (Ok(size), Ok(get)) => Some(CubinFns {
+                                    size: *size,
+                                    get: *get,
+                                }),
+                                _ => None,
+                            },
                             name: path.display().to_string(),
                             _library: library,
                             _builtins: Vec::new(),
@@ -144,6 +164,22 @@ pub(crate) fn library_name() -> Result<String> {
     library().map(|l| l.name.clone())
 }
 
+/// NVRTC's version, `major.minor` (part of the key of caches of its output).
+pub(crate) fn version() -> Result<String> {
+    let nvrtc = library()?;
+    let (mut major, mut minor) = (0, 0);
+    // Safety: two out-parameters.
+    let status = unsafe { (nvrtc.version)(&mut major, &mut minor) };
+    if status != 0 {
+        return Err(RuntimeError::Api {
+            backend: Backend::Nvidia,
+            call: "nvrtcVersion".into(),
+            message: format!("returned {status}"),
+        });
+    }
+    Ok(format!("{major}.{minor}"))
+}
+
 /// Compile `source` (the text of `name`) to PTX for `arch` (`sm_90`), with the symbol NVRTC gives
 /// each of `kernels` (the library's names: `saxpy`, `scale<float>`; `&name` is the expression
 /// NVRTC lowers). Kernels it does not find are left out.
@@ -153,6 +189,31 @@ pub(crate) fn compile<'k>(
     arch: &str,
     kernels: &[&'k str],
 ) -> Result<(String, Vec<(&'k str, String)>)> {
+    let out = compile_with(name, source, arch, kernels, &[], false)?;
+    Ok((String::from_utf8_lossy(&out.ptx).into_owned(), out.symbols))
+}
+
+/// What [`compile_with`] made.
+pub(crate) struct Output<'k> {
+    /// PTX text (without its final NUL).
+    pub ptx: Vec<u8>,
+    /// Machine code for `arch`, when asked for and this NVRTC can make it.
+    pub cubin: Option<Vec<u8>>,
+    /// The symbol of each kernel found.
+    pub symbols: Vec<(&'k str, String)>,
+    /// The compiler's log (warnings), possibly empty.
+    pub log: String,
+}
+
+/// [`compile`] with more NVRTC `options` (`-DTILE=16`), and the cubin too when `want_cubin`.
+pub(crate) fn compile_with<'k>(
+    name: &str,
+    source: &[u8],
+    arch: &str,
+    kernels: &[&'k str],
+    extra_options: &[String],
+    want_cubin: bool,
+) -> Result<Output<'k>> {
     let nvrtc = library()?;
     // The HIP-on-CUDA headers, so `#include <hip/hip_runtime.h>` works.
     let dir = rocm_kernels_core::headers::nvidia_dir().map_err(|e| RuntimeError::Api {
@@ -174,6 +235,7 @@ pub(crate) fn compile<'k>(
             .iter()
             .map(|d| format!("--include-path={}", d.display())),
     );
+    options.extend(extra_options.iter().cloned());
     let call = format!("nvrtcCompileProgram({name}, {arch}) with {}", nvrtc.name);
     let fail = |message: String| RuntimeError::Api {
         backend: Backend::Nvidia,
@@ -217,15 +279,15 @@ pub(crate) fn compile<'k>(
             (nvrtc.add_name)(program, e.as_ptr());
         }
         let status = (nvrtc.compile)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr());
-        let result = if status != 0 {
-            let mut size = 0usize;
-            let mut log = String::new();
-            if (nvrtc.log_size)(program, &mut size) == 0 && size > 1 {
-                let mut buf = vec![0u8; size];
-                if (nvrtc.log)(program, buf.as_mut_ptr().cast()) == 0 {
-                    log = String::from_utf8_lossy(&buf[..size - 1]).into_owned();
-                }
+        let mut log = String::new();
+        let mut size = 0usize;
+        if (nvrtc.log_size)(program, &mut size) == 0 && size > 1 {
+            let mut buf = vec![0u8; size];
+            if (nvrtc.log)(program, buf.as_mut_ptr().cast()) == 0 {
+                log = String::from_utf8_lossy(&buf[..size - 1]).into_owned();
             }
+        }
+        let result = if status != 0 {
             Err(fail(format!("compilation failed ({status}):\n{log}")))
         } else {
             let mut size = 0usize;
@@ -248,7 +310,21 @@ pub(crate) fn compile<'k>(
                             lowered.push((*kernel, text.to_string_lossy().into_owned()));
                         }
                     }
-                    Ok((String::from_utf8_lossy(&buf).into_owned(), lowered))
+                    // A cubin exists only for a real architecture (sm_XX); none is no error.
+                    let cubin = nvrtc.cubin.filter(|_| want_cubin).and_then(|f| {
+                        let mut size = 0usize;
+                        if (f.size)(program, &mut size) != 0 || size == 0 {
+                            return None;
+                        }
+                        let mut bin = vec![0u8; size];
+                        ((f.get)(program, bin.as_mut_ptr().cast()) == 0).then_some(bin)
+                    });
+                    Ok(Output {
+                        ptx: buf,
+                        cubin,
+                        symbols: lowered,
+                        log,
+                    })
                 }
             }
         };

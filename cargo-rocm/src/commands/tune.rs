@@ -1,0 +1,1018 @@
+//! `cargo rocm tune`: search the launch and compile-time parameters of the tunables a crate's
+//! rocm-test harness declares (`Suite::tune`), verifying every candidate against the kernel's
+//! check, and keep the best per device and problem size in the crate's wisdom file
+//! (`tune/wisdom.json`, read by `Build::compile_tuned`). With `--cmd-template`, tune an external
+//! program instead.
+//!
+//! The harness is built with `cargo test --no-run` and run with `ROCM_TUNE_REQUEST` (see
+//! `rocm_test_events::tune`); it writes progress events (a progress bar here) and a report,
+//! which becomes the table, `--message-format json` and `<target-dir>/rocm/tune/report.html`.
+
+mod command;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rocm_kernels_core::Backend;
+use rocm_test_events::tune::{
+    DeviceDesc, Measured, Overhead, ParamInfo, ParamKind, TraceStep, TuneEvent, TuneFailure,
+    TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
+};
+
+use crate::cli::{FormatArgs, GlobalArgs};
+use crate::commands::test::workspace;
+use crate::exit;
+use crate::output::Output;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  cargo rocm tune                                   tune every tunable on the first GPU (else the cpu)
+  cargo rocm tune --backend cpu --budget 30 -- matmul
+  cargo rocm tune --strategy bayes --strategy random --seed 7 --problem n=2048
+  cargo rocm tune --cmd-template './app --bm {BM}' --param BM=32,64,128 --time-key time_ms
+
+Strategies: brute_force, random, annealing, genetic, bayes, regression_prune (default).
+Results: the crate's tune/wisdom.json (the best configuration per device and problem size,
+for Build::compile_tuned), <target-dir>/rocm/tune/ (append-only caches a rerun resumes from,
+results.json, report.html).
+
+Exit codes: 0 tuned, 1 a tunable could not be tuned (bad declaration, empty space, a reference
+that panics, a kernel past the time limit), 2 usage error, 3 no device or compiler for the
+backend asked for, 4 the crate did not build, 5 no harness or tunable found.")]
+pub struct TuneArgs {
+    /// Package to tune (repeatable)
+    #[arg(short, long = "package", value_name = "SPEC")]
+    pub package: Vec<String>,
+
+    /// Tune all packages in the workspace
+    #[arg(long)]
+    pub workspace: bool,
+
+    /// Space or comma separated list of features to activate
+    #[arg(short = 'F', long, value_name = "FEATURES")]
+    pub features: Vec<String>,
+
+    /// Activate all available features
+    #[arg(long)]
+    pub all_features: bool,
+
+    /// Do not activate the `default` feature
+    #[arg(long)]
+    pub no_default_features: bool,
+
+    /// Build in release mode (the references and the harness run faster; kernels are optimised
+    /// either way)
+    #[arg(short, long)]
+    pub release: bool,
+
+    /// Directory for all generated artifacts
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+
+    /// Backends to tune on: cpu, amd, nvidia (default: the first GPU found, else cpu)
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    pub backend: Vec<Backend>,
+
+    /// Strategy (repeatable; they share the cache): brute_force, random, annealing, genetic,
+    /// bayes, regression_prune
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_strategy)]
+    pub strategy: Vec<String>,
+
+    /// At most N configurations per strategy and problem (default: min(100, the space))
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+
+    /// At most this long per strategy and problem: 90, 90s, 5m, 1h
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub time: Option<f64>,
+
+    /// Seed of every random choice
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Timed runs per configuration (default 7; 3 for --cmd-template)
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u32>,
+
+    /// A launch (or command) running longer than this many seconds fails (default 30)
+    #[arg(long, value_name = "SECS")]
+    pub time_limit: Option<f64>,
+
+    /// Compile threads working ahead of the measurements (default: cores - 1)
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Problem size to tune for instead of the tunables' own: n=2048 or m=512,n=1024 (repeatable)
+    #[arg(long, value_name = "SIZES", value_parser = parse_problem)]
+    pub problem: Vec<std::collections::BTreeMap<String, i64>>,
+
+    /// cpu wave size: 32 or 64
+    #[arg(long, value_name = "N", value_parser = clap::builder::PossibleValuesParser::new(["32", "64"]))]
+    pub wave_size: Option<String>,
+
+    /// Ignore the caches (set aside, not deleted) and measure everything again
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// Import a Kernel Tuner cache (JSON) into the cache before tuning
+    #[arg(long, value_name = "PATH")]
+    pub import_kt: Option<PathBuf>,
+
+    /// Also write every cache in Kernel Tuner's format (<cache>.kt.json)
+    #[arg(long)]
+    pub export_kt: bool,
+
+    /// The wisdom file to update (default: tune/wisdom.json in the package)
+    #[arg(long, value_name = "PATH")]
+    pub wisdom: Option<PathBuf>,
+
+    /// Do not update a wisdom file
+    #[arg(long, conflicts_with = "wisdom")]
+    pub no_wisdom: bool,
+
+    /// List the tunables and their spaces; tune nothing
+    #[arg(long)]
+    pub list: bool,
+
+    /// Also write the HTML report to PATH (always written to <target-dir>/rocm/tune/report.html)
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
+    /// Run this prebuilt harness executable (a `cargo test --no-run` build of a rocm-test
+    /// harness) instead of building the package's: for a machine without Rust (repeatable).
+    /// The wisdom file defaults to tune/wisdom.json and results go under --target-dir (default
+    /// `target`), both relative to the current directory
+    #[arg(long, value_name = "PATH", conflicts_with = "cmd_template")]
+    pub harness: Vec<PathBuf>,
+
+    /// Tune an external program: its command with {NAME} placeholders, run through `sh -c`
+    #[arg(long, value_name = "TEMPLATE")]
+    pub cmd_template: Option<String>,
+
+    /// With --cmd-template: a JSON space file ({"NAME": [values], "restrictions": [...]})
+    #[arg(long, value_name = "PATH", requires = "cmd_template")]
+    pub space: Option<PathBuf>,
+
+    /// With --cmd-template: a parameter and its values, NAME=v1,v2,... (repeatable)
+    #[arg(long, value_name = "NAME=VALUES", requires = "cmd_template")]
+    pub param: Vec<String>,
+
+    /// With --cmd-template: a restriction in Kernel Tuner's syntax (repeatable)
+    #[arg(long, value_name = "EXPR", requires = "cmd_template")]
+    pub restrict: Vec<String>,
+
+    /// With --cmd-template: read the time (ms) printed after KEY (`time_ms=1.2`) instead of
+    /// measuring the whole command
+    #[arg(long, value_name = "KEY", requires = "cmd_template")]
+    pub time_key: Option<String>,
+
+    /// With --cmd-template: the default configuration, for the speed-up (NAME=V,NAME=V)
+    #[arg(long, value_name = "CONFIG", requires = "cmd_template")]
+    pub default: Option<String>,
+
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Tunables to tune (names or parts of names), after `--`
+    #[arg(last = true, value_name = "FILTER")]
+    pub filter: Vec<String>,
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    s.parse()
+}
+
+const STRATEGIES: [&str; 6] = [
+    "brute_force",
+    "random",
+    "annealing",
+    "genetic",
+    "bayes",
+    "regression_prune",
+];
+
+fn parse_strategy(s: &str) -> Result<String, String> {
+    if STRATEGIES.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "unknown strategy `{s}` (one of: {})",
+            STRATEGIES.join(", ")
+        ))
+    }
+}
+
+/// `90`, `90s`, `5m`, `1h` → seconds.
+fn parse_duration(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let (num, scale) = match s.chars().last() {
+        Some('s') => (&s[..s.len() - 1], 1.0),
+        Some('m') => (&s[..s.len() - 1], 60.0),
+        Some('h') => (&s[..s.len() - 1], 3600.0),
+        _ => (s, 1.0),
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0)
+        .map(|v| v * scale)
+        .ok_or_else(|| format!("`{s}` is not a duration (90, 90s, 5m, 1h)"))
+}
+
+/// `n=2048` or `m=512,n=1024`.
+fn parse_problem(s: &str) -> Result<std::collections::BTreeMap<String, i64>, String> {
+    s.split(',')
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("`{kv}` is not NAME=VALUE"))?;
+            let v: i64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{v}` in `{kv}` is not an integer"))?;
+            Ok((k.trim().to_owned(), v))
+        })
+        .collect()
+}
+
+pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<u8> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    if args.cmd_template.is_some() {
+        // No crate needed: results go to its target directory when there is one.
+        let target_dir = match &args.target_dir {
+            Some(d) => d.clone(),
+            None => workspace::locate_manifest(global.manifest_path.as_deref())
+                .ok()
+                .and_then(|m| workspace::metadata(&cargo, Some(&m)).ok())
+                .map(|m| m.target_directory.into_std_path_buf())
+                .unwrap_or_else(|| PathBuf::from("target")),
+        };
+        let report = tune_command(&args, &target_dir.join("rocm").join("tune"), out)?;
+        return present(&args, &target_dir.join("rocm").join("tune"), report, out);
+    }
+    if !args.harness.is_empty() {
+        let target_dir = args
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("target"));
+        let out_dir = target_dir.join("rocm").join("tune");
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        let root = std::env::current_dir()?;
+        let mut report = TuneReport::default();
+        for exe in &args.harness {
+            let name = exe
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.status("Tuning", exe.display().to_string());
+            let mut cmd = Process::new(exe);
+            cmd.envs(build_env(&args));
+            run_harness(&args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
+        }
+        return present(&args, &out_dir, report, out);
+    }
+    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
+    let meta = workspace::metadata(&cargo, Some(&manifest))?;
+    let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+    let harnesses: Vec<(workspace::HarnessTargets, PathBuf)> = packages
+        .iter()
+        .map(|p| {
+            let root = p
+                .manifest_path
+                .parent()
+                .map(|d| d.as_std_path().to_path_buf())
+                .unwrap_or_default();
+            workspace::harness_targets(p).map(|h| (h, root))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|(h, _)| !h.tests.is_empty())
+        .collect();
+    if harnesses.is_empty() {
+        return Err(exit::coded(
+            exit::INPUT,
+            "no rocm-test harness here: `cargo rocm tune` runs the tunables a harness declares \
+             (`s.tune(\"kernel\")…` beside the kernel's check; `cargo rocm new` writes an \
+             example), or an external program with --cmd-template",
+        ));
+    }
+    let target_dir = args
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
+    let out_dir = target_dir.join("rocm").join("tune");
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+
+    let mut report = TuneReport::default();
+    for (h, root) in &harnesses {
+        for test in &h.tests {
+            out.status("Tuning", format!("{} ({test})", h.package));
+            let base = cargo_args(&args, global.manifest_path.as_deref(), &h.package, test);
+            let status = Process::new(&cargo)
+                .args(&base)
+                .envs(build_env(&args))
+                .arg("--no-run")
+                .stdout(child_stdout(&args))
+                .status()
+                .with_context(|| format!("could not run `{cargo} test`"))?;
+            if !status.success() {
+                return Err(exit::coded(
+                    exit::BUILD,
+                    format!(
+                        "building the tests of `{}` failed (see cargo's messages above)",
+                        h.package
+                    ),
+                ));
+            }
+            let mut cmd = Process::new(&cargo);
+            cmd.args(&base).envs(build_env(&args));
+            run_harness(
+                &args,
+                cmd,
+                &h.package,
+                test,
+                root,
+                &out_dir,
+                &mut report,
+                out,
+            )?;
+        }
+    }
+    present(&args, &out_dir, report, out)
+}
+
+/// Run one harness in tune mode (`cmd`: the harness, or cargo running it) and add its results
+/// to `report`.
+#[allow(clippy::too_many_arguments)]
+fn run_harness(
+    args: &TuneArgs,
+    mut cmd: Process,
+    package: &str,
+    test: &str,
+    root: &Path,
+    out_dir: &Path,
+    report: &mut TuneReport,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let tag = format!("{package}-{test}-{}", std::process::id());
+    let events = out_dir.join(format!("events-{tag}.jsonl"));
+    let results = out_dir.join(format!("results-{tag}"));
+    let _ = std::fs::remove_file(&events);
+    let request = request(args, root, out_dir, &results, &events);
+    cmd.env(REQUEST_ENV, serde_json::to_string(&request)?)
+        .stdout(child_stdout(args));
+    out.verbose(format!("running {cmd:?}"));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("could not run {cmd:?}"))?;
+    let progress = Progress::new(out, &events);
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        progress.poll();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    progress.poll();
+    progress.finish();
+    let text = std::fs::read_to_string(results.join("results.json")).ok();
+    let _ = std::fs::remove_dir_all(&results);
+    let _ = std::fs::remove_file(&events);
+    match text.map(|t| serde_json::from_str::<TuneReport>(&t)) {
+        Some(Ok(r)) => {
+            report.runs.extend(r.runs);
+            report.errors.extend(r.errors);
+            report.listed.extend(r.listed);
+            report.wisdom = report.wisdom.take().or(r.wisdom);
+        }
+        Some(Err(e)) => {
+            return Err(exit::coded(
+                exit::INTERNAL,
+                format!("the harness's tuning report is malformed: {e}"),
+            ))
+        }
+        None => report.errors.push(TuneFailure {
+            kernel: String::new(),
+            message: format!(
+                "the harness `{test}` of `{}` exited with {status} without a report{}",
+                package,
+                if status.code() == Some(3) {
+                    ": a GPU kernel ran past the time limit (see above); everything \
+                     measured before is in the cache, rerun to resume"
+                } else {
+                    " (see its output above)"
+                }
+            ),
+        }),
+    }
+    Ok(())
+}
+
+/// Table, JSON, HTML; the exit code.
+fn present(
+    args: &TuneArgs,
+    out_dir: &Path,
+    report: TuneReport,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    use std::io::Write;
+    std::fs::create_dir_all(out_dir)?;
+    std::fs::write(
+        out_dir.join("results.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    let html = report::html(&report);
+    let html_path = out_dir.join("report.html");
+    std::fs::write(&html_path, &html)
+        .with_context(|| format!("cannot write {}", html_path.display()))?;
+    if let Some(p) = &args.html {
+        std::fs::write(p, &html).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    let mut stdout = out.stdout();
+    if args.format.json() {
+        writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+    } else if args.list {
+        for t in &report.listed {
+            let space = match &t.space {
+                Ok(n) => format!("{n} configurations"),
+                Err(e) => format!("invalid: {e}"),
+            };
+            writeln!(
+                stdout,
+                "{}: {} ({}); problems: {}",
+                t.kernel,
+                t.parameters
+                    .iter()
+                    .map(|p| format!("{}[{}]", p.name, p.values.len()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                space,
+                t.problems
+                    .iter()
+                    .map(report::problem_text)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )?;
+        }
+    } else if !report.runs.is_empty() {
+        writeln!(stdout, "\ncargo rocm tune ({}):", out_dir.display())?;
+        write!(stdout, "{}", report::table(&report))?;
+        if let Some(w) = &report.wisdom {
+            writeln!(stdout, "wisdom: {}", w.display())?;
+        }
+        writeln!(stdout, "report: {}", html_path.display())?;
+    }
+    if let Some(e) = report.errors.first() {
+        let no_device = e.message.starts_with("cannot tune on");
+        let text = report
+            .errors
+            .iter()
+            .map(|e| {
+                if e.kernel.is_empty() {
+                    e.message.clone()
+                } else {
+                    format!("{}: {}", e.kernel, e.message)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let code = if no_device {
+            exit::ENVIRONMENT
+        } else if e.message.contains("declares no tunable")
+            || e.message.contains("no tunable matches")
+        {
+            exit::INPUT
+        } else {
+            exit::FAILED
+        };
+        return Err(exit::coded(code, text));
+    }
+    Ok(exit::OK)
+}
+
+/// The request for one harness.
+fn request(
+    args: &TuneArgs,
+    package_root: &Path,
+    out_dir: &Path,
+    results: &Path,
+    events: &Path,
+) -> TuneRequest {
+    TuneRequest {
+        filter: args.filter.clone(),
+        backends: args.backend.iter().map(|b| b.to_string()).collect(),
+        problems: args.problem.clone(),
+        strategies: args.strategy.clone(),
+        max_evals: args.budget,
+        max_seconds: args.time,
+        seed: args.seed,
+        iterations: args.iterations,
+        time_limit_s: args.time_limit,
+        jobs: args.jobs,
+        out_dir: Some(out_dir.to_path_buf()),
+        results: Some(results.to_path_buf()),
+        compile_cache: Some(out_dir.join("compiled")),
+        wisdom: if args.no_wisdom || args.list {
+            None
+        } else {
+            Some(
+                args.wisdom
+                    .clone()
+                    .unwrap_or_else(|| package_root.join("tune").join("wisdom.json")),
+            )
+        },
+        events: Some(events.to_path_buf()),
+        fresh: args.fresh,
+        import_kt: args.import_kt.clone(),
+        export_kt: args.export_kt,
+        wave_size: args.wave_size.as_deref().and_then(|w| w.parse().ok()),
+        list: args.list,
+    }
+}
+
+fn child_stdout(args: &TuneArgs) -> Stdio {
+    if args.format.json() {
+        Stdio::from(std::io::stderr())
+    } else {
+        Stdio::inherit()
+    }
+}
+
+fn cargo_args(
+    args: &TuneArgs,
+    manifest_path: Option<&Path>,
+    package: &str,
+    test: &str,
+) -> Vec<String> {
+    let mut a = vec![
+        "test".to_owned(),
+        "-p".to_owned(),
+        package.to_owned(),
+        "--test".to_owned(),
+        test.to_owned(),
+    ];
+    if let Some(m) = manifest_path {
+        a.push("--manifest-path".to_owned());
+        a.push(m.display().to_string());
+    }
+    for f in &args.features {
+        a.push("--features".to_owned());
+        a.push(f.clone());
+    }
+    if args.all_features {
+        a.push("--all-features".to_owned());
+    }
+    if args.no_default_features {
+        a.push("--no-default-features".to_owned());
+    }
+    if args.release {
+        a.push("--release".to_owned());
+    }
+    if let Some(d) = &args.target_dir {
+        a.push("--target-dir".to_owned());
+        a.push(d.display().to_string());
+    }
+    a
+}
+
+/// As `cargo rocm test`: `--backend` limits what the build scripts compile.
+fn build_env(args: &TuneArgs) -> Vec<(&'static str, String)> {
+    if args.backend.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
+    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
+}
+
+/// A progress bar over the harness's events file (stderr, only on a terminal).
+struct Progress {
+    bar: ProgressBar,
+    path: PathBuf,
+    read: std::cell::Cell<usize>,
+}
+
+impl Progress {
+    fn new(out: &Output, path: &Path) -> Progress {
+        let bar = if out.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr())
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        Progress {
+            bar,
+            path: path.to_path_buf(),
+            read: std::cell::Cell::new(0),
+        }
+    }
+
+    fn poll(&self) {
+        let Ok(text) = std::fs::read_to_string(&self.path) else {
+            return;
+        };
+        let start = self.read.get().min(text.len());
+        let Some(end) = text[start..].rfind('\n').map(|i| start + i + 1) else {
+            return;
+        };
+        for line in text[start..end].lines() {
+            let Ok(e) = serde_json::from_str::<TuneEvent>(line) else {
+                continue;
+            };
+            match e {
+                TuneEvent::Start {
+                    kernel,
+                    device,
+                    problem,
+                    strategy,
+                    space,
+                    budget,
+                } => {
+                    self.bar.set_length(budget.unwrap_or(space) as u64);
+                    self.bar.set_position(0);
+                    self.bar.set_message(format!(
+                        "{kernel} {strategy} on {device} ({})",
+                        report::problem_text(&problem)
+                    ));
+                }
+                TuneEvent::Eval {
+                    kernel,
+                    strategy,
+                    n,
+                    best_ms,
+                    ..
+                } => {
+                    self.bar.set_position(n as u64);
+                    if let Some(b) = best_ms {
+                        self.bar
+                            .set_message(format!("{kernel} {strategy}: best {b:.4} ms"));
+                    }
+                }
+                TuneEvent::Done { .. } => {}
+                TuneEvent::Error { kernel, message } => {
+                    self.bar.println(format!(
+                        "error: {kernel}: {}",
+                        message.lines().next().unwrap_or("")
+                    ));
+                }
+            }
+        }
+        self.read.set(end);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// `--cmd-template`: tune an external program.
+fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result<TuneReport> {
+    let template = args.cmd_template.clone().expect("checked by the caller");
+    let usage = |m: String| exit::coded(exit::USAGE, m);
+    let (mut params, mut restrictions) = match &args.space {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", p.display())))?;
+            command::parse_space(&text)
+                .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", p.display())))?
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    for p in &args.param {
+        params.push(command::parse_param(p).map_err(usage)?);
+    }
+    restrictions.extend(args.restrict.iter().cloned());
+    if params.is_empty() {
+        return Err(usage(
+            "--cmd-template needs parameters: --space FILE or --param NAME=v1,v2".into(),
+        ));
+    }
+    let holes = command::placeholders(&template);
+    for (name, _) in &params {
+        if !holes.contains(name) {
+            return Err(usage(format!(
+                "parameter `{name}` does not appear in the command template as {{{name}}}"
+            )));
+        }
+    }
+    for h in &holes {
+        if !params.iter().any(|(n, _)| n == h) {
+            return Err(usage(format!(
+                "the command template uses {{{h}}}, which is not a parameter (add --param {h}=…)"
+            )));
+        }
+    }
+    let mut builder = rocm_tune::SearchSpace::builder();
+    for (n, v) in &params {
+        builder = builder.param(n.clone(), v.clone());
+    }
+    for r in &restrictions {
+        builder = builder.restrict(r.clone());
+    }
+    let space = builder
+        .build()
+        .map_err(|e| exit::coded(exit::FAILED, format!("the search space: {e}")))?;
+    let program = template
+        .split_whitespace()
+        .next()
+        .unwrap_or("command")
+        .to_owned();
+    let name = Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or(program);
+    let cache_path = out_dir.join("command").join(format!(
+        "{}.jsonl",
+        name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
+    ));
+    std::fs::create_dir_all(cache_path.parent().expect("has a parent"))?;
+    if args.fresh && cache_path.exists() {
+        let aside =
+            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
+        std::fs::rename(&cache_path, aside)?;
+    }
+    let meta = rocm_tune::CacheMeta::for_space(&space, Some(&template), None);
+    let mut cache = rocm_tune::JsonlCache::open(&cache_path, meta).map_err(|e| {
+        exit::coded(
+            exit::INPUT,
+            format!("{e} (another command with other parameters? use --fresh)"),
+        )
+    })?;
+    let mut evaluator = command::CommandEvaluator {
+        template: template.clone(),
+        time_key: args.time_key.clone(),
+        iterations: args.iterations.unwrap_or(3),
+        time_limit: Duration::from_secs_f64(args.time_limit.unwrap_or(30.0)),
+        program_s: 0.0,
+        measured: 0,
+    };
+    let default = match &args.default {
+        None => None,
+        Some(d) => {
+            let mut values = Vec::new();
+            for n in space.names() {
+                let v = d
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .find(|(k, _)| k.trim() == n)
+                    .map(|(_, v)| v.trim())
+                    .ok_or_else(|| usage(format!("--default has no value for `{n}`")))?;
+                let (_, parsed) = command::parse_param(&format!("{n}={v}")).map_err(usage)?;
+                values.push(parsed[0].clone());
+            }
+            let id = space
+                .find_values(&values)
+                .ok_or_else(|| usage(format!("--default `{d}` is not in the search space")))?;
+            let config = space.config(id);
+            let m = rocm_tune::Evaluator::evaluate(&mut evaluator, &config);
+            Some(Measured {
+                config: config_json(&config),
+                time_ms: m
+                    .as_ref()
+                    .ok()
+                    .and_then(|m| rocm_tune::Objective::Mean.reduce(&m.times)),
+                cv: m
+                    .as_ref()
+                    .ok()
+                    .map(|m| rocm_tune::eval::coefficient_of_variation(&m.times)),
+                throughput: None,
+                failure: m.err().map(|e| e.to_string()),
+            })
+        }
+    };
+    evaluator.program_s = 0.0;
+    evaluator.measured = 0;
+    let strategies = if args.strategy.is_empty() {
+        vec!["regression_prune".to_owned()]
+    } else {
+        args.strategy.clone()
+    };
+    let budget = rocm_tune::Budget {
+        max_evals: args
+            .budget
+            .or_else(|| args.time.is_none().then(|| 100.min(space.len()))),
+        max_time: args.time.map(Duration::from_secs_f64),
+    };
+    let mut report = TuneReport::default();
+    for s in &strategies {
+        let mut strategy = rocm_tune::strategy::by_name(s).expect("validated by clap");
+        out.status("Tuning", format!("`{template}` with {s}"));
+        let bar = if out.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::with_draw_target(
+                Some(budget.max_evals.unwrap_or(space.len()) as u64),
+                ProgressDrawTarget::stderr(),
+            )
+        };
+        let started = std::time::Instant::now();
+        let result = {
+            let bar = bar.clone();
+            let mut observe = move |_: &rocm_tune::SearchSpace,
+                                    _: &rocm_tune::tuner::TraceEntry,
+                                    _: Option<f64>| bar.inc(1);
+            rocm_tune::Tuner::new(&space, &mut evaluator)
+                .budget(budget)
+                .seed(args.seed)
+                .cache(&mut cache)
+                .observe(&mut observe)
+                .run(strategy.as_mut())
+        };
+        bar.finish_and_clear();
+        let total_s = started.elapsed().as_secs_f64();
+        let (result, stop, warnings) = match result {
+            Ok(r) => {
+                let stop = format!("{:?}", r.stop).to_lowercase();
+                let w = r.warnings.iter().map(|w| format!("{w:?}")).collect();
+                (r, stop, w)
+            }
+            Err(rocm_tune::TuneError::Aborted { source, partial }) => (
+                *partial,
+                "aborted".into(),
+                vec![format!("stopped: {source}")],
+            ),
+        };
+        let measured = std::mem::take(&mut evaluator.measured);
+        let program_s = std::mem::take(&mut evaluator.program_s);
+        let mut failures = std::collections::BTreeMap::new();
+        for step in &result.trace {
+            if let rocm_tune::Outcome::Failed(kind) = &step.outcome {
+                let name = serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                *failures.entry(name).or_insert(0usize) += 1;
+            }
+        }
+        let best = result.best.as_ref().map(|b| Measured {
+            config: config_json(&b.config),
+            time_ms: Some(b.objective),
+            cv: Some(b.cv),
+            throughput: None,
+            failure: None,
+        });
+        report.runs.push(TuneRun {
+            kernel: name.clone(),
+            device: DeviceDesc {
+                backend: "command".into(),
+                arch: std::env::consts::ARCH.into(),
+                name: template.clone(),
+                wave_size: 0,
+            },
+            problem: Default::default(),
+            strategy: result.strategy.clone(),
+            seed: args.seed,
+            parameters: params
+                .iter()
+                .map(|(n, v)| ParamInfo {
+                    name: n.clone(),
+                    kind: ParamKind::Command,
+                    values: v.iter().map(|x| x.to_json()).collect(),
+                })
+                .collect(),
+            restrictions: restrictions.clone(),
+            space: space.len(),
+            raw_space: space.raw_size(),
+            budget: budget.max_evals,
+            evaluations: result.evaluations,
+            failures,
+            cache_hits: result.cache_hits,
+            remeasurements: result.remeasurements,
+            speedup: default
+                .as_ref()
+                .and_then(|d| d.time_ms)
+                .zip(best.as_ref().and_then(|b| b.time_ms))
+                .map(|(d, b)| d / b),
+            best,
+            default: default.clone(),
+            throughput_unit: None,
+            overhead: Overhead {
+                total_s,
+                kernel_s: program_s,
+                compile_s: 0.0,
+                verify_s: 0.0,
+                measured,
+                per_eval_ms: if measured > 0 {
+                    (total_s - program_s) / measured as f64 * 1e3
+                } else {
+                    0.0
+                },
+            },
+            stop,
+            warnings,
+            trace: result
+                .trace
+                .iter()
+                .map(|t| TraceStep {
+                    config: config_json(&space.config(t.id)),
+                    outcome: match &t.outcome {
+                        rocm_tune::Outcome::Valid { .. } => "ok".into(),
+                        rocm_tune::Outcome::Failed(k) => serde_json::to_value(k)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
+                    },
+                    time_ms: t.outcome.objective(),
+                    elapsed_s: t.elapsed.as_secs_f64(),
+                    from_cache: t.from_cache,
+                })
+                .collect(),
+            cache_file: Some(cache_path.clone()),
+        });
+    }
+    Ok(report)
+}
+
+fn config_json(c: &rocm_tune::Config) -> std::collections::BTreeMap<String, serde_json::Value> {
+    c.iter().map(|(n, v)| (n.to_owned(), v.to_json())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        t: TuneArgs,
+    }
+
+    fn parse(v: &[&str]) -> Result<TuneArgs, String> {
+        Wrap::try_parse_from(std::iter::once("tune").chain(v.iter().copied()))
+            .map(|w| w.t)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn options_become_a_request() {
+        let a = parse(&[
+            "--backend",
+            "cpu",
+            "--strategy",
+            "bayes,random",
+            "--budget",
+            "20",
+            "--time",
+            "5m",
+            "--problem",
+            "n=2048",
+            "--seed",
+            "7",
+            "--",
+            "matmul",
+        ])
+        .unwrap();
+        let r = request(
+            &a,
+            Path::new("/crate"),
+            Path::new("/t/rocm/tune"),
+            Path::new("/t/r"),
+            Path::new("/t/e"),
+        );
+        assert_eq!(r.backends, ["cpu"]);
+        assert_eq!(r.strategies, ["bayes", "random"]);
+        assert_eq!(r.max_evals, Some(20));
+        assert_eq!(r.max_seconds, Some(300.0));
+        assert_eq!(r.problems[0]["n"], 2048);
+        assert_eq!(r.filter, ["matmul"]);
+        assert_eq!(r.wisdom, Some(PathBuf::from("/crate/tune/wisdom.json")));
+        assert_eq!(build_env(&a), [("ROCM_BACKENDS", "cpu".to_owned())]);
+        let r = request(
+            &parse(&["--no-wisdom"]).unwrap(),
+            Path::new("/c"),
+            Path::new("/o"),
+            Path::new("/r"),
+            Path::new("/e"),
+        );
+        assert_eq!(r.wisdom, None);
+    }
+
+    #[test]
+    fn bad_options_are_usage_errors() {
+        assert!(parse(&["--strategy", "magic"])
+            .unwrap_err()
+            .contains("unknown strategy"));
+        assert!(parse(&["--time", "soon"])
+            .unwrap_err()
+            .contains("not a duration"));
+        assert!(parse(&["--problem", "n"])
+            .unwrap_err()
+            .contains("NAME=VALUE"));
+        assert!(parse(&["--param", "X=1"])
+            .unwrap_err()
+            .contains("cmd-template"));
+        assert_eq!(parse_duration("90").unwrap(), 90.0);
+        assert_eq!(parse_duration("1h").unwrap(), 3600.0);
+    }
+}

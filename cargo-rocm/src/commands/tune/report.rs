@@ -1,0 +1,440 @@
+//! What `cargo rocm tune` shows: the table of best configurations and speed-ups for people, and
+//! an HTML report with SVG plots (plotters): convergence (best so far against evaluations, one
+//! line per strategy) and the time of every evaluated configuration against each parameter.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use plotters::prelude::*;
+use rocm_test_events::tune::{TuneReport, TuneRun};
+
+/// `n=2048, m=512`.
+pub fn problem_text(p: &BTreeMap<String, i64>) -> String {
+    p.iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `BM=64 BN=128`.
+pub fn config_text(c: &BTreeMap<String, serde_json::Value>) -> String {
+    c.iter()
+        .map(|(n, v)| match v {
+            serde_json::Value::String(s) => format!("{n}={s}"),
+            other => format!("{n}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn ms(t: Option<f64>) -> String {
+    t.map(|t| format!("{t:.4}")).unwrap_or_else(|| "-".into())
+}
+
+/// The table printed at the end of a run.
+pub fn table(report: &TuneReport) -> String {
+    let mut rows: Vec<Vec<String>> = vec![vec![
+        "kernel".into(),
+        "device".into(),
+        "problem".into(),
+        "strategy".into(),
+        "evals".into(),
+        "failed".into(),
+        "best ms".into(),
+        "default ms".into(),
+        "speed-up".into(),
+        "overhead/eval ms".into(),
+        "best configuration".into(),
+    ]];
+    for r in &report.runs {
+        let best = r.best.as_ref();
+        let mut time = ms(best.and_then(|b| b.time_ms));
+        if let (Some(unit), Some(tp)) = (&r.throughput_unit, best.and_then(|b| b.throughput)) {
+            time = format!("{time} ({tp:.1} {unit})");
+        }
+        rows.push(vec![
+            r.kernel.clone(),
+            format!("{} {}", r.device.backend, r.device.arch),
+            problem_text(&r.problem),
+            r.strategy.clone(),
+            format!("{}/{}", r.evaluations, r.space),
+            r.failures.values().sum::<usize>().to_string(),
+            time,
+            ms(r.default.as_ref().and_then(|d| d.time_ms)),
+            r.speedup
+                .map(|s| format!("{s:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            format!("{:.1}", r.overhead.per_eval_ms),
+            best.map(|b| config_text(&b.config))
+                .unwrap_or_else(|| "nothing valid".into()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if i == 0 {
+            let _ = writeln!(
+                out,
+                "{}",
+                widths
+                    .iter()
+                    .map(|w| "-".repeat(*w))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            );
+        }
+    }
+    for r in &report.runs {
+        for w in &r.warnings {
+            let _ = writeln!(out, "warning: {} ({}): {w}", r.kernel, r.strategy);
+        }
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Best time so far after each evaluation of one run: (evaluation, ms).
+fn convergence(run: &TuneRun) -> Vec<(f64, f64)> {
+    let mut best = f64::INFINITY;
+    let mut points = Vec::new();
+    for (i, s) in run.trace.iter().enumerate() {
+        if let Some(t) = s.time_ms {
+            best = best.min(t);
+        }
+        if best.is_finite() {
+            points.push(((i + 1) as f64, best));
+        }
+    }
+    points
+}
+
+/// An SVG of the convergence of every strategy run of one kernel, device and problem.
+fn convergence_svg(runs: &[&TuneRun]) -> Result<String, String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = runs
+        .iter()
+        .map(|r| (r.strategy.clone(), convergence(r)))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    let all: Vec<&(f64, f64)> = series.iter().flat_map(|(_, p)| p.iter()).collect();
+    if all.is_empty() {
+        return Ok(String::new());
+    }
+    let max_x = all.iter().map(|p| p.0).fold(1.0, f64::max);
+    let lo = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let hi = all.iter().map(|p| p.1).fold(0.0, f64::max);
+    let pad = ((hi - lo) * 0.05).max(hi * 0.01);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("best time so far", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..max_x + 1.0, (lo - pad).max(0.0)..hi + pad)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("evaluations")
+            .y_desc("ms")
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg)
+}
+
+/// An SVG of the time of every valid evaluated configuration against one numeric parameter.
+fn parameter_svg(runs: &[&TuneRun], param: &str) -> Result<String, String> {
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for r in runs {
+        for s in &r.trace {
+            let (Some(t), Some(v)) = (s.time_ms, s.config.get(param).and_then(|v| v.as_f64()))
+            else {
+                continue;
+            };
+            points.push((v, t));
+        }
+    }
+    if points.len() < 2 {
+        return Ok(String::new());
+    }
+    let positive = points.iter().all(|p| p.0 > 0.0);
+    let (x_lo, x_hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.0), b.max(p.0))
+        });
+    // Powers of two spread evenly on a log scale.
+    let log = positive && x_hi / x_lo >= 8.0;
+    let x = |v: f64| if log { v.log2() } else { v };
+    let (xa, xb) = (x(x_lo), x(x_hi));
+    let xpad = ((xb - xa) * 0.08).max(0.5);
+    let t_hi = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (360, 260)).into_drawing_area();
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                if log {
+                    format!("time vs {param} (log2)")
+                } else {
+                    format!("time vs {param}")
+                },
+                ("sans-serif", 15),
+            )
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(56)
+            .build_cartesian_2d(xa - xpad..xb + xpad, 0.0..t_hi * 1.05)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .y_desc("ms")
+            .x_label_formatter(&|v| {
+                if log {
+                    format!("{}", 2f64.powf(*v).round())
+                } else {
+                    format!("{v}")
+                }
+            })
+            .draw()
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|p| Circle::new((x(p.0), p.1), 3, COLORS[0].mix(0.5).filled())),
+            )
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg)
+}
+
+/// The HTML report: per kernel, device and problem, a summary table, the convergence plot and
+/// one plot per numeric parameter.
+pub fn html(report: &TuneReport) -> String {
+    let mut groups: BTreeMap<(String, String, String), Vec<&TuneRun>> = BTreeMap::new();
+    for r in &report.runs {
+        groups
+            .entry((
+                r.kernel.clone(),
+                r.device.name.clone(),
+                problem_text(&r.problem),
+            ))
+            .or_default()
+            .push(r);
+    }
+    let mut h = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cargo rocm tune</title>\n\
+         <style>body{font-family:sans-serif;margin:2em;max-width:1200px}\
+         table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
+         .plots{display:flex;flex-wrap:wrap;gap:8px}.err{color:#b00}</style></head><body>\n\
+         <h1>cargo rocm tune</h1>\n",
+    );
+    for e in &report.errors {
+        let _ = writeln!(
+            h,
+            "<p class=\"err\">{}: {}</p>",
+            escape(&e.kernel),
+            escape(&e.message)
+        );
+    }
+    for ((kernel, device, problem), runs) in &groups {
+        let first = runs[0];
+        let _ = writeln!(
+            h,
+            "<h2>{} on {} ({})</h2>\n<p>{} valid configurations of {} ({} restrictions); default: {} ms</p>",
+            escape(kernel),
+            escape(device),
+            escape(problem),
+            first.space,
+            first.raw_space,
+            first.restrictions.len(),
+            ms(first.default.as_ref().and_then(|d| d.time_ms))
+        );
+        h.push_str(
+            "<table><tr><th>strategy</th><th>evaluations</th><th>failed</th><th>best ms</th>\
+             <th>speed-up</th><th>overhead/eval ms</th><th>best configuration</th></tr>\n",
+        );
+        for r in runs {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td></tr>",
+                escape(&r.strategy),
+                r.evaluations,
+                r.failures.values().sum::<usize>(),
+                ms(r.best.as_ref().and_then(|b| b.time_ms)),
+                r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_default(),
+                r.overhead.per_eval_ms,
+                escape(
+                    &r.best
+                        .as_ref()
+                        .map(|b| config_text(&b.config))
+                        .unwrap_or_default()
+                )
+            );
+        }
+        h.push_str("</table>\n");
+        match convergence_svg(runs) {
+            Ok(svg) => h.push_str(&svg),
+            Err(e) => {
+                let _ = writeln!(h, "<p class=\"err\">plot: {}</p>", escape(&e));
+            }
+        }
+        h.push_str("<div class=\"plots\">\n");
+        for p in &first.parameters {
+            match parameter_svg(runs, &p.name) {
+                Ok(svg) => h.push_str(&svg),
+                Err(e) => {
+                    let _ = writeln!(h, "<p class=\"err\">plot: {}</p>", escape(&e));
+                }
+            }
+        }
+        h.push_str("</div>\n");
+        for r in runs {
+            for w in &r.warnings {
+                let _ = writeln!(
+                    h,
+                    "<p class=\"err\">{}: {}</p>",
+                    escape(&r.strategy),
+                    escape(w)
+                );
+            }
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocm_test_events::tune::{
+        DeviceDesc, Measured, Overhead, ParamInfo, ParamKind, TraceStep, TuneRun,
+    };
+
+    fn run(strategy: &str, times: &[f64]) -> TuneRun {
+        TuneRun {
+            kernel: "matmul".into(),
+            device: DeviceDesc {
+                backend: "cpu".into(),
+                arch: "x86_64".into(),
+                name: "cpu".into(),
+                wave_size: 64,
+            },
+            problem: [("n".to_string(), 256)].into(),
+            strategy: strategy.into(),
+            seed: 0,
+            parameters: vec![ParamInfo {
+                name: "BM".into(),
+                kind: ParamKind::Define,
+                values: vec![16.into(), 32.into(), 64.into(), 128.into()],
+            }],
+            restrictions: vec![],
+            space: 4,
+            raw_space: 4,
+            budget: Some(4),
+            evaluations: times.len(),
+            failures: BTreeMap::new(),
+            cache_hits: 0,
+            remeasurements: 0,
+            best: Some(Measured {
+                config: [("BM".to_string(), serde_json::json!(64))].into(),
+                time_ms: Some(1.0),
+                cv: Some(0.01),
+                throughput: None,
+                failure: None,
+            }),
+            default: None,
+            speedup: Some(2.0),
+            throughput_unit: None,
+            overhead: Overhead::default(),
+            stop: "budget_exhausted".into(),
+            warnings: vec![],
+            trace: times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TraceStep {
+                    config: [("BM".to_string(), serde_json::json!(16 << i))].into(),
+                    outcome: "ok".into(),
+                    time_ms: Some(*t),
+                    elapsed_s: i as f64,
+                    from_cache: false,
+                })
+                .collect(),
+            cache_file: None,
+        }
+    }
+
+    #[test]
+    fn convergence_is_the_running_minimum() {
+        let r = run("random", &[3.0, 2.0, 4.0, 1.0]);
+        assert_eq!(
+            convergence(&r),
+            vec![(1.0, 3.0), (2.0, 2.0), (3.0, 2.0), (4.0, 1.0)]
+        );
+    }
+
+    #[test]
+    fn report_has_a_table_and_plots() {
+        let report = TuneReport {
+            runs: vec![run("random", &[3.0, 2.0]), run("bayes", &[2.5, 1.0])],
+            ..TuneReport::default()
+        };
+        let t = table(&report);
+        assert!(t.contains("matmul"), "{t}");
+        assert!(t.contains("2.00x") && t.contains("BM=64"), "{t}");
+        let h = html(&report);
+        assert_eq!(h.matches("<svg").count(), 2, "convergence and BM");
+        assert!(h.contains("time vs BM") && h.contains("best time so far"));
+        assert!(h.contains("bayes") && h.contains("random"));
+    }
+}

@@ -1,0 +1,164 @@
+//! `cargo rocm new --template llm`: a fresh crate passes every check on the cpu backend at both
+//! wave sizes with every launch under the race detector, and the bugs people write in these
+//! kernels (an off-by-one in the causal mask, a missing rescale in the online softmax, RoPE's
+//! pair swapped) each fail their checks with the element that differs named.
+
+use crate::harness_common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use harness_common::*;
+use rocm_test_events::{TrialEvent, TrialOutcome};
+
+/// Each trial's event from `cargo rocm test --message-format json`'s stdout.
+fn events(stdout: &str) -> HashMap<String, TrialEvent> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] != "summary")
+        .map(|v| serde_json::from_value::<TrialEvent>(v).unwrap())
+        .map(|e| (e.name.clone(), e))
+        .collect()
+}
+
+fn test_json(krate: &Path, extra: &[&str]) -> (Option<i32>, HashMap<String, TrialEvent>, String) {
+    let mut args = vec!["test", "--backend", "cpu", "--message-format", "json"];
+    args.extend_from_slice(extra);
+    let out = cargo_rocm(&args, krate);
+    let (stdout, stderr) = text(&out);
+    (out.status.code(), events(&stdout), stderr)
+}
+
+#[testkit::test(needs = [CXX])]
+fn llm_template_passes_and_planted_bugs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path().join("llm-kernels");
+    let out = cargo_rocm(
+        &["new", "--template", "llm", krate.to_str().unwrap()],
+        dir.path(),
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("from template `llm`"), "{stderr}");
+    copy_lock(&krate);
+
+    // Every check, both wave sizes, every cpu launch under the race detector.
+    let (code, events, stderr) = test_json(&krate, &["--wave-size", "32,64", "--race-check"]);
+    // The bandwidth checks run on GPUs only: on cpu they are ignored, saying so.
+    let failed: Vec<String> = events
+        .values()
+        .filter(|e| {
+            let gpu_only = e.name.contains("_bandwidth::")
+                && e.outcome == TrialOutcome::Ignored
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("only_backends"));
+            e.outcome != TrialOutcome::Passed && !gpu_only
+        })
+        .map(|e| format!("{}: {}", e.name, e.message.clone().unwrap_or_default()))
+        .collect();
+    assert!(failed.is_empty(), "{}\n{stderr}", failed.join("\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+    for check in [
+        "scale",
+        "causal_mask",
+        "softmax_rows",
+        "softmax_one_row",
+        "rmsnorm",
+        "swiglu",
+        "rope_d64",
+        "rope_d128",
+        "rope_kv_append",
+        "attention_d64_causal",
+        "attention_d64_full",
+        "attention_d128_causal",
+        "attention_d128_full",
+        "attention_d128_decode",
+        "matmul",
+    ] {
+        for w in ["w32", "w64"] {
+            let name = format!("{check}::cpu/{w}");
+            assert!(
+                events.contains_key(&name),
+                "no trial {name}: {:?}",
+                events.keys()
+            );
+        }
+    }
+
+    // Plant the three bugs.
+    let hip = krate.join("kernels/llm.hip");
+    let mut src = std::fs::read_to_string(&hip).unwrap();
+    for (correct, planted) in [
+        ("if (c > r + offset)", "if (c >= r + offset)"),
+        ("float a = acc[j] * alpha;", "float a = acc[j];"),
+        (
+            "float x1 = in[i];\n    float x2 = in[i + half];",
+            "float x1 = in[i + half];\n    float x2 = in[i];",
+        ),
+    ] {
+        assert!(
+            src.contains(correct),
+            "the template no longer has `{correct}`"
+        );
+        src = src.replace(correct, planted);
+    }
+    std::fs::write(&hip, src).unwrap();
+    let (code, events, stderr) = test_json(&krate, &["--wave-size", "64"]);
+    assert_eq!(code, Some(1), "a trial failed\n{stderr}");
+    let expect = |name: &str, outcome: TrialOutcome, needles: &[&str]| {
+        let e = events
+            .get(name)
+            .unwrap_or_else(|| panic!("no trial {name}"));
+        let msg = e.message.clone().unwrap_or_default();
+        assert_eq!(e.outcome, outcome, "{name}: {msg}");
+        for n in needles {
+            assert!(msg.contains(n), "{name}: expected `{n}` in\n{msg}");
+        }
+    };
+    // The mask hides the diagonal: a score the reference keeps is -inf.
+    expect(
+        "causal_mask::cpu/w64",
+        TrialOutcome::Failed,
+        &[
+            "kernel `causal_mask`",
+            "worst: scores[",
+            "got -inf, want",
+            "input (shrunk)",
+        ],
+    );
+    // Without the rescale, every tile after the first adds to an unscaled sum: wrong as soon as
+    // there are more keys than one tile (32); one key over one tile still passes.
+    for check in [
+        "attention_d64_full",
+        "attention_d64_causal",
+        "attention_d128_decode",
+    ] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[
+                "kernel `flash_attention_d",
+                "worst: o[",
+                "reproduce with: cargo rocm test --seed=",
+            ],
+        );
+    }
+    expect("attention_d64_one::cpu/w64", TrialOutcome::Passed, &[]);
+    // The pair swapped: x1 and x2 trade places.
+    expect(
+        "rope_d64::cpu/w64",
+        TrialOutcome::Failed,
+        &["kernel `rope`", "worst: x["],
+    );
+    expect(
+        "rope_kv_append::cpu/w64",
+        TrialOutcome::Failed,
+        &["kernel `rope_kv_append`", "worst: k_cache["],
+    );
+    // The other kernels are untouched.
+    for check in ["scale", "softmax_rows", "rmsnorm", "swiglu", "matmul"] {
+        expect(&format!("{check}::cpu/w64"), TrialOutcome::Passed, &[]);
+    }
+}

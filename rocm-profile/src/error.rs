@@ -1,0 +1,100 @@
+//! What can go wrong profiling: every bad input (a workload that fails, a profiler that is
+//! missing, crashes or writes nothing, output of an unknown schema, a counter the GPU lacks) is
+//! one of these, with what to do; none is a panic.
+
+use std::path::PathBuf;
+
+/// An error of `rocm-profile`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The profiler is not installed (or not on `PATH`).
+    #[error("`{tool}` was not found on PATH: {install}")]
+    ToolMissing { tool: String, install: String },
+    /// The profiler runs but lacks what is needed.
+    #[error("`{tool}` is too old: {why}; {install}")]
+    ToolTooOld {
+        tool: String,
+        why: String,
+        install: String,
+    },
+    /// The profiler (or the workload under it) exited with an error.
+    #[error("{what} exited with {status}{}", tail_of(.output))]
+    Failed {
+        what: String,
+        status: String,
+        /// The last lines it printed.
+        output: String,
+    },
+    /// The profiler finished but wrote nothing this reader can use.
+    #[error("{tool} wrote no {what} under {}: the workload launched no kernel, or the profiler could not attach to it (run it with -v to see its output)", .dir.display())]
+    NoOutput {
+        tool: String,
+        what: String,
+        dir: PathBuf,
+    },
+    /// A file is not what it should be.
+    #[error("{}: {message}", .path.display())]
+    Malformed { path: PathBuf, message: String },
+    /// A CSV file lacks a column this reader needs.
+    #[error("{}: no column {wanted} (it has {found}); this file was not written by a rocprofv3 or ncu this cargo-rocm reads", .path.display())]
+    MissingColumn {
+        path: PathBuf,
+        wanted: String,
+        found: String,
+    },
+    /// A rocpd database of a schema version this reader does not know.
+    #[error("{}: rocpd schema version {found}, but this cargo-rocm reads schema major version(s) {supported}; convert the database with `rocpd convert -f csv -i {}` and profile from the CSV files (`--from DIR`), or update cargo-rocm", .path.display(), .path.display())]
+    UnknownSchemaVersion {
+        path: PathBuf,
+        found: String,
+        supported: String,
+    },
+    #[error("{}: {source}", .path.display())]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    LaunchLog {
+        path: PathBuf,
+        source: rocm_kernels_core::launch_log::LaunchLogError,
+    },
+    #[error("the timings of `{kernel}` cannot be summarised: {source}")]
+    Stats {
+        kernel: String,
+        source: rocm_stats::StatsError,
+    },
+    #[error("writing the report: {0}")]
+    Report(String),
+}
+
+/// The last lines of a tool's output, for an error message.
+fn tail_of(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(12);
+    format!("; its last output:\n  {}", lines[start..].join("\n  "))
+}
+
+impl ProfileError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> ProfileError {
+        ProfileError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn malformed(path: impl Into<PathBuf>, message: impl Into<String>) -> ProfileError {
+        ProfileError::Malformed {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! What passes between `cargo rocm tune` and a harness binary in tune mode.
+//!
+//! * [`TuneRequest`]: what to tune and how, as JSON in the `ROCM_TUNE_REQUEST` variable. A
+//!   harness that sees it tunes instead of testing; a script can set it by hand (the H100 script
+//!   does: there is no cargo there).
+//! * [`TuneEvent`]: one JSON object per line, appended to [`TuneRequest::events`] while tuning
+//!   runs (progress for the command's progress bar).
+//! * [`TuneReport`]: everything a run found, written to `<out_dir>/results.json` and read back
+//!   for the table, the JSON output and the HTML report. `cargo rocm tune --cmd-template`
+//!   writes the same report for an external program.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The variable that carries a [`TuneRequest`] (JSON) to a harness.
+pub const REQUEST_ENV: &str = "ROCM_TUNE_REQUEST";
+
+/// A configuration: parameter name → value (numbers, strings, booleans).
+pub type ConfigMap = BTreeMap<String, serde_json::Value>;
+
+/// What to tune and how.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuneRequest {
+    /// Only tunables whose kernel (or name) contains one of these; empty: all.
+    pub filter: Vec<String>,
+    /// Backends to tune on (`cpu`, `amd`, `nvidia`); empty: the first GPU found, else the cpu.
+    pub backends: Vec<String>,
+    /// Problem sizes to tune for instead of the tunables' own (`{"n": 2048}`).
+    pub problems: Vec<BTreeMap<String, i64>>,
+    /// Strategies, run one after another on each problem size (they share the cache, so a later
+    /// one reuses what an earlier one measured). Empty: `regression_prune`.
+    pub strategies: Vec<String>,
+    /// At most this many distinct configurations per strategy run; `None` with no time limit:
+    /// min(100, the space).
+    pub max_evals: Option<usize>,
+    /// At most this many seconds per strategy run.
+    pub max_seconds: Option<f64>,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Timed launches per configuration (after one warm-up); default 7, as Kernel Tuner.
+    pub iterations: Option<u32>,
+    /// A launch running longer than this many seconds fails (cpu: the runtime's time limit;
+    /// GPUs: the run stops with the cache intact). Default 10.
+    pub time_limit_s: Option<f64>,
+    /// Compile threads working ahead of the measurements; default: cores − 1 (at least 1).
+    pub jobs: Option<usize>,
+    /// Where caches, results and the compiled-variant cache go (default: `target/rocm/tune`).
+    pub out_dir: Option<PathBuf>,
+    /// The folder `results.json` goes to (default: `out_dir`).
+    pub results: Option<PathBuf>,
+    /// Where compiled variants are cached (default: `<out_dir>/compiled`).
+    pub compile_cache: Option<PathBuf>,
+    /// Update this wisdom file with the best configurations found.
+    pub wisdom: Option<PathBuf>,
+    /// Append progress events here.
+    pub events: Option<PathBuf>,
+    /// Ignore what the caches hold (they are still appended to).
+    pub fresh: bool,
+    /// Import this Kernel Tuner cache into the cache of the (single) tunable first.
+    pub import_kt: Option<PathBuf>,
+    /// Also write each cache in Kernel Tuner's format (`<cache>.kt.json`).
+    pub export_kt: bool,
+    /// cpu wave size (32 or 64; default 64).
+    pub wave_size: Option<u32>,
+    /// Only list the tunables and their spaces; tune nothing.
+    pub list: bool,
+}
+
+/// Progress while tuning runs (one JSON object per line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TuneEvent {
+    /// A strategy starts on one kernel, device and problem size.
+    Start {
+        kernel: String,
+        device: String,
+        problem: BTreeMap<String, i64>,
+        strategy: String,
+        space: usize,
+        /// The evaluation budget, if there is one.
+        budget: Option<usize>,
+    },
+    /// One configuration was evaluated (or answered from the cache).
+    Eval {
+        kernel: String,
+        strategy: String,
+        /// Evaluations so far in this strategy run.
+        n: usize,
+        config: ConfigMap,
+        /// `ok`, `compile`, `launch`, `wrong_result`, `invalid`, `bad_measurement`, `other`.
+        outcome: String,
+        time_ms: Option<f64>,
+        best_ms: Option<f64>,
+        from_cache: bool,
+    },
+    /// A strategy run ended.
+    Done {
+        kernel: String,
+        strategy: String,
+        best_ms: Option<f64>,
+        evaluations: usize,
+    },
+    /// A tunable could not be tuned (bad declaration, empty space, reference panicked...).
+    Error { kernel: String, message: String },
+}
+
+/// How one parameter reaches the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// A preprocessor definition (`-DTILE=16`): each value is a separately compiled variant.
+    Define,
+    /// Used only by the launch (block and grid shape, dynamic shared memory).
+    Launch,
+    /// A placeholder of an external program's command template.
+    Command,
+}
+
+/// One tuning parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParamInfo {
+    pub name: String,
+    pub kind: ParamKind,
+    pub values: Vec<serde_json::Value>,
+}
+
+/// Where the kernel ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceDesc {
+    pub backend: String,
+    pub arch: String,
+    pub name: String,
+    /// Threads per wave the kernel saw.
+    pub wave_size: u32,
+}
+
+/// One evaluated configuration, in the order a strategy asked for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub config: ConfigMap,
+    /// `ok` or the failure class (see [`TuneEvent::Eval`]).
+    pub outcome: String,
+    /// The objective (ms), for valid configurations.
+    pub time_ms: Option<f64>,
+    /// Seconds since the strategy started.
+    pub elapsed_s: f64,
+    pub from_cache: bool,
+}
+
+/// The best (or the default) configuration and its measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub config: ConfigMap,
+    /// The objective in ms; `None` when it failed.
+    pub time_ms: Option<f64>,
+    /// Coefficient of variation of its samples.
+    pub cv: Option<f64>,
+    /// Work per ms → units per second (`GFLOP/s`), for throughput objectives.
+    pub throughput: Option<f64>,
+    /// Why it failed, if it did.
+    pub failure: Option<String>,
+}
+
+/// Where the time of a run went, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Wall time of the strategy run.
+    pub total_s: f64,
+    /// Kernel time inside it (every timed launch and the warm-ups).
+    pub kernel_s: f64,
+    /// Compiling (on this thread, waiting for the compile threads included).
+    pub compile_s: f64,
+    /// Verification (the launch compared with the reference, and the comparison).
+    pub verify_s: f64,
+    /// Evaluations measured here (not answered from a cache).
+    pub measured: usize,
+    /// (total − kernel) / measured, in ms: what the tool costs per evaluation.
+    pub per_eval_ms: f64,
+}
+
+/// Everything one strategy run on one kernel, device and problem size found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneRun {
+    pub kernel: String,
+    pub device: DeviceDesc,
+    pub problem: BTreeMap<String, i64>,
+    pub strategy: String,
+    pub seed: u64,
+    pub parameters: Vec<ParamInfo>,
+    pub restrictions: Vec<String>,
+    /// Valid configurations after restrictions.
+    pub space: usize,
+    /// All combinations of the values.
+    pub raw_space: u64,
+    pub budget: Option<usize>,
+    pub evaluations: usize,
+    /// Failures by class (`compile`, `launch`, `wrong_result`...).
+    pub failures: BTreeMap<String, usize>,
+    pub cache_hits: usize,
+    pub remeasurements: usize,
+    pub best: Option<Measured>,
+    pub default: Option<Measured>,
+    /// `default.time_ms / best.time_ms`.
+    pub speedup: Option<f64>,
+    /// The unit of [`Measured::throughput`] (`GFLOP/s`), when the objective is a throughput.
+    pub throughput_unit: Option<String>,
+    pub overhead: Overhead,
+    /// `strategy_finished`, `budget_exhausted`, `space_exhausted`, `stalled`, `aborted`.
+    pub stop: String,
+    pub warnings: Vec<String>,
+    pub trace: Vec<TraceStep>,
+    /// The append-only cache this run read and wrote.
+    pub cache_file: Option<PathBuf>,
+}
+
+/// A tunable that could not be tuned, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneFailure {
+    pub kernel: String,
+    pub message: String,
+}
+
+/// What `cargo rocm tune` (or a harness in tune mode) found.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TuneReport {
+    pub runs: Vec<TuneRun>,
+    pub errors: Vec<TuneFailure>,
+    /// Tunables seen with `list` (name, kernel, parameters, space size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listed: Vec<ListedTunable>,
+    /// The wisdom file updated, if any.
+    pub wisdom: Option<PathBuf>,
+}
+
+/// A tunable as [`TuneRequest::list`] shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListedTunable {
+    pub kernel: String,
+    pub parameters: Vec<ParamInfo>,
+    pub restrictions: Vec<String>,
+    pub space: Result<usize, String>,
+    pub problems: Vec<BTreeMap<String, i64>>,
+}

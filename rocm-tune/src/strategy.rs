@@ -1,0 +1,114 @@
+//! Search strategies behind one trait.
+//!
+//! A strategy only decides *which* configuration to evaluate next; budgets, failures,
+//! stability gating, caching and determinism are the [`Session`]'s job. All randomness comes
+//! from [`Session::rng`], so a strategy is deterministic for a given seed (and evaluator
+//! answers). Strategies return `Err(Stop)` from session calls with `?`; returning `Ok(())`
+//! means the strategy has nothing more to try.
+
+mod annealing;
+mod bayes;
+mod genetic;
+mod regression;
+
+pub use annealing::SimulatedAnnealing;
+pub use bayes::BayesianOptimization;
+pub use genetic::GeneticAlgorithm;
+pub use regression::{FitReport, RegressionPrune};
+
+use crate::space::ConfigId;
+use crate::tuner::{Session, Stop};
+
+/// A search strategy.
+pub trait Strategy {
+    /// Short name used in reports (`"random"`, `"bayes"`, ...).
+    fn name(&self) -> String;
+
+    /// Runs until done or until a session call returns `Err(Stop)`.
+    fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop>;
+}
+
+/// Evaluates every configuration in enumeration order (Kernel Tuner's `brute_force`). With a
+/// budget it evaluates a prefix of the space, which is a poor sample: it is here as the
+/// reference that produces full tables, not as a competitor.
+#[derive(Debug, Clone, Default)]
+pub struct BruteForce;
+
+impl Strategy for BruteForce {
+    fn name(&self) -> String {
+        "brute_force".into()
+    }
+    fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
+        let space = session.space();
+        let ids: Vec<ConfigId> = space.ids().collect();
+        for (i, &id) in ids.iter().enumerate() {
+            if i % PREFETCH == 0 {
+                session.prefetch(&ids[i..(i + PREFETCH).min(ids.len())]);
+            }
+            session.evaluate(id)?;
+        }
+        Ok(())
+    }
+}
+
+/// Uniform random sampling without replacement: the baseline every other strategy must beat
+/// (the score in [`crate::score`] is measured against its expected result).
+#[derive(Debug, Clone, Default)]
+pub struct RandomSampling;
+
+impl Strategy for RandomSampling {
+    fn name(&self) -> String {
+        "random".into()
+    }
+    fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
+        loop {
+            let n = session.remaining().unwrap_or(PREFETCH).min(PREFETCH);
+            let batch = session.random_unevaluated_batch(n.max(1));
+            if batch.is_empty() {
+                return Err(Stop::SpaceExhausted);
+            }
+            session.prefetch(&batch);
+            for id in batch {
+                session.evaluate(id)?;
+            }
+        }
+    }
+}
+
+/// Evaluates `n` random not-yet-evaluated configurations (initial designs of model-based
+/// strategies).
+pub(crate) fn evaluate_random(session: &mut Session<'_>, n: usize) -> Result<(), Stop> {
+    let batch = session.random_unevaluated_batch(n);
+    if batch.len() < n && batch.is_empty() {
+        return Err(Stop::SpaceExhausted);
+    }
+    session.prefetch(&batch);
+    for &id in &batch {
+        session.evaluate(id)?;
+    }
+    if batch.len() < n {
+        return Err(Stop::SpaceExhausted);
+    }
+    Ok(())
+}
+
+/// How many configurations strategies announce ahead ([`Session::prefetch`]) when they know
+/// their next ones.
+pub(crate) const PREFETCH: usize = 8;
+
+/// Every strategy with default settings, in a fixed order.
+pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
+    vec![
+        Box::new(BruteForce),
+        Box::new(RandomSampling),
+        Box::new(SimulatedAnnealing::default()),
+        Box::new(GeneticAlgorithm::default()),
+        Box::new(BayesianOptimization::default()),
+        Box::new(RegressionPrune::default()),
+    ]
+}
+
+/// A strategy by its [`Strategy::name`], with default settings.
+pub fn by_name(name: &str) -> Option<Box<dyn Strategy>> {
+    default_strategies().into_iter().find(|s| s.name() == name)
+}

@@ -1,0 +1,375 @@
+//! Kernel timings with criterion, by device time (events on the stream around back-to-back
+//! launches), on every device found: `cargo rocm bench` records them in a history and compares
+//! runs; `cargo bench` works too. Memory-bound kernels report bytes/s (each input read once, each
+//! output written once); attention and matmul report FLOP/s (criterion's "elements" are FLOPs).
+//! The tiled matmul and the attention are measured next to the vendor BLAS at the same shapes
+//! (cuBLAS on nvidia, rocBLAS on amd; skipped with the reason when it is missing): `sgemm`, and
+//! an unfused attention of two batched GEMMs around this crate's softmax.
+//!
+//! On the cpu backend (and with `ROCM_BENCH_SMALL=1`) the sizes are small: a smoke test.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use llm::vendor::{Operand, VendorBlas};
+use {{crate_name}} as llm;
+use rocm_bench::{BenchTarget, DeviceGroup};
+use rocm_kernels::runtime::{Backend, Buffer, Device, Module, Stream};
+
+/// One device's kernels and stream.
+struct Bench {
+    target: BenchTarget,
+    module: Module,
+    stream: Stream,
+    small: bool,
+}
+
+impl Bench {
+    fn all() -> Vec<Bench> {
+        let small_env = std::env::var(rocm_bench::vars::SMALL).is_ok_and(|v| v == "1");
+        rocm_bench::targets()
+            .into_iter()
+            .filter_map(|target| {
+                let device = target.device().clone();
+                let prepared = device
+                    .load(llm::KERNELS)
+                    .and_then(|m| Ok((m, device.stream()?)));
+                match prepared {
+                    Ok((module, stream)) => Some(Bench {
+                        small: small_env || target.backend() == Backend::Cpu,
+                        target,
+                        module,
+                        stream,
+                    }),
+                    Err(e) => {
+                        eprintln!("skipping {}: {e}", target.place());
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn device(&self) -> &Device {
+        self.target.device()
+    }
+
+    fn buf(&self, n: usize, v: f32) -> Buffer<f32> {
+        self.device()
+            .upload(&vec![v; n])
+            .expect("device memory for the bench")
+    }
+
+    /// A buffer of values in [-1, 1) (a fixed pattern: what matters here is the time).
+    fn data(&self, n: usize) -> Buffer<f32> {
+        let v: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0)
+            .collect();
+        self.device()
+            .upload(&v)
+            .expect("device memory for the bench")
+    }
+
+    fn group<'c>(&self, c: &'c mut Criterion, name: &str, t: Throughput) -> DeviceGroup<'c> {
+        let mut g = DeviceGroup::new(c, name, &self.target);
+        g.throughput(t);
+        if self.small {
+            g.note("smoke test: small sizes");
+        }
+        g
+    }
+}
+
+fn bytes(floats: usize) -> Throughput {
+    Throughput::Bytes((floats * 4) as u64)
+}
+
+fn memory_bound(c: &mut Criterion) {
+    for b in Bench::all() {
+        let n = if b.small { 1 << 16 } else { 1 << 26 };
+        let (x, gate, up) = (b.data(n), b.data(n), b.data(n));
+        let mut y = b.buf(n, 0.0);
+        let k = |name| b.module.kernel(name).expect("the kernel is in the library");
+        let n32 = n as i32;
+
+        let scale = k("scale");
+        let mut g = b.group(c, "scale", bytes(2 * n));
+        g.bench_launches(&format!("n={n}"), &b.stream, |s| {
+            scale
+                .launch(llm::elementwise_launch("scale", n).unwrap())
+                .arg(&n32)
+                .arg(&0.5f32)
+                .arg(&x)
+                .arg(&mut y)
+                .run(s)
+        });
+        g.finish();
+
+        let swiglu = k("swiglu");
+        let mut g = b.group(c, "swiglu", bytes(3 * n));
+        g.bench_launches(&format!("n={n}"), &b.stream, |s| {
+            swiglu
+                .launch(llm::elementwise_launch("swiglu", n).unwrap())
+                .arg(&n32)
+                .arg(&gate)
+                .arg(&up)
+                .arg(&mut y)
+                .run(s)
+        });
+        g.finish();
+
+        // Scores of `rows` queries over `cols` keys: the mask reads and writes every element.
+        let (rows, cols) = if b.small { (64, 1024) } else { (16384, 4096) };
+        let mut scores = b.data(rows * cols);
+        let mask = k("causal_mask");
+        let mut g = b.group(c, "causal_mask", bytes(2 * rows * cols));
+        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+            mask.launch(llm::elementwise_launch("causal_mask", rows * cols).unwrap())
+                .arg(&1i32)
+                .arg(&(rows as i32))
+                .arg(&(cols as i32))
+                .arg(&((cols - rows) as i32))
+                .arg(&mut scores)
+                .run(s)
+        });
+        g.finish();
+
+        let x = b.data(rows * cols);
+        let w = b.data(cols);
+        let mut y = b.buf(rows * cols, 0.0);
+        let softmax = k("softmax_rows");
+        let mut g = b.group(c, "softmax_rows", bytes(2 * rows * cols));
+        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+            softmax
+                .launch(llm::rows_launch("softmax_rows", rows, cols).unwrap())
+                .arg(&(rows as i32))
+                .arg(&(cols as i32))
+                .arg(&x)
+                .arg(&mut y)
+                .run(s)
+        });
+        g.finish();
+        let rmsnorm = k("rmsnorm");
+        let mut g = b.group(c, "rmsnorm", bytes(2 * rows * cols + cols));
+        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+            rmsnorm
+                .launch(llm::rows_launch("rmsnorm", rows, cols).unwrap())
+                .arg(&(rows as i32))
+                .arg(&(cols as i32))
+                .arg(&1e-5f32)
+                .arg(&x)
+                .arg(&w)
+                .arg(&mut y)
+                .run(s)
+        });
+        g.finish();
+
+        // RoPE on q of a prefill: tokens × 32 heads × 128, and the fused K append (8 KV heads).
+        let (tokens, heads, kv_heads, d) = if b.small {
+            (64, 4, 2, 128)
+        } else {
+            (4096, 32, 8, 128)
+        };
+        let inv_freq = b
+            .device()
+            .upload(&llm::rope_inv_freq(500_000.0, d))
+            .unwrap();
+        let mut q = b.data(tokens * heads * d);
+        let rope = k("rope");
+        let mut g = b.group(c, "rope", bytes(2 * tokens * heads * d));
+        g.bench_launches(&format!("{tokens}x{heads}x{d}"), &b.stream, |s| {
+            rope.launch(llm::rope_launch("rope", tokens, heads, d).unwrap())
+                .arg(&(tokens as i32))
+                .arg(&(heads as i32))
+                .arg(&(d as i32))
+                .arg(&0i32)
+                .arg(&inv_freq)
+                .arg(&mut q)
+                .run(s)
+        });
+        g.finish();
+        let (kk, vv) = (b.data(tokens * kv_heads * d), b.data(tokens * kv_heads * d));
+        let (mut kc, mut vc) = (
+            b.buf(tokens * kv_heads * d, 0.0),
+            b.buf(tokens * kv_heads * d, 0.0),
+        );
+        let append = k("rope_kv_append");
+        let mut g = b.group(c, "rope_kv_append", bytes(4 * tokens * kv_heads * d));
+        g.bench_launches(&format!("{tokens}x{kv_heads}x{d}"), &b.stream, |s| {
+            append
+                .launch(llm::rope_kv_append_launch(tokens, kv_heads, d, 0, tokens).unwrap())
+                .arg(&(tokens as i32))
+                .arg(&(kv_heads as i32))
+                .arg(&(d as i32))
+                .arg(&0i32)
+                .arg(&(tokens as i32))
+                .arg(&inv_freq)
+                .arg(&kk)
+                .arg(&vv)
+                .arg(&mut kc)
+                .arg(&mut vc)
+                .run(s)
+        });
+        g.finish();
+    }
+}
+
+fn matmul(c: &mut Criterion) {
+    for b in Bench::all() {
+        let sizes: &[usize] = if b.small { &[128] } else { &[2048, 4096] };
+        let blas = VendorBlas::load(b.target.backend());
+        if let Err(why) = &blas {
+            eprintln!("{}: no vendor baseline: {why}", b.target.place());
+        }
+        let matmul = b.module.kernel("matmul").unwrap();
+        for &n in sizes {
+            let (a, bm) = (b.data(n * n), b.data(n * n));
+            let mut out = b.buf(n * n, 0.0);
+            let flops = Throughput::Elements((2 * n * n * n) as u64);
+            let mut g = b.group(c, "matmul", flops.clone());
+            let n32 = n as i32;
+            g.bench_launches(&format!("{n}^3"), &b.stream, |s| {
+                matmul
+                    .launch(llm::matmul_launch(n, n, n).unwrap())
+                    .arg(&n32)
+                    .arg(&n32)
+                    .arg(&n32)
+                    .arg(&a)
+                    .arg(&bm)
+                    .arg(&mut out)
+                    .run(s)
+            });
+            g.finish();
+            let Ok(blas) = &blas else { continue };
+            let mine = out.to_vec().unwrap();
+            let mut theirs = b.buf(n * n, 0.0);
+            // Safety: three n × n device buffers of this device.
+            let run = |out: &mut Buffer<f32>| unsafe {
+                blas.sgemm((n, n, n), a.device_ptr(), bm.device_ptr(), out.device_ptr())
+            };
+            run(&mut theirs).unwrap_or_else(|e| panic!("{e}"));
+            b.stream.synchronize().unwrap();
+            let theirs_v = theirs.to_vec().unwrap();
+            let worst = mine
+                .iter()
+                .zip(&theirs_v)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            eprintln!(
+                "matmul {n}^3: largest difference from {}: {worst:e}",
+                blas.path()
+            );
+            let mut g = b.group(c, "sgemm_vendor", flops);
+            g.note(format!("vendor baseline: {}", blas.path()));
+            g.bench_launches(&format!("{n}^3"), &b.stream, |_| {
+                run(&mut theirs).unwrap_or_else(|e| panic!("{e}"));
+                Ok(())
+            });
+            g.finish();
+        }
+    }
+}
+
+fn attention(c: &mut Criterion) {
+    for b in Bench::all() {
+        let (heads, seq) = if b.small { (2, 128) } else { (32, 2048) };
+        let blas = VendorBlas::load(b.target.backend());
+        for d in [64, 128] {
+            let (q, k, v) = (
+                b.data(heads * seq * d),
+                b.data(heads * seq * d),
+                b.data(heads * seq * d),
+            );
+            let mut o = b.buf(heads * seq * d, 0.0);
+            let kernel = b.module.kernel(llm::attention_kernel(d).unwrap()).unwrap();
+            let scale = 1.0 / (d as f32).sqrt();
+            for causal in [false, true] {
+                // Q K^T and P V: 4 seq^2 d per head, half of it under a causal mask.
+                let full = 4 * heads * seq * seq * d;
+                let flops = Throughput::Elements((if causal { full / 2 } else { full }) as u64);
+                let id = format!(
+                    "d{d}_{}_{heads}x{seq}",
+                    if causal { "causal" } else { "full" }
+                );
+                let mut g = b.group(c, "flash_attention", flops.clone());
+                g.bench_launches(&id, &b.stream, |s| {
+                    kernel
+                        .launch(llm::attention_launch(heads, seq, seq, d, causal).unwrap())
+                        .arg(&(seq as i32))
+                        .arg(&(seq as i32))
+                        .arg(&i32::from(causal))
+                        .arg(&scale)
+                        .arg(&q)
+                        .arg(&k)
+                        .arg(&v)
+                        .arg(&mut o)
+                        .run(s)
+                });
+                g.finish();
+                let Ok(blas) = &blas else { continue };
+                // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor).
+                let mut scores = b.buf(heads * seq * seq, 0.0);
+                let mut probs = b.buf(heads * seq * seq, 0.0);
+                let o2 = b.buf(heads * seq * d, 0.0);
+                let (mask, softmax) = (
+                    b.module.kernel("causal_mask").unwrap(),
+                    b.module.kernel("softmax_rows").unwrap(),
+                );
+                let rows = heads * seq;
+                let mut g = b.group(c, "attention_vendor", flops);
+                g.note(format!(
+                    "unfused: {} batched sgemm + this crate's softmax",
+                    blas.path()
+                ));
+                g.bench_launches(&id, &b.stream, |s| {
+                    let op = |ptr, stride| Operand { ptr, stride };
+                    // Safety: buffers of this device, sized for the shapes.
+                    unsafe {
+                        blas.sgemm_batched(
+                            (seq, seq, d),
+                            scale,
+                            op(q.device_ptr(), seq * d),
+                            op(k.device_ptr(), seq * d),
+                            true,
+                            op(scores.device_ptr(), seq * seq),
+                            heads,
+                        )
+                    }
+                    .unwrap_or_else(|e| panic!("{e}"));
+                    if causal {
+                        mask.launch(llm::elementwise_launch("causal_mask", rows * seq).unwrap())
+                            .arg(&(heads as i32))
+                            .arg(&(seq as i32))
+                            .arg(&(seq as i32))
+                            .arg(&0i32)
+                            .arg(&mut scores)
+                            .run(s)?;
+                    }
+                    softmax
+                        .launch(llm::rows_launch("softmax_rows", rows, seq).unwrap())
+                        .arg(&(rows as i32))
+                        .arg(&(seq as i32))
+                        .arg(&scores)
+                        .arg(&mut probs)
+                        .run(s)?;
+                    // Safety: as above.
+                    unsafe {
+                        blas.sgemm_batched(
+                            (seq, d, seq),
+                            1.0,
+                            op(probs.device_ptr(), seq * seq),
+                            op(v.device_ptr(), seq * d),
+                            false,
+                            op(o2.device_ptr(), seq * d),
+                            heads,
+                        )
+                    }
+                    .unwrap_or_else(|e| panic!("{e}"));
+                    Ok(())
+                });
+                g.finish();
+            }
+        }
+    }
+}
+
+criterion_group!(benches, memory_bound, matmul, attention);
+criterion_main!(benches);

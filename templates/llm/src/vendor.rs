@@ -1,0 +1,250 @@
+//! The vendor BLAS as a baseline for the benches: cuBLAS on `nvidia`, rocBLAS on `amd`, loaded at
+//! run time (like the HIP and CUDA runtimes), so the crate builds and runs without them. A missing
+//! library or symbol is an error value that says what was looked for: the bench skips the
+//! baseline with it.
+//!
+//! Both libraries are column-major; [`VendorBlas::sgemm`] takes row-major matrices, as the
+//! kernels do (a row-major `c = a b` is the column-major `c^T = b^T a^T`). Calls go to the
+//! library's default (legacy) stream, which orders itself with the runtime's streams: timing
+//! events recorded on a `Stream` before and after a call span it.
+
+use std::ffi::{c_int, c_void};
+
+use rocm_kernels::runtime::Backend;
+
+/// A device address (`Buffer::device_ptr`).
+pub type DevicePtr = u64;
+
+/// Where to look, first to last: `ROCM_VENDOR_BLAS` (a path), then the usual names.
+const CUBLAS: &[&str] = &[
+    "libcublas.so.13",
+    "libcublas.so.12",
+    "libcublas.so",
+    "/usr/local/cuda/lib64/libcublas.so.13",
+    "/usr/local/cuda/lib64/libcublas.so",
+];
+const ROCBLAS: &[&str] = &[
+    "librocblas.so.5",
+    "librocblas.so.4",
+    "librocblas.so",
+    "/opt/rocm/lib/librocblas.so",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    Cublas,
+    Rocblas,
+}
+
+type Handle = *mut c_void;
+type GemmStridedBatched = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const f32,
+    *const f32,
+    c_int,
+    i64,
+    *const f32,
+    c_int,
+    i64,
+    *const f32,
+    *mut f32,
+    c_int,
+    i64,
+    c_int,
+) -> c_int;
+
+/// A loaded vendor BLAS with its handle.
+pub struct VendorBlas {
+    flavour: Flavour,
+    handle: Handle,
+    gemm: GemmStridedBatched,
+    destroy: unsafe extern "C" fn(Handle) -> c_int,
+    path: String,
+    // Last: the library outlives the function pointers above.
+    _lib: libloading::Library,
+}
+
+/// A matrix operand in device memory: row-major `rows × cols`, `batch` of them `stride` apart.
+#[derive(Debug, Clone, Copy)]
+pub struct Operand {
+    pub ptr: DevicePtr,
+    pub stride: usize,
+}
+
+impl VendorBlas {
+    /// The vendor BLAS of `backend`'s devices, or why there is none.
+    pub fn load(backend: Backend) -> Result<Self, String> {
+        let (flavour, names) = match backend {
+            Backend::Nvidia => (Flavour::Cublas, CUBLAS),
+            Backend::Amd => (Flavour::Rocblas, ROCBLAS),
+            other => return Err(format!("no vendor BLAS on the {other} backend")),
+        };
+        let own = std::env::var("ROCM_VENDOR_BLAS").ok();
+        let mut tried = Vec::new();
+        let (lib, path) = own
+            .iter()
+            .map(String::as_str)
+            .chain(names.iter().copied())
+            .find_map(|name| {
+                // Safety: loading a vendor library runs its initialisers, which is what it is for.
+                match unsafe { libloading::Library::new(name) } {
+                    Ok(lib) => Some((lib, name.to_owned())),
+                    Err(e) => {
+                        tried.push(format!("{name} ({e})"));
+                        None
+                    }
+                }
+            })
+            .ok_or_else(|| {
+                format!(
+                    "no {} found (tried {}): install it, or set ROCM_VENDOR_BLAS to its path",
+                    if flavour == Flavour::Cublas {
+                        "cuBLAS"
+                    } else {
+                        "rocBLAS"
+                    },
+                    tried.join(", ")
+                )
+            })?;
+        let (create, destroy, gemm) = match flavour {
+            Flavour::Cublas => (
+                "cublasCreate_v2",
+                "cublasDestroy_v2",
+                "cublasSgemmStridedBatched",
+            ),
+            Flavour::Rocblas => (
+                "rocblas_create_handle",
+                "rocblas_destroy_handle",
+                "rocblas_sgemm_strided_batched",
+            ),
+        };
+        let sym = |name: &str| format!("{path} has no `{name}`: is it the vendor BLAS?");
+        // Safety: the types are the libraries' documented signatures (rocblas_int and
+        // rocblas_stride are int32 and int64; the operation enums are ints).
+        unsafe {
+            let create: libloading::Symbol<unsafe extern "C" fn(*mut Handle) -> c_int> =
+                lib.get(create.as_bytes()).map_err(|_| sym(create))?;
+            let destroy = *lib
+                .get::<unsafe extern "C" fn(Handle) -> c_int>(destroy.as_bytes())
+                .map_err(|_| sym(destroy))?;
+            let gemm = *lib
+                .get::<GemmStridedBatched>(gemm.as_bytes())
+                .map_err(|_| sym(gemm))?;
+            let mut handle: Handle = std::ptr::null_mut();
+            let status = create(&mut handle);
+            if status != 0 {
+                return Err(format!(
+                    "{path}: creating a handle failed with status {status}"
+                ));
+            }
+            Ok(VendorBlas {
+                flavour,
+                handle,
+                gemm,
+                destroy,
+                path,
+                _lib: lib,
+            })
+        }
+    }
+
+    /// The library's file, for reports.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn op(&self, transpose: bool) -> c_int {
+        match (self.flavour, transpose) {
+            (Flavour::Cublas, false) => 0,
+            (Flavour::Cublas, true) => 1,
+            (Flavour::Rocblas, false) => 111,
+            (Flavour::Rocblas, true) => 112,
+        }
+    }
+
+    /// `c = alpha * a * op(b)` for `batch` row-major matrices: `a` is `m × k`, `op(b)` is `k × n`
+    /// (`b` stored `n × k` when `b_transposed`), `c` is `m × n`.
+    ///
+    /// # Safety
+    /// The pointers must be device memory of this library's device holding the matrices.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sgemm_batched(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        a: Operand,
+        b: Operand,
+        b_transposed: bool,
+        c: Operand,
+        batch: usize,
+    ) -> Result<(), String> {
+        let int = |v: usize| c_int::try_from(v).map_err(|_| format!("{v} does not fit a BLAS int"));
+        let beta = 0.0f32;
+        // Column-major: c^T (n × m) = op(b)^T (n × k) · a^T (k × m).
+        let ldb = if b_transposed { k } else { n };
+        let status = (self.gemm)(
+            self.handle,
+            self.op(b_transposed),
+            self.op(false),
+            int(n)?,
+            int(m)?,
+            int(k)?,
+            &alpha,
+            b.ptr as *const f32,
+            int(ldb)?,
+            b.stride as i64,
+            a.ptr as *const f32,
+            int(k)?,
+            a.stride as i64,
+            &beta,
+            c.ptr as *mut f32,
+            int(n)?,
+            c.stride as i64,
+            int(batch)?,
+        );
+        if status != 0 {
+            return Err(format!("{}: sgemm failed with status {status}", self.path));
+        }
+        Ok(())
+    }
+
+    /// Row-major `c[m][n] = a[m][k] b[k][n]`.
+    ///
+    /// # Safety
+    /// As [`sgemm_batched`](Self::sgemm_batched).
+    pub unsafe fn sgemm(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: DevicePtr,
+        b: DevicePtr,
+        c: DevicePtr,
+    ) -> Result<(), String> {
+        let op = |ptr| Operand { ptr, stride: 0 };
+        self.sgemm_batched((m, n, k), 1.0, op(a), op(b), false, op(c), 1)
+    }
+}
+
+impl Drop for VendorBlas {
+    fn drop(&mut self) {
+        // Safety: created by the library's create call, destroyed once.
+        unsafe {
+            (self.destroy)(self.handle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_cpu_backend_has_no_vendor_blas() {
+        let e = super::VendorBlas::load(rocm_kernels::runtime::Backend::Cpu)
+            .err()
+            .unwrap();
+        assert!(e.contains("no vendor BLAS on the cpu backend"), "{e}");
+    }
+}
