@@ -50,7 +50,11 @@ const EXAMPLES: &[Example] = &[
 ];
 
 const fn ex(name: &'static str, dir: &'static str) -> Example {
-    Example { name, dir, args: "" }
+    Example {
+        name,
+        dir,
+        args: "",
+    }
 }
 
 /// This repository (the helper lives in `scripts/rocm-examples`).
@@ -166,7 +170,12 @@ fn prepare(checkout: &Path, dest: &Path) -> Result<(), String> {
         .map(|d| dependency_line(&old, d))
         .collect::<Result<Vec<_>, _>>()?;
     // What `cargo rocm new` wrote that this crate replaces.
-    for old in ["kernels/kernels.hip", "tests/kernels.rs", "benches/kernels.rs", "src/lib.rs"] {
+    for old in [
+        "kernels/kernels.hip",
+        "tests/kernels.rs",
+        "benches/kernels.rs",
+        "src/lib.rs",
+    ] {
         let _ = std::fs::remove_file(dest.join(old));
     }
     let _ = std::fs::remove_dir(dest.join("benches"));
@@ -195,7 +204,10 @@ fn prepare(checkout: &Path, dest: &Path) -> Result<(), String> {
         let code =
             strip::device_code(&source).map_err(|err| format!("{}: {err}", file.display()))?;
         strip::verify(&source, &code.text).map_err(|err| {
-            format!("{}: the device code is not the original's: {err}", file.display())
+            format!(
+                "{}: the device code is not the original's: {err}",
+                file.display()
+            )
         })?;
         report(e.name, &code);
         let hip = format!("{}.hip", e.name);

@@ -158,19 +158,35 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         let name = function_name(&toks, item);
         let (start, end) = (toks.token(item.first).start, toks.token(item.last).end);
         let lines = (toks.token(item.first).line, toks.token(item.last).line);
-        balanced_conditionals(&toks, source, start..end)
-            .map_err(|e| format!("host function `{name}` (lines {}-{}): {e}", lines.0, lines.1))?;
+        balanced_conditionals(&toks, source, start..end).map_err(|e| {
+            format!(
+                "host function `{name}` (lines {}-{}): {e}",
+                lines.0, lines.1
+            )
+        })?;
         for instance in launched_instances(&toks, item, &templates)? {
             if !instances.iter().any(|i| i.name == instance.name) {
                 instances.push(instance);
             }
         }
-        cuts.push(Cut { start, end, what: What::Function, name, lines });
+        cuts.push(Cut {
+            start,
+            end,
+            what: What::Function,
+            name,
+            lines,
+        });
     }
     // Host variables and function declarations the kept code does not name.
-    let in_host_function = |k: usize| host_functions.iter().any(|f| (f.first..=f.last).contains(&k));
+    let in_host_function = |k: usize| {
+        host_functions
+            .iter()
+            .any(|f| (f.first..=f.last).contains(&k))
+    };
     for item in &declarations {
-        let Some((what, name)) = host_declaration(&toks, item) else { continue };
+        let Some((what, name)) = host_declaration(&toks, item) else {
+            continue;
+        };
         let used = (0..toks.len()).any(|k| {
             !(item.first..=item.last).contains(&k) && !in_host_function(k) && toks.is(k, &name)
         });
@@ -179,12 +195,20 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         }
         let (start, end) = (toks.token(item.first).start, toks.token(item.last).end);
         let lines = (toks.token(item.first).line, toks.token(item.last).line);
-        cuts.push(Cut { start, end, what, name, lines });
+        cuts.push(Cut {
+            start,
+            end,
+            what,
+            name,
+            lines,
+        });
     }
     // Includes of host headers: everything but HIP's own.
     for d in toks.directives() {
         let line = &source[d.clone()];
-        let Some(target) = included(line) else { continue };
+        let Some(target) = included(line) else {
+            continue;
+        };
         if target.starts_with("<hip/") {
             continue;
         }
@@ -203,16 +227,32 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
     let mut copied = 0;
     for c in &cuts {
         text.push_str(&source[copied..c.start]);
-        let _ = write!(text, "/* {} `{}` removed by rocm-examples */", c.what.label(), c.name);
-        text.extend(std::iter::repeat_n('\n', source[c.start..c.end].matches('\n').count()));
+        let _ = write!(
+            text,
+            "/* {} `{}` removed by rocm-examples */",
+            c.what.label(),
+            c.name
+        );
+        text.extend(std::iter::repeat_n(
+            '\n',
+            source[c.start..c.end].matches('\n').count(),
+        ));
         copied = c.end;
     }
     text.push_str(&source[copied..]);
     let removed = cuts
         .into_iter()
-        .map(|c| Removed { what: c.what, name: c.name, lines: c.lines })
+        .map(|c| Removed {
+            what: c.what,
+            name: c.name,
+            lines: c.lines,
+        })
         .collect();
-    Ok(DeviceCode { text, removed, instances })
+    Ok(DeviceCode {
+        text,
+        removed,
+        instances,
+    })
 }
 
 /// A span of the source to remove.
@@ -240,7 +280,11 @@ fn is_device_item(toks: &Tokens, item: &Item) -> bool {
 
 /// `<iostream>` or `"example_utils.hpp"` for an `#include` line.
 fn included(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix('#')?.trim_start().strip_prefix("include")?.trim();
+    let rest = line
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("include")?
+        .trim();
     let close = match rest.chars().next()? {
         '<' => '>',
         '"' => '"',
@@ -260,8 +304,16 @@ fn host_declaration(toks: &Tokens, item: &Item) -> Option<(What, String)> {
     }
     if matches!(
         toks.tok(k),
-        "struct" | "class" | "union" | "enum" | "typedef" | "using" | "static_assert" | "extern"
-            | "namespace" | "template"
+        "struct"
+            | "class"
+            | "union"
+            | "enum"
+            | "typedef"
+            | "using"
+            | "static_assert"
+            | "extern"
+            | "namespace"
+            | "template"
     ) || toks.is(k, "#")
     {
         return None;
@@ -314,7 +366,9 @@ pub fn verify(original: &str, stripped: &str) -> Result<(), String> {
     let (a, b) = (device_items(original)?, device_items(stripped)?);
     if let Some(k) = (0..a.len().max(b.len())).find(|&k| a.get(k) != b.get(k)) {
         let show = |v: Option<&String>| {
-            v.map_or("nothing".to_owned(), |s| format!("`{}`", s.lines().next().unwrap_or("")))
+            v.map_or("nothing".to_owned(), |s| {
+                format!("`{}`", s.lines().next().unwrap_or(""))
+            })
         };
         return Err(format!(
             "device item {} differs: the original has {}, the device code {}",
@@ -323,7 +377,10 @@ pub fn verify(original: &str, stripped: &str) -> Result<(), String> {
             show(b.get(k))
         ));
     }
-    let (n, m) = (original.matches('\n').count(), stripped.matches('\n').count());
+    let (n, m) = (
+        original.matches('\n').count(),
+        stripped.matches('\n').count(),
+    );
     if n != m {
         return Err(format!("the original has {n} lines, the device code {m}"));
     }
@@ -359,8 +416,7 @@ fn walk(
                 continue;
             }
         }
-        if toks.is(i, "extern") && toks.kind(i + 1) == Some(Kind::Literal) && toks.is(i + 2, "{")
-        {
+        if toks.is(i, "extern") && toks.kind(i + 1) == Some(Kind::Literal) && toks.is(i + 2, "{") {
             let close = toks
                 .close(i + 2)
                 .ok_or_else(|| unbalanced(toks, i + 2, "extern block"))?;
@@ -420,9 +476,7 @@ fn item_end(toks: &Tokens, first: usize, b: usize) -> Result<(usize, Option<usiz
             }
             "=" => assigned = true,
             "{" => {
-                let close = toks
-                    .close(j)
-                    .ok_or_else(|| unbalanced(toks, j, "brace"))?;
+                let close = toks.close(j).ok_or_else(|| unbalanced(toks, j, "brace"))?;
                 let function = !not_function
                     && !assigned
                     && last_paren.is_some_and(|p| only_specifiers(toks, p + 1, j));
@@ -670,11 +724,26 @@ mod tests {
     fn the_fixture_program_gives_the_expected_device_code() {
         let d = device_code(PROGRAM).unwrap();
         assert_eq!(d.text, DEVICE_CODE, "got:\n{}", d.text);
-        let removed: Vec<&str> = d.removed.iter().map(|r| r.name.as_str()).collect();
+        let removed: Vec<(What, &str)> = d
+            .removed
+            .iter()
+            .map(|r| (r.what, r.name.as_str()))
+            .collect();
         assert_eq!(
             removed,
-            ["print_hello_host", "reference", "print_grid", "helper", "main"]
+            [
+                (What::Include, "\"example_utils.hpp\""),
+                (What::Include, "<iostream>"),
+                (What::Include, "<vector>"),
+                (What::Function, "print_hello_host"),
+                (What::Function, "reference"),
+                (What::Function, "print_grid"),
+                (What::Variable, "host_table"),
+                (What::Function, "helper"),
+                (What::Function, "main"),
+            ]
         );
+        verify(PROGRAM, &d.text).unwrap();
         let names: Vec<&str> = d.instances.iter().map(|i| i.name.as_str()).collect();
         assert_eq!(names, ["ns::tiled<16, float>", "cooperative<16>"]);
     }
@@ -704,15 +773,20 @@ mod tests {
     }
 
     #[test]
-    fn variables_types_and_lambdas_are_kept() {
+    fn variables_device_code_names_types_and_lambdas_are_kept() {
         let src = "struct S { int f() { return 1; } };\n\
                    auto add = [](int a, int b) { return a + b; };\n\
                    const int table[2] = {1, 2};\n\
                    decltype(table[0] + 0) x{3};\n\
-                   __constant__ float mask[4];\n";
+                   __constant__ float mask[4];\n\
+                   __global__ void k(float* p) { p[0] = add(table[0], x) * mask[0]; }\n";
         let d = device_code(src).unwrap();
-        assert!(d.removed.is_empty());
+        assert!(d.removed.is_empty(), "{:?}", d.removed);
         assert_eq!(d.text, src);
+        let unused = "const int host_only = 4;\n__global__ void k(int* p) { p[0] = 1; }\n";
+        let d = device_code(unused).unwrap();
+        assert_eq!(d.removed[0].what, What::Variable);
+        assert!(d.text.starts_with("/* host variable `host_only` removed"));
     }
 
     #[test]
