@@ -283,6 +283,16 @@ impl<'a> Tokens<'a> {
         self.toks.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.toks.is_empty()
+    }
+
+    /// The byte spans of the preprocessor lines other than `#pragma` (`#include`, `#if`, line
+    /// markers), in order.
+    pub fn directives(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.directives.iter().map(|d| d.start..d.end)
+    }
+
     /// Token `i` (its kind, span and line).
     pub fn token(&self, i: usize) -> Token {
         self.toks[i]
