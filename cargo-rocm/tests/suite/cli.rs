@@ -151,14 +151,18 @@ fn doctor_fails_a_required_backend_that_cannot_build() {
          echo 'error: broken compiler' >&2\nexit 1\n",
     )
     .unwrap();
-    // Its linker and bundler are there: it is complete, only broken.
+    // Its linker, bundler and the bundler's llvm-objcopy are there: it is complete, only broken
+    // (without llvm-objcopy beside it, a fresh machine, where none is on PATH either, reports it
+    // incomplete instead).
     let bin = root.join("lib/llvm/bin");
     fs::write(bin.join("ld.lld"), "#!/bin/sh\n").unwrap();
     fs::write(bin.join("clang-offload-bundler"), "#!/bin/sh\n").unwrap();
+    fs::write(bin.join("llvm-objcopy"), "#!/bin/sh\n").unwrap();
     for f in [
         &clang,
         &bin.join("ld.lld"),
         &bin.join("clang-offload-bundler"),
+        &bin.join("llvm-objcopy"),
     ] {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(f, fs::Permissions::from_mode(0o755)).unwrap();
