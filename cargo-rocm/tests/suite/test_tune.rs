@@ -177,10 +177,18 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Command::new("kill")
-        .args(["-9", &format!("-{}", child.id())])
-        .status()
-        .unwrap();
+    // kill(2) on the process group the child leads (process_group(0) above), not the `kill`
+    // program: procps-ng 4.0.2's (Debian 12) turns `kill -9 -PGID` into kill(-1, SIGKILL), which
+    // as root ends every process of the machine, the CI runner included.
+    let pgid = i32::try_from(child.id()).unwrap();
+    // Safety: a plain syscall on a process group this test created.
+    let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    assert_eq!(
+        rc,
+        0,
+        "kill(-{pgid}, SIGKILL): {}",
+        std::io::Error::last_os_error()
+    );
     let _ = child.wait();
     assert!(
         before.len() >= 4,
@@ -212,9 +220,11 @@ fn tuning_verifies_restricts_resumes_and_refuses_bad_declarations() {
         after.len(),
         "nothing was measured twice: {after:?}"
     );
+    // Every evaluation the first run had measured is answered from the cache (all of them when
+    // the first run got further than the resumed run's budget before the kill landed).
     let from_cache = r.trace.iter().filter(|s| s.from_cache).count();
     assert!(
-        from_cache >= before.len() - 1,
+        from_cache >= before.len().min(r.evaluations as usize) - 1,
         "{from_cache} answered from the cache, {} measured before the kill",
         before.len()
     );
