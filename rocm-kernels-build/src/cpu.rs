@@ -14,8 +14,10 @@
 //!    per-kernel glue is written by hand ([`generated`]);
 //! 4. compile all copies with `cc` into `lib<lib_name>.a` ([`compile`], which drops the region
 //!    forms that do not compile, kernel by kernel); cc prints the `cargo:rustc-link-lib` lines.
-//!    Symbols and the library name carry a hash of the build name and output directory, so two
-//!    kernel libraries (of one crate or several) link into one binary.
+//!    The entries and the library name carry a hash of the build name and output directory, and
+//!    every other name the objects define gets it as a suffix ([`private`]), so two kernel
+//!    libraries (of one crate or several) link into one binary even when they define the same
+//!    kernels, device functions or globals, each running its own.
 
 mod compile;
 mod generated;
@@ -24,6 +26,7 @@ mod globals;
 /// way this build does (`scripts/rocm-examples`); not a stable interface.
 #[doc(hidden)]
 pub mod lex;
+mod private;
 mod race;
 mod region;
 mod rewrite;
@@ -628,6 +631,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
         warnings.extend(compile::compile(
             req,
             &lib_name,
+            &stem,
             &mut generated,
             &mut kernels,
             &race_objects,

@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::generated::GeneratedUnit;
-use super::{base_build, io, CpuBuildError, CpuBuildRequest, CpuKernelGen};
+use super::{base_build, io, private, race, CpuBuildError, CpuBuildRequest, CpuKernelGen};
 
 /// Compile the units into `lib<lib_name>.a` with `extra` objects (the race variant's), dropping
-/// the region forms that do not compile. Returns a warning for each kernel that lost its region
-/// form.
+/// the region forms that do not compile, with every name but the entries (`<stem>_…`) made the
+/// library's own ([`private`]). Returns a warning for each kernel that lost its region form.
 pub fn compile(
     req: &CpuBuildRequest,
     lib_name: &str,
+    stem: &str,
     units: &mut [GeneratedUnit],
     kernels: &mut [CpuKernelGen],
     extra: &[PathBuf],
@@ -52,9 +53,15 @@ pub fn compile(
         Some(objs) => objs,
         None => loud(units)?,
     };
+    let mut objects = compiled;
+    objects.extend_from_slice(extra);
+    let keep = [format!("{stem}_"), format!("{}{stem}_", race::PREFIX)];
+    let (objects, warning) =
+        private::privatize(&objects, &keep, stem, &req.out_dir.join("private"))?;
+    warnings.extend(warning);
     // One archive of both variants; cc prints the link lines.
     let mut archive = base_build(req);
-    archive.objects(compiled).objects(extra);
+    archive.objects(objects);
     archive
         .try_compile(lib_name)
         .map_err(|e| CpuBuildError::Compile {

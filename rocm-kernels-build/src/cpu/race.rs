@@ -94,7 +94,7 @@ pub fn hook_supported(rest: &str) -> bool {
 }
 
 /// The objcopy to rename with: `OBJCOPY`, else binutils' or LLVM's on `PATH`.
-fn find_objcopy() -> Option<PathBuf> {
+pub(super) fn find_objcopy() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(v) = std::env::var_os("OBJCOPY") {
         candidates.push(PathBuf::from(v));

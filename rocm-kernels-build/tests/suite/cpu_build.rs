@@ -161,3 +161,102 @@ fn inline_assembly_is_refused_naming_the_kernel_and_the_line() {
     assert!(text.contains("__HIP_PLATFORM_AMD__"), "{text}");
     assert!(!text.contains("please report"), "{text}");
 }
+
+/// Two kernel libraries of one crate, as on a GPU two code objects: each defines the same kernel
+/// (with a barrier, so it has a region form), template instance, `__device__` helper, inline
+/// function and `__constant__` table, differently. Both link, and each library runs its own, in
+/// every execution mode, with the race check's instrumented copies too.
+const TWO_LIBS_BUILD_RS: &str = r#"
+fn main() {
+    for lib in ["first", "second"] {
+        rocm_kernels_build::Build::new()
+            .file(format!("kernels/{lib}/k.hip"))
+            .backend(rocm_kernels_build::Backend::Cpu)
+            .compile(lib);
+    }
+}
+"#;
+
+fn same_named_kernels(factor: f32, bias: f32, step: i32) -> String {
+    format!(
+        r#"#include <hip/hip_runtime.h>
+
+__constant__ float factor[1] = {{{factor:?}f}};
+__device__ int launches = 0;
+
+inline __device__ float bias() {{ return {bias:?}f; }}
+__device__ float helper(float v) {{ return v * factor[0] + bias(); }}
+
+__global__ void matrix_transpose_kernel(float* out, const float* in, unsigned n) {{
+    __shared__ float s[64];
+    unsigned t = threadIdx.x;
+    s[t] = helper(in[t]);
+    __syncthreads();
+    out[t] = s[n - 1 - t];
+    if (t == 0) atomicAdd(&launches, 1);
+}}
+
+template <int N> __global__ void add(float* p) {{ p[threadIdx.x] += N * {step}; }}
+template __global__ void add<4>(float*);
+"#
+    )
+}
+
+const TWO_LIBS_MAIN_RS: &str = r#"
+use rocm_kernels::runtime::{CpuExec, CpuOptions, Device, LaunchConfig};
+
+static FIRST: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("first");
+static SECOND: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("second");
+
+fn main() {
+    const N: usize = 64;
+    let input: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    for race_check in [false, true] {
+        for exec in [CpuExec::Regions, CpuExec::Fibers] {
+            let d = Device::cpu(CpuOptions { race_check, exec, ..CpuOptions::default() });
+            for (lib, factor, bias, step) in [(FIRST, 2.0f32, 1.0f32, 1.0f32), (SECOND, 3.0, 5.0, 10.0)] {
+                let m = d.load(lib).unwrap();
+                let inb = d.upload(&input).unwrap();
+                let mut out = d.alloc::<f32>(N).unwrap();
+                let s = d.stream().unwrap();
+                m.kernel("matrix_transpose_kernel").unwrap()
+                    .launch(LaunchConfig::new(1, N as u32))
+                    .arg(&mut out).arg(&inb).arg(&(N as u32))
+                    .run(&s).unwrap();
+                let out = out.to_vec().unwrap();
+                for t in 0..N {
+                    assert_eq!(out[t], input[N - 1 - t] * factor + bias, "{} [{t}]", lib.name);
+                }
+                let mut p = d.upload(&input).unwrap();
+                m.kernel("add<4>").unwrap().launch(LaunchConfig::new(1, N as u32)).arg(&mut p).run(&s).unwrap();
+                let p = p.to_vec().unwrap();
+                assert_eq!(p[3], 3.0 + 4.0 * step, "{} add<4>", lib.name);
+                let launches: i32 = m.global("launches").unwrap().read_value().unwrap();
+                assert!(launches >= 1, "{}: launches {launches}", lib.name);
+                let f: f32 = m.global("factor").unwrap().read_value().unwrap();
+                assert_eq!(f, factor, "{} factor", lib.name);
+            }
+        }
+    }
+    println!("checked");
+}
+"#;
+
+#[testkit::test]
+fn two_libraries_may_define_the_same_kernels_helpers_and_globals() {
+    let first = same_named_kernels(2.0, 1.0, 1);
+    let second = same_named_kernels(3.0, 5.0, 10);
+    let f = Fixture::new(
+        "rk_cpu_two_libs",
+        TWO_LIBS_BUILD_RS,
+        &[
+            ("kernels/first/k.hip", &first),
+            ("kernels/second/k.hip", &second),
+            ("src/main.rs", TWO_LIBS_MAIN_RS),
+        ],
+        "",
+    );
+    let (stdout, stderr) = f.run_ok(&[]);
+    assert!(stdout.contains("checked"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("objcopy"), "{stderr}");
+}
