@@ -2,7 +2,7 @@
 # Check the rocm-examples kernels that need no library (HIP-Basic and Applications), verbatim from
 # a checkout outside this repository, in a crate made by `cargo rocm new`:
 #
-#   scripts/rocm-examples.sh [CHECKOUT] [--work DIR] [cargo rocm test options...]
+#   scripts/rocm-examples.sh [CHECKOUT] [--work DIR] [--prepare-only] [cargo rocm test options...]
 #
 # CHECKOUT: a ROCm/rocm-examples checkout (default: cloned into $TMPDIR, pinned to 7dfb7d4); it
 # must lie outside this repository. The crate is written to DIR (default: a new temporary folder):
@@ -11,18 +11,21 @@
 # launched in kernels/NAME.instances.hip, and the checks of scripts/rocm-examples/checks.rs.
 # Then `cargo rocm test --backend cpu --wave-size 32,64` (race check at its default: the first
 # cases of each trial), or with the options given, and a table program x kernel x place.
-# Exit status: 0 when every trial passed, 1 when one failed, 2 for a usage or setup error.
+# With --prepare-only it stops once the crate is written (scripts/h100/examples.sh builds it for a
+# GPU machine). Exit status: 0 when every trial passed, 1 when one failed, 2 for a usage or setup
+# error.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 PINNED=7dfb7d4
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
-checkout="" work="" test_args=()
+checkout="" work="" test_args=() prepare_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage ;;
     --work) work="$2"; shift 2 ;;
     --work=*) work="${1#--work=}"; shift ;;
+    --prepare-only) prepare_only=1; shift ;;
     -*) test_args+=("$1"); shift ;;
     *) if [ -z "$checkout" ] && [ "${#test_args[@]}" -eq 0 ]; then checkout="$1"; else test_args+=("$1"); fi; shift ;;
   esac
@@ -54,6 +57,10 @@ rm -rf "$crate"
 "$bin/cargo-rocm" rocm new "$crate" --path-deps "$here" --name rocm-examples-check >&2
 echo "==> device code of each program, from $checkout" >&2
 "$bin/rocm-examples" prepare "$checkout" "$crate"
+if [ "$prepare_only" = 1 ]; then
+  echo "$crate"
+  exit 0
+fi
 
 echo "==> cargo rocm test ${test_args[*]} in $crate" >&2
 status=0

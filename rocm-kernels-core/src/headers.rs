@@ -27,6 +27,10 @@ const NVIDIA: &[(&str, &str)] = &[
         "hip/hip_cooperative_groups.h",
         include_str!("../include/nvidia/hip/hip_cooperative_groups.h"),
     ),
+    (
+        "hip/detail/collective_macros.h",
+        include_str!("../include/nvidia/hip/detail/collective_macros.h"),
+    ),
 ];
 
 /// The folder to pass to the host C++ compiler as `-I` for the cpu backend's

@@ -505,6 +505,26 @@ impl Check {
             ));
             return errs;
         }
+        // Arguments are passed by position. Declared under the kernel's own parameter names but
+        // in another order, they would reach the wrong parameters (an output buffer the kernel
+        // reads, an input it overwrites) and fail as "never written" far from the cause.
+        let declared: Vec<&str> = self.args.iter().map(|a| a.name.as_str()).collect();
+        let named: Vec<&str> = params.iter().map(|p| p.name).collect();
+        let mut sorted_declared = declared.clone();
+        let mut sorted_named = named.clone();
+        sorted_declared.sort_unstable();
+        sorted_named.sort_unstable();
+        if declared != named && sorted_declared == sorted_named {
+            errs.push(format!(
+                "kernel `{}` takes ({}) but the check declares its arguments as ({}): arguments \
+                 are passed in the order they are declared, so declare them in the kernel's \
+                 parameter order",
+                self.kernel,
+                named.join(", "),
+                declared.join(", ")
+            ));
+            return errs;
+        }
         for (p, a) in params.iter().zip(&self.args) {
             let is_buffer = !matches!(a.kind, ArgKind::Scalar(_) | ArgKind::Struct(_));
             let param = format!("`{} {}`", p.type_name, p.name);
@@ -837,6 +857,31 @@ mod tests {
             ),
             "{errs}"
         );
+        // The kernel's parameter names in another order: refused, naming both orders.
+        let swapped = [
+            ParamDecl {
+                name: "out",
+                type_name: "float*",
+                size: 8,
+                kind: ParamKind::GlobalBuffer,
+            },
+            ParamDecl {
+                name: "in",
+                type_name: "const float*",
+                size: 8,
+                kind: ParamKind::GlobalBuffer,
+            },
+        ];
+        let mut c = Check::new("k");
+        c.input("in", vec![1.0f32]).output::<f32>("out", 1);
+        let errs = c.validate_params(&swapped).join("\n");
+        assert!(
+            errs.contains("takes (out, in) but the check declares its arguments as (in, out)"),
+            "{errs}"
+        );
+        let mut c = Check::new("k");
+        c.output::<f32>("out", 1).input("in", vec![1.0f32]);
+        assert!(c.validate_params(&swapped).is_empty());
         let vec_params = [ParamDecl {
             name: "v",
             type_name: "float4",

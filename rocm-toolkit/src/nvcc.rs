@@ -116,6 +116,13 @@ pub fn cuda_include_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf>
         .into_iter()
         .map(|r| r.join("include"))
         .filter(|d| d.join("cuda_fp16.h").is_file() || d.join("cuda_runtime.h").is_file())
+        // CUDA 13 keeps libcu++ (`<cuda/std/...>`, which the cooperative groups headers
+        // include) in `include/cccl`; nvcc adds it itself, NVRTC needs it named.
+        .flat_map(|d| {
+            let cccl = d.join("cccl");
+            let cccl = cccl.join("cuda/std").is_dir().then_some(cccl);
+            std::iter::once(d).chain(cccl)
+        })
         .collect();
     dirs.dedup();
     dirs

@@ -28,7 +28,7 @@
 #      with "within 5%" counts and the share of the space evaluated
 # and $OUT/wisdom.json: the best configurations for this device and problem sizes (copy it to
 # examples/basic/tune/wisdom.json to have `matmul_tuned` use it), $OUT/report.html.
-# Environment: MATMUL_N (default 2048), CONV_N (default 4096), SEEDS (default 10), BUDGETS
+# Environment: TUNE_KERNELS (default "matmul conv2d"), MATMUL_N (default 2048), CONV_N (default 4096), SEEDS (default 10), BUDGETS
 # (default 20,50,100), ITERATIONS (timed runs per configuration, default 5). Every step has a
 # time limit (at most 340 s in all); a brute force cut off says so.
 #
@@ -119,7 +119,10 @@ tune_kernel() {
   echo "$k overhead run: exit $? (124: cut off at $t_over s)" >&2
   summarize "$o/overhead.json" | tee "$o/overhead.txt"
   echo "==> $k ($problem): 2. brute force (the optimum; the table the scores replay)" >&2
+  # The run's own time budget ends it 15 s before `timeout` would, so that a brute force that
+  # does not finish still writes its report and the wisdom entry of the best it measured.
   timeout "$t_brute" "$exe/cargo-rocm" "${common[@]}" --strategy brute_force --budget 100000 \
+      --time "$((t_brute > 30 ? t_brute - 15 : t_brute))s" \
       --export-kt --wisdom "$out/wisdom.json" -- "$k" > "$o/brute.json" 2> "$o/brute.err"
   local status=$?
   echo "$k brute force: exit $status" >&2
@@ -155,8 +158,16 @@ run() {
   # The harness finds the kernels' sources (and their local headers) in the carried tree.
   export CARGO_MANIFEST_DIR="$here/examples/basic"
   t="$scratch/target"
-  tune_kernel matmul "n=${MATMUL_N:-2048}" "${T_MATMUL_OVER:-60}" "${T_MATMUL_BRUTE:-150}"
-  tune_kernel conv2d "n=${CONV_N:-4096}" "${T_CONV_OVER:-40}" "${T_CONV_BRUTE:-90}"
+  # The wisdom file grows: entries already in the example's file are kept (the run merges).
+  [ -f "$here/examples/basic/tune/wisdom.json" ] && [ ! -f "$out/wisdom.json" ] \
+    && cp "$here/examples/basic/tune/wisdom.json" "$out/wisdom.json"
+  for k in ${TUNE_KERNELS:-matmul conv2d}; do
+    case "$k" in
+      matmul) tune_kernel matmul "n=${MATMUL_N:-2048}" "${T_MATMUL_OVER:-60}" "${T_MATMUL_BRUTE:-150}" ;;
+      conv2d) tune_kernel conv2d "n=${CONV_N:-4096}" "${T_CONV_OVER:-40}" "${T_CONV_BRUTE:-90}" ;;
+      *) echo "unknown kernel in TUNE_KERNELS: $k (matmul, conv2d)" >&2; exit 2 ;;
+    esac
+  done
   cp "$t/rocm/tune/report.html" "$out/report.html" 2>/dev/null || true
   [ -f "$out/wisdom.json" ] && echo "wisdom: $out/wisdom.json (copy to examples/basic/tune/wisdom.json)"
 }

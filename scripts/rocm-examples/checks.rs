@@ -78,8 +78,8 @@ fn transpose(width: usize, input: &[f32], out: &mut [f32]) {
 pub fn shared_memory(s: &mut Suite) {
     const W: usize = 64;
     s.check("matrix_transpose_kernel<64>")
-        .input("in", gen::vec(W * W, -1.0f32..1.0))
         .output::<f32>("out", W * W)
+        .input("in", gen::vec(W * W, -1.0f32..1.0))
         .launch(Launch::new((16, 16), (4, 4)))
         .reference(|i, o| transpose(W, i.buf("in"), o.buf("out")));
 }
@@ -89,8 +89,8 @@ pub fn shared_memory(s: &mut Suite) {
 pub fn dynamic_shared(s: &mut Suite) {
     s.check("matrix_transpose_kernel")
         .size("width", 1..=32)
-        .input("in", gen::vec(|i: &Inputs| i.size("width").pow(2), -1.0f32..1.0))
         .output::<f32>("out", |i: &Inputs| i.size("width").pow(2))
+        .input("in", gen::vec(|i: &Inputs| i.size("width").pow(2), -1.0f32..1.0))
         .scalar("width", gen::size::<u32>("width"))
         .launch_with(|i| {
             let w = i.size("width") as u32;
@@ -104,8 +104,8 @@ pub fn dynamic_shared(s: &mut Suite) {
 pub fn warp_shuffle(s: &mut Suite) {
     s.check("matrix_transpose_kernel")
         .size("width", 1..=16)
-        .input("in", gen::vec(|i: &Inputs| i.size("width").pow(2), -1.0f32..1.0))
         .output::<f32>("out", |i: &Inputs| i.size("width").pow(2))
+        .input("in", gen::vec(|i: &Inputs| i.size("width").pow(2), -1.0f32..1.0))
         .scalar("width", gen::size::<u32>("width"))
         .launch_with(|i| {
             let w = i.size("width") as u32;
@@ -139,8 +139,8 @@ pub fn moving_average(s: &mut Suite) {
 pub fn bit_extract(s: &mut Suite) {
     s.check("bit_extract_kernel")
         .size("n", 1..=5000)
-        .input("d_input", gen::vec("n", 0u32..u32::MAX))
         .output::<u32>("d_output", "n")
+        .input("d_input", gen::vec("n", 0u32..u32::MAX))
         .scalar("size", gen::size::<u64>("n"))
         .launch_with(|i| Launch::new(i.size("n").div_ceil(256).min(8) as u32, 256))
         .reference(|i, o| {

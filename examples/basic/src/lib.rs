@@ -194,6 +194,8 @@ mod tests {
         let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
         let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
         let (c, chosen) = super::matmul_tuned(&device, &a, &b, n).unwrap();
+        // Shown with `--nocapture`: which configuration ran on this device, and why.
+        eprintln!("matmul_tuned on {}: {}", device.info().name, chosen.why);
         let mut expected = vec![0.0; n * n];
         super::matmul(&a, &b, &mut expected, n);
         assert_eq!(c, expected, "{}", chosen.why);

@@ -192,6 +192,37 @@ fn nvrtc_images_run_saxpy() {
     );
 }
 
+/// Sources written for hipcc compile with NVRTC as they are (no GPU needed): fixed-width integer
+/// types without `<cstdint>` (NVRTC has none; rocm-examples' bit_extract), and cooperative groups,
+/// whose CUDA 13 headers include libcu++ from `include/cccl`, with HIP's `__shfl_xor` and
+/// `__ballot` still usable after them.
+#[testkit::test(needs = [NVRTC])]
+fn nvrtc_compiles_hipcc_style_sources() {
+    const HIPCC_STYLE: &str = r#"#include <hip/hip_runtime.h>
+#include <hip/hip_cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void bits(uint32_t* out, const uint32_t* in, size_t n) {
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = (in[i] & 0xf00u) >> 8;
+}
+__global__ void tiles(float* p, uint64_t* mask) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<16> tile = cg::tiled_partition<16>(block);
+    float v = __shfl_xor(p[threadIdx.x], 1);
+    mask[0] = __ballot(v > 0.0f);
+    p[threadIdx.x] = tile.shfl(v, 0) + cg::reduce(tile, v, cg::plus<float>());
+}
+"#;
+    let image = rocm_kernels::runtime::backend::nvidia::compile_at_run_time(
+        "hipcc_style.hip",
+        HIPCC_STYLE.as_bytes(),
+        "sm_90",
+        &["bits", "tiles"],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(image.symbols.len(), 2, "{:?}", image.symbols);
+}
+
 #[testkit::test(needs = [NVIDIA_GPU, NVCC])]
 fn warp_collectives_use_a_wave_of_32() {
     let device = device();

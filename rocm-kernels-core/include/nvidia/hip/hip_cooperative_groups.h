@@ -12,15 +12,8 @@
 #include "hip_runtime.h"
 
 // hip_runtime.h maps HIP's mask-free collectives onto CUDA's with macros; CUDA's cooperative
-// groups headers use CUDA's own names, so they are included with those macros set aside.
-#pragma push_macro("__shfl")
-#pragma push_macro("__shfl_up")
-#pragma push_macro("__shfl_down")
-#pragma push_macro("__shfl_xor")
-#pragma push_macro("__ballot")
-#pragma push_macro("__any")
-#pragma push_macro("__all")
-#pragma push_macro("__activemask")
+// groups headers use CUDA's own names, so they are included with those macros undefined, and the
+// macros are defined again after them.
 #undef __shfl
 #undef __shfl_up
 #undef __shfl_down
@@ -31,11 +24,4 @@
 #undef __activemask
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
-#pragma pop_macro("__shfl")
-#pragma pop_macro("__shfl_up")
-#pragma pop_macro("__shfl_down")
-#pragma pop_macro("__shfl_xor")
-#pragma pop_macro("__ballot")
-#pragma pop_macro("__any")
-#pragma pop_macro("__all")
-#pragma pop_macro("__activemask")
+#include "detail/collective_macros.h"

@@ -23,6 +23,20 @@
 #include <cassert>
 #include <climits>
 #include <cfloat>
+#else
+// NVRTC has no <cstdint>, but kernels written for hipcc use its names without including it (hipcc
+// and hipRTC provide them). The same aliases as libcu++'s <cuda/std/cstdint> under NVRTC, so
+// including that too is no redefinition.
+using int8_t = signed char;
+using int16_t = signed short;
+using int32_t = signed int;
+using int64_t = signed long long;
+using uint8_t = unsigned char;
+using uint16_t = unsigned short;
+using uint32_t = unsigned int;
+using uint64_t = unsigned long long;
+using intptr_t = int64_t;
+using uintptr_t = uint64_t;
 #endif
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -91,14 +105,7 @@ __device__ __forceinline__ int any(int predicate) { return __any_sync(ROCM_ACTIV
 __device__ __forceinline__ int all(int predicate) { return __all_sync(ROCM_ACTIVE_MASK, predicate); }
 __device__ __forceinline__ unsigned long long activemask() { return (unsigned long long)__activemask(); }
 }  // namespace rocm_nv
-#define __shfl(...) ::rocm_nv::shfl(__VA_ARGS__)
-#define __shfl_up(...) ::rocm_nv::shfl_up(__VA_ARGS__)
-#define __shfl_down(...) ::rocm_nv::shfl_down(__VA_ARGS__)
-#define __shfl_xor(...) ::rocm_nv::shfl_xor(__VA_ARGS__)
-#define __ballot(p) ::rocm_nv::ballot(p)
-#define __any(p) ::rocm_nv::any(p)
-#define __all(p) ::rocm_nv::all(p)
-#define __activemask() ::rocm_nv::activemask()
+#include "detail/collective_macros.h"
 __device__ __forceinline__ unsigned int __lane_id() {
     unsigned int lane;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
