@@ -18,6 +18,7 @@ pub use rocm_kernels_core::launch_log::DriverResources;
 pub mod amd;
 pub mod cpu;
 pub mod nvidia;
+mod rtc;
 
 /// Kernels compiled at run time for one device (NVRTC on `nvidia`, hipRTC on `amd`): the code of
 /// one source for one target, and each kernel's symbol in it. What `cargo rocm tune` makes of a

@@ -6,6 +6,7 @@ mod amd_absent;
 mod amd_bundle;
 mod amd_common;
 mod amd_fake_hip;
+mod amd_hiprtc;
 mod amd_no_device;
 mod cpu_bugs;
 mod cpu_corpus;

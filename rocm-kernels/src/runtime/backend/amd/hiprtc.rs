@@ -8,37 +8,24 @@
 //! [`RuntimeError::LibraryLoad`] naming what to install, never a panic. No AMD GPU is needed to
 //! compile; no AMD GPU has run what it compiles in this project (`docs/amd-backend.md`).
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::library::{Backend, ObjectFormat};
-use crate::runtime::backend::RtcImage;
+use crate::runtime::backend::{rtc, RtcImage};
 use crate::runtime::{Result, RuntimeError};
-
-type Program = *mut c_void;
 
 /// The hipRTC functions used, resolved once.
 struct Hiprtc {
     _library: libloading::Library,
     name: String,
-    create: unsafe extern "C" fn(
-        *mut Program,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> c_int,
-    compile: unsafe extern "C" fn(Program, c_int, *const *const c_char) -> c_int,
-    code_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
-    code: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
-    log_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
-    log: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
-    destroy: unsafe extern "C" fn(*mut Program) -> c_int,
-    add_name: unsafe extern "C" fn(Program, *const c_char) -> c_int,
-    lowered_name: unsafe extern "C" fn(Program, *const c_char, *mut *const c_char) -> c_int,
-    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
+    api: rtc::Api,
+    /// `hiprtcGetCodeSize` / `hiprtcGetCode`: the AMDGPU code object.
+    code: rtc::Output,
+    /// Held for every compile: hipRTC is not safe to call from two threads at once (ROCm 5.2's
+    /// crashed in `hiprtcAddNameExpression` while another thread compiled, in this crate's
+    /// tests), and `cargo rocm tune` compiles candidates on worker threads.
+    lock: Mutex<()>,
 }
 
 /// Environment variable naming the hipRTC library to use instead of searching for one.
@@ -82,21 +69,14 @@ fn library() -> Result<&'static Hiprtc> {
                         continue;
                     }
                 };
-                // Safety: each type is the function's C signature from hip/hiprtc.h.
+                // Safety: this is hipRTC; the types are its C signatures from hip/hiprtc.h.
                 let resolved = unsafe {
                     (|| -> std::result::Result<Hiprtc, libloading::Error> {
                         Ok(Hiprtc {
-                            create: *library.get(b"hiprtcCreateProgram\0")?,
-                            compile: *library.get(b"hiprtcCompileProgram\0")?,
-                            code_size: *library.get(b"hiprtcGetCodeSize\0")?,
-                            code: *library.get(b"hiprtcGetCode\0")?,
-                            log_size: *library.get(b"hiprtcGetProgramLogSize\0")?,
-                            log: *library.get(b"hiprtcGetProgramLog\0")?,
-                            destroy: *library.get(b"hiprtcDestroyProgram\0")?,
-                            add_name: *library.get(b"hiprtcAddNameExpression\0")?,
-                            lowered_name: *library.get(b"hiprtcGetLoweredName\0")?,
-                            version: *library.get(b"hiprtcVersion\0")?,
+                            api: rtc::Api::load(&library, "hiprtc")?,
+                            code: rtc::Output::load(&library, "hiprtc", "GetCodeSize", "GetCode")?,
                             name: path.display().to_string(),
+                            lock: Mutex::new(()),
                             _library: library,
                         })
                     })()
@@ -121,16 +101,11 @@ fn library() -> Result<&'static Hiprtc> {
 /// hipRTC's version (`6.2`) and the library file it was found in.
 pub fn hiprtc_version() -> Result<(String, String)> {
     let h = library()?;
-    let (mut major, mut minor) = (0, 0);
-    // Safety: two out-parameters.
-    let status = unsafe { (h.version)(&mut major, &mut minor) };
-    if status != 0 {
-        return Err(RuntimeError::Api {
-            backend: Backend::Amd,
-            call: "hiprtcVersion".into(),
-            message: format!("returned {status}"),
-        });
-    }
+    let (major, minor) = h.api.version().map_err(|message| RuntimeError::Api {
+        backend: Backend::Amd,
+        call: "hiprtcVersion".into(),
+        message,
+    })?;
     Ok((format!("{major}.{minor}"), h.name.clone()))
 }
 
@@ -156,84 +131,34 @@ pub fn compile_at_run_time(
     };
     let mut all_options = vec![format!("--offload-arch={target}"), "-O3".to_owned()];
     all_options.extend(options.iter().cloned());
-    let c_source =
-        CString::new(source).map_err(|_| fail("the source contains a NUL byte".into()))?;
-    let c_name = CString::new(name).map_err(|_| fail("the name contains a NUL byte".into()))?;
-    let c_options: Vec<CString> = all_options
-        .iter()
-        .map(|o| CString::new(o.as_str()).map_err(|_| fail(format!("option `{o}` has a NUL"))))
-        .collect::<Result<_>>()?;
-    let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
-    let expressions: Vec<(&str, CString)> = kernels
-        .iter()
-        .filter_map(|k| Some((*k, CString::new(format!("&{k}")).ok()?)))
-        .collect();
-    let mut program: Program = std::ptr::null_mut();
-    // Safety: every pointer is a valid NUL-terminated string for the duration of the calls, and
-    // the program is destroyed on every path below.
-    unsafe {
-        let status = (h.create)(
-            &mut program,
-            c_source.as_ptr(),
-            c_name.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        );
-        if status != 0 {
-            return Err(fail(format!("hiprtcCreateProgram returned {status}")));
-        }
-        for (_, e) in &expressions {
-            (h.add_name)(program, e.as_ptr());
-        }
-        let status = (h.compile)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr());
-        let mut log = String::new();
-        let mut size = 0usize;
-        if (h.log_size)(program, &mut size) == 0 && size > 1 {
-            let mut buf = vec![0u8; size];
-            if (h.log)(program, buf.as_mut_ptr().cast()) == 0 {
-                log = String::from_utf8_lossy(&buf[..size - 1]).into_owned();
-            }
-        }
-        let result = if status != 0 {
-            Err(fail(format!("compilation failed ({status}):\n{log}")))
-        } else {
-            let mut size = 0usize;
-            if (h.code_size)(program, &mut size) != 0 || size == 0 {
-                Err(fail("hiprtcGetCodeSize failed".into()))
-            } else {
-                let mut code = vec![0u8; size];
-                if (h.code)(program, code.as_mut_ptr().cast()) != 0 {
-                    Err(fail("hiprtcGetCode failed".into()))
-                } else if code.starts_with(BUNDLE_MAGIC) {
-                    Err(fail(
-                        "hipRTC returned an offload bundle, not a code object; use a ROCm whose \
-                         hipRTC returns code objects (5.0 or later)"
-                            .into(),
-                    ))
-                } else {
-                    let mut symbols = Vec::new();
-                    for (kernel, e) in &expressions {
-                        let mut symbol: *const c_char = std::ptr::null();
-                        if (h.lowered_name)(program, e.as_ptr(), &mut symbol) == 0
-                            && !symbol.is_null()
-                        {
-                            // Owned by the program: copied before it is destroyed.
-                            let text = CStr::from_ptr(symbol).to_string_lossy().into_owned();
-                            symbols.push((kernel.to_string(), text));
-                        }
-                    }
-                    Ok(RtcImage {
-                        format: ObjectFormat::AmdgpuElf,
-                        target: target.to_string(),
-                        bytes: code,
-                        symbols,
-                        log,
-                    })
-                }
-            }
-        };
-        (h.destroy)(&mut program);
-        result
+    // Declared first, so it is released after the program is destroyed.
+    let _one_at_a_time = h
+        .lock
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let compiled = h
+        .api
+        .compile(name, source, kernels, &all_options)
+        .map_err(fail)?;
+    let code = compiled
+        .output(h.code)
+        .ok_or_else(|| fail("hiprtcGetCode failed".into()))?;
+    if code.starts_with(BUNDLE_MAGIC) {
+        return Err(fail(
+            "hipRTC returned an offload bundle, not a code object; use a ROCm whose hipRTC \
+             returns code objects (5.0 or later)"
+                .into(),
+        ));
     }
+    Ok(RtcImage {
+        format: ObjectFormat::AmdgpuElf,
+        target: target.to_string(),
+        bytes: code,
+        symbols: compiled
+            .symbols
+            .iter()
+            .map(|(k, s)| (k.to_string(), s.clone()))
+            .collect(),
+        log: compiled.log.clone(),
+    })
 }

@@ -6,14 +6,12 @@
 //! driver API needs), so the `libnvrtc.so.13` of a CUDA 13 toolkit or pip wheel was never found.
 //! The handful of NVRTC functions used here have had the same C signatures since CUDA 7.
 
-use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::library::Backend;
+use crate::runtime::backend::rtc;
 use crate::runtime::{Result, RuntimeError};
-
-type Program = *mut c_void;
 
 /// The NVRTC functions used, resolved once.
 struct Nvrtc {
@@ -22,31 +20,11 @@ struct Nvrtc {
     /// which finds it only on the loader's path unless it is already loaded.
     _builtins: Vec<libloading::Library>,
     name: String,
-    create: unsafe extern "C" fn(
-        *mut Program,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> c_int,
-    compile: unsafe extern "C" fn(Program, c_int, *const *const c_char) -> c_int,
-    ptx_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
-    ptx: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
-    log_size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
-    log: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
-    destroy: unsafe extern "C" fn(*mut Program) -> c_int,
-    add_name: unsafe extern "C" fn(Program, *const c_char) -> c_int,
-    lowered_name: unsafe extern "C" fn(Program, *const c_char, *mut *const c_char) -> c_int,
-    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
+    api: rtc::Api,
+    /// `nvrtcGetPTXSize` / `nvrtcGetPTX`.
+    ptx: rtc::Output,
     /// Machine code for a real architecture (`nvrtcGetCUBIN*`, CUDA 11.1 and later).
-    cubin: Option<CubinFns>,
-}
-
-#[derive(Clone, Copy)]
-struct CubinFns {
-    size: unsafe extern "C" fn(Program, *mut usize) -> c_int,
-    get: unsafe extern "C" fn(Program, *mut c_char) -> c_int,
+    cubin: Option<rtc::Output>,
 }
 
 /// Library names tried, newest release first; then the same names in the usual toolkit folders
@@ -87,30 +65,14 @@ fn library() -> Result<&'static Nvrtc> {
                 let Ok(library) = (unsafe { libloading::Library::new(path) }) else {
                     continue;
                 };
-                // Safety: each type is the function's C signature from nvrtc.h.
+                // Safety: this is NVRTC; the types are its C signatures from nvrtc.h.
                 let resolved = unsafe {
                     (|| -> std::result::Result<Nvrtc, libloading::Error> {
                         Ok(Nvrtc {
-                            create: *library.get(b"nvrtcCreateProgram\0")?,
-                            compile: *library.get(b"nvrtcCompileProgram\0")?,
-                            ptx_size: *library.get(b"nvrtcGetPTXSize\0")?,
-                            ptx: *library.get(b"nvrtcGetPTX\0")?,
-                            log_size: *library.get(b"nvrtcGetProgramLogSize\0")?,
-                            log: *library.get(b"nvrtcGetProgramLog\0")?,
-                            destroy: *library.get(b"nvrtcDestroyProgram\0")?,
-                            add_name: *library.get(b"nvrtcAddNameExpression\0")?,
-                            lowered_name: *library.get(b"nvrtcGetLoweredName\0")?,
-                            version: *library.get(b"nvrtcVersion\0")?,
-                            cubin: match (
-                                library.get(b"nvrtcGetCUBINSize\0"),
-                                library.get(b"nvrtcGetCUBIN\0"),
-                            ) {
-                                (Ok(size), Ok(get)) => Some(CubinFns {
-                                    size: *size,
-                                    get: *get,
-                                }),
-                                _ => None,
-                            },
+                            api: rtc::Api::load(&library, "nvrtc")?,
+                            ptx: rtc::Output::load(&library, "nvrtc", "GetPTXSize", "GetPTX")?,
+                            cubin: rtc::Output::load(&library, "nvrtc", "GetCUBINSize", "GetCUBIN")
+                                .ok(),
                             name: path.display().to_string(),
                             _library: library,
                             _builtins: Vec::new(),
@@ -166,17 +128,14 @@ pub(crate) fn library_name() -> Result<String> {
 
 /// NVRTC's version, `major.minor` (part of the key of caches of its output).
 pub(crate) fn version() -> Result<String> {
-    let nvrtc = library()?;
-    let (mut major, mut minor) = (0, 0);
-    // Safety: two out-parameters.
-    let status = unsafe { (nvrtc.version)(&mut major, &mut minor) };
-    if status != 0 {
-        return Err(RuntimeError::Api {
+    let (major, minor) = library()?
+        .api
+        .version()
+        .map_err(|message| RuntimeError::Api {
             backend: Backend::Nvidia,
             call: "nvrtcVersion".into(),
-            message: format!("returned {status}"),
-        });
-    }
+            message,
+        })?;
     Ok(format!("{major}.{minor}"))
 }
 
@@ -246,89 +205,23 @@ pub(crate) fn compile_with<'k>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| name.to_string());
-    let c_source =
-        CString::new(source).map_err(|_| fail("the source contains a NUL byte".into()))?;
-    let c_name =
-        CString::new(file_name).map_err(|_| fail("the name contains a NUL byte".into()))?;
-    let c_options: Vec<CString> = options
-        .iter()
-        .map(|o| CString::new(o.as_str()).expect("options have no NUL"))
-        .collect();
-    let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
-    let expressions: Vec<(&'k str, CString)> = kernels
-        .iter()
-        .filter_map(|k| Some((*k, CString::new(format!("&{k}")).ok()?)))
-        .collect();
-
-    let mut program: Program = std::ptr::null_mut();
-    // Safety: the pointers are valid NUL-terminated strings for the duration of the calls, and the
-    // program is destroyed below on every path.
-    unsafe {
-        let status = (nvrtc.create)(
-            &mut program,
-            c_source.as_ptr(),
-            c_name.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        );
-        if status != 0 {
-            return Err(fail(format!("nvrtcCreateProgram returned {status}")));
-        }
-        for (_, e) in &expressions {
-            (nvrtc.add_name)(program, e.as_ptr());
-        }
-        let status = (nvrtc.compile)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr());
-        let mut log = String::new();
-        let mut size = 0usize;
-        if (nvrtc.log_size)(program, &mut size) == 0 && size > 1 {
-            let mut buf = vec![0u8; size];
-            if (nvrtc.log)(program, buf.as_mut_ptr().cast()) == 0 {
-                log = String::from_utf8_lossy(&buf[..size - 1]).into_owned();
-            }
-        }
-        let result = if status != 0 {
-            Err(fail(format!("compilation failed ({status}):\n{log}")))
-        } else {
-            let mut size = 0usize;
-            if (nvrtc.ptx_size)(program, &mut size) != 0 || size == 0 {
-                Err(fail("nvrtcGetPTXSize failed".into()))
-            } else {
-                let mut buf = vec![0u8; size];
-                if (nvrtc.ptx)(program, buf.as_mut_ptr().cast()) != 0 {
-                    Err(fail("nvrtcGetPTX failed".into()))
-                } else {
-                    buf.truncate(size - 1);
-                    let mut lowered = Vec::new();
-                    for (kernel, e) in &expressions {
-                        let mut symbol: *const c_char = std::ptr::null();
-                        if (nvrtc.lowered_name)(program, e.as_ptr(), &mut symbol) == 0
-                            && !symbol.is_null()
-                        {
-                            // Owned by the program, copied before it is destroyed.
-                            let text = std::ffi::CStr::from_ptr(symbol);
-                            lowered.push((*kernel, text.to_string_lossy().into_owned()));
-                        }
-                    }
-                    // A cubin exists only for a real architecture (sm_XX); none is no error.
-                    let cubin = nvrtc.cubin.filter(|_| want_cubin).and_then(|f| {
-                        let mut size = 0usize;
-                        if (f.size)(program, &mut size) != 0 || size == 0 {
-                            return None;
-                        }
-                        let mut bin = vec![0u8; size];
-                        ((f.get)(program, bin.as_mut_ptr().cast()) == 0).then_some(bin)
-                    });
-                    Ok(Output {
-                        ptx: buf,
-                        cubin,
-                        symbols: lowered,
-                        log,
-                    })
-                }
-            }
-        };
-        (nvrtc.destroy)(&mut program);
-        result
-    }
+    let compiled = nvrtc
+        .api
+        .compile(&file_name, source, kernels, &options)
+        .map_err(fail)?;
+    let mut ptx = compiled
+        .output(nvrtc.ptx)
+        .ok_or_else(|| fail("nvrtcGetPTX failed".into()))?;
+    ptx.pop(); // its final NUL
+               // A cubin exists only for a real architecture (sm_XX); none is no error.
+    let cubin = nvrtc
+        .cubin
+        .filter(|_| want_cubin)
+        .and_then(|c| compiled.output(c));
+    Ok(Output {
+        ptx,
+        cubin,
+        symbols: compiled.symbols.clone(),
+        log: compiled.log.clone(),
+    })
 }
