@@ -103,6 +103,8 @@ pub(crate) struct KernelEvaluator<'a> {
     ahead: Option<Ahead>,
     slots: Vec<Slot>,
     expected: Vec<(String, HostBuf)>,
+    /// Where each compared output is downloaded, allocated once (not per candidate).
+    downloaded: Vec<HostBuf>,
     iterations: u32,
     /// The variant used last (a re-measurement follows its evaluation).
     current: Option<Current>,
@@ -210,6 +212,7 @@ impl<'a> KernelEvaluator<'a> {
             *e = b;
         }
         let stream = device.stream().map_err(err)?;
+        let downloaded = expected.iter().map(|(_, b)| b.clone()).collect();
         Ok(KernelEvaluator {
             tunable,
             check,
@@ -220,6 +223,7 @@ impl<'a> KernelEvaluator<'a> {
             ahead,
             slots,
             expected,
+            downloaded,
             iterations: iterations.max(1),
             current: None,
             stats: Stats::default(),
@@ -379,9 +383,9 @@ impl<'a> KernelEvaluator<'a> {
             } = s
             {
                 let (name, want) = &self.expected[*k];
-                let mut got = want.clone();
-                dev.download(&mut got).map_err(launch_err)?;
-                if let Some(m) = compare(name, &got, want, &self.check.tolerance_of(name)) {
+                let got = &mut self.downloaded[*k];
+                dev.download(got).map_err(launch_err)?;
+                if let Some(m) = compare(name, got, want, &self.check.tolerance_of(name)) {
                     report.push_str(&m.to_string());
                 }
             }
