@@ -28,17 +28,13 @@
 #      with "within 5%" counts and the share of the space evaluated
 # and $OUT/wisdom.json: the best configurations for this device and problem sizes (copy it to
 # examples/basic/tune/wisdom.json to have `matmul_tuned` use it), $OUT/report.html.
-# Environment: TUNE_KERNELS (default "matmul conv2d"), MATMUL_N (default 2048), CONV_N (default 4096), SEEDS (default 10), BUDGETS
+# Environment: OVERHEAD_WARM (set: step 1 once more with the compile cache warm; T_*_BRUTE=0 stops
+# after step 1), TUNE_KERNELS (default "matmul conv2d"), MATMUL_N (default 2048), CONV_N (default 4096), SEEDS (default 10), BUDGETS
 # (default 20,50,100), ITERATIONS (timed runs per configuration, default 5). Every step has a
 # time limit (at most 340 s in all); a brute force cut off says so.
 #
-# Not done here: Kernel Tuner 1.5 side by side. Its wheel (220 kB) requires numpy>=2, scipy,
-# pandas, scikit-learn, pymoo, python-constraint2 and jsonschema, plus cuda-python/cuda-bindings
-# for its CUDA backend (no cuda-bindings 13.0 wheel was offered for CPython 3.10 when checked;
-# cupy is larger still). scipy, pandas and scikit-learn alone are several tens of MB of wheels,
-# each built for one Python version, against a 64 MiB limit for everything carried to the GPU
-# machine (shared by every topic), which has no internet. The issue's figures for Kernel Tuner on the H100
-# (0.33 s overhead per evaluation; scores 0.35/0.60/0.83 at 20/50/100) are the comparison.
+# Kernel Tuner 1.5 on the same kernels and spaces: scripts/h100/kt.sh (its scores are computed
+# over this script's brute-force tables by scripts/h100/kt_scores.py).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/.carry/h100/tune"
@@ -118,6 +114,16 @@ tune_kernel() {
       --seed 1 --fresh --no-wisdom -- "$k" > "$o/overhead.json" 2> "$o/overhead.err"
   echo "$k overhead run: exit $? (124: cut off at $t_over s)" >&2
   summarize "$o/overhead.json" | tee "$o/overhead.txt"
+  if [ -n "${OVERHEAD_WARM:-}" ]; then
+    # The same run again: its candidates are now in the compile cache, so this is the overhead
+    # beyond compiling (verification, the harness).
+    echo "==> $k ($problem): 1b. the same run with the compile cache warm" >&2
+    timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy regression_prune --budget 100 \
+        --seed 1 --fresh --no-wisdom -- "$k" > "$o/overhead-warm.json" 2> "$o/overhead-warm.err"
+    summarize "$o/overhead-warm.json" | tee "$o/overhead-warm.txt"
+  fi
+  # T_*_BRUTE=0: the overhead runs only.
+  [ "$t_brute" -gt 0 ] || return 0
   echo "==> $k ($problem): 2. brute force (the optimum; the table the scores replay)" >&2
   # The run's own time budget ends it 15 s before `timeout` would, so that a brute force that
   # does not finish still writes its report and the wisdom entry of the best it measured.
