@@ -65,7 +65,7 @@ impl<T: DeviceCopy> HostBuffer<T> {
             NonNull::dangling()
         } else {
             let raw = device.inner.alloc_host(bytes)?;
-            if raw.is_null() || (raw as usize) % std::mem::align_of::<T>() != 0 {
+            if raw.is_null() || !(raw as usize).is_multiple_of(std::mem::align_of::<T>()) {
                 return Err(RuntimeError::Api {
                     backend: device.backend(),
                     call: "alloc_host".into(),
