@@ -46,8 +46,8 @@ pub fn run(ctx: &mut Ctx) -> Result<()> {
         let count = (block_run * BLOCK as u64 * N) as usize;
         let mut a = device.alloc::<f64>(count)?;
         let mut b = device.alloc::<f64>(count)?;
-        a.fill(1.1)?;
-        b.fill(1.1)?;
+        ctx.fill(&mut a, 1.1)?;
+        ctx.fill(&mut b, 1.1)?;
         let mut time = Series::default();
         for _ in 0..reps {
             time.add(ctx.time(1, |s| {
