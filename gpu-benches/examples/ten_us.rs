@@ -1,8 +1,17 @@
-//! A kernel of about 10 µs on an H100 (`small_scale` over 2²¹ doubles, 32 MiB moved) timed three
-//! ways: device events around one launch, device events around 100 back-to-back launches, and
-//! the host clock around synchronous launches (launch, then synchronize). `--launches N` only
-//! launches N times, for Nsight Compute (`ncu --metrics gpu__time_duration.sum`).
-//! Used by `scripts/h100/bench.sh`.
+//! A kernel of about 10 µs on an H100 (`small_scale` over 2²¹ doubles, 32 MiB moved) timed four
+//! ways: device events around one launch on an idle stream, device events around 100
+//! back-to-back launches, device events around criterion's batches of 10 to 1000 back-to-back
+//! launches (what `cargo rocm bench` records: criterion's linear sampling through `iter_custom`
+//! and `time_launches`, each sample a batch's time per launch), and the host clock around
+//! synchronous launches (launch, then synchronize). `--launches N` only launches N times, for
+//! Nsight Compute (`ncu --metrics gpu__time_duration.sum`). Used by `scripts/h100/bench.sh`,
+//! which parses the lines by their text before the colon. On the cpu backend the criterion
+//! batches are 1 to 10 launches (a smoke test).
+//!
+//! Events around a single launch on an idle stream also time the launch's way from the host to
+//! the device: the start event is passed as soon as it is queued, the kernel only when the host
+//! has submitted it. Back to back, each kernel is queued before the previous one ends, so the
+//! span per launch is the kernel's own duration (and the L2 holds the 32 MiB between launches).
 
 use std::time::Instant;
 
@@ -56,6 +65,20 @@ fn main() -> rocm_kernels::runtime::Result<()> {
                 .map(|t| t.as_secs_f64() * 1e6 / 100.0)
         })
         .collect::<Result<_, _>>()?;
+    // What `cargo rocm bench` records: criterion's linear sampling through `iter_custom`, one
+    // pair of events around each batch of d·k back-to-back launches (k = 1..=100; d = 10 here,
+    // criterion picks d from its measurement time), each sample the batch's time / d·k.
+    let (d, samples) = if device.backend() == rocm_kernels::Backend::Cpu {
+        (1, 10)
+    } else {
+        (10, 100)
+    };
+    let criterion: Vec<f64> = (1..=samples)
+        .map(|k| {
+            rocm_bench::time_launches(&stream, d * k, &mut launch)
+                .map(|t| t.as_secs_f64() * 1e6 / (d * k) as f64)
+        })
+        .collect::<Result<_, _>>()?;
     let host: Vec<f64> = (0..200)
         .map(|_| {
             let t0 = Instant::now();
@@ -72,6 +95,10 @@ fn main() -> rocm_kernels::runtime::Result<()> {
     println!(
         "events, 100 back-to-back / 100: median {:8.2} µs",
         median(batch)
+    );
+    println!(
+        "events, criterion batches (bench):  median {:8.2} µs",
+        median(criterion)
     );
     println!(
         "host clock, synchronous launch: median {:8.2} µs",

@@ -87,40 +87,26 @@ __global__ void fill(double* A, int64_t n, double value) {
 }
 
 // ---------------------------------------------------------------- gpu-cache
-// Every block reads the same `n` floats `iters` times (floats, as the original on NVIDIA): a
-// data set that fits the first-level cache of one multiprocessor is served from it, a larger one
-// from L2, then DRAM. `zero` is 0 at run time; adding it keeps the compiler from hoisting loads
-// out of the iteration loop.
-__global__ void cache_sum(float* __restrict__ A, const float* __restrict__ B, int n, int iters,
-                          int zero) {
-    float sum = 0.0f;
-    B += threadIdx.x;
-    for (int iter = 0; iter < iters; iter++) {
-        B += zero;
-        UNROLL(8)
-        for (int i = 0; i < n; i += blockDim.x) {
-            sum += B[i];
-        }
-        sum *= 1.3f;
-    }
-    if (sum == 1233.0f) A[threadIdx.x] += sum;
-}
+// In kernels/gpu_cache.hip, a library of its own.
 
 // ---------------------------------------------------------------- gpu-l2-cache
-// Each block reads `n` pairs of a slice of `block_run` slices; consecutive blocks take
-// consecutive slices, so the data set is `block_run` slices, shared by every multiprocessor
-// through L2.
-__global__ void l2_sum(double* __restrict__ A, const double* __restrict__ B, int n,
-                       int block_run) {
+// Each block reads N/2 pairs of doubles (N doubles a thread, 64: 512 kB a block of 1024) of a
+// slice of `block_run` slices; consecutive blocks take consecutive slices, so the data set is
+// `block_run` slices, shared by every multiprocessor through L2. N and the block size are
+// template parameters as in the original (the loop unrolls fully); the index arithmetic is in
+// `int`, as there (the largest index of the original's sweep, 9535 slices, fits).
+template <int N, int BLOCKSIZE>
+__global__ void l2_sum(double* __restrict__ A, const double* __restrict__ B, int block_run) {
     double sum = 0.0;
-    for (int i = 0; i < n / 2; i++) {
-        int64_t idx = ((int64_t)blockDim.x * block_run * i +
-                       (int64_t)(blockIdx.x % block_run) * blockDim.x) * 2 + threadIdx.x;
-        sum += B[idx] * B[idx + blockDim.x];
+    for (int i = 0; i < N / 2; i++) {
+        int idx = (blockDim.x * block_run * i + (blockIdx.x % block_run) * BLOCKSIZE) * 2 +
+                  threadIdx.x;
+        sum += B[idx] * B[idx + BLOCKSIZE];
     }
     sum *= 1.3;
     if (threadIdx.x > 1233 || sum == 23.12) A[threadIdx.x] += sum;
 }
+template __global__ void l2_sum<64, 1024>(double*, const double*, int);
 
 // ---------------------------------------------------------------- gpu-latency
 // Pointer chase: each load's address is the value loaded before, so loads cannot overlap; the

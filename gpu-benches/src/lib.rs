@@ -14,7 +14,7 @@ pub mod series;
 use std::fmt::Write as _;
 
 use rocm_bench::{BenchEvent, BenchRecord, BenchTarget, EventSink, Param, ThroughputKind};
-use rocm_kernels::runtime::{Kernel, Module, Result, Stream};
+use rocm_kernels::runtime::{Buffer, Kernel, LaunchConfig, Module, Result, Stream};
 use rocm_kernels::Backend;
 
 /// The suite's kernels.
@@ -105,6 +105,21 @@ impl Ctx {
         if let Err(e) = self.sink.write(&BenchEvent::Result(Box::new(record))) {
             eprintln!("gpu-benches: could not record a result: {e}");
         }
+    }
+
+    /// Sets every element of `buffer` to `value` with the suite's `fill` kernel (the originals'
+    /// `initKernel`): on the device, where `Buffer::fill` of a `f64` stages the whole pattern
+    /// through the host (gigabytes for gpu-l2-cache's largest data sets).
+    pub fn fill(&self, buffer: &mut Buffer<f64>, value: f64) -> Result<()> {
+        let blocks = (self.sm_count * 8).max(1);
+        let n = buffer.len() as i64;
+        self.kernel("fill")?
+            .launch(LaunchConfig::new((blocks, 1, 1), (256, 1, 1)))
+            .arg(buffer)
+            .arg(&n)
+            .arg(&value)
+            .run(&self.stream)?;
+        self.stream.synchronize()
     }
 
     /// Device seconds of `iters` back-to-back calls of `launch`.

@@ -1,5 +1,5 @@
 //! Running kernels: find a [`Device`], load a [`Module`] from an embedded [`KernelLibrary`](crate::KernelLibrary), take a
-//! [`Kernel`] by name and launch it on [`Buffer`]s.
+//! [`Kernel`] by name and launch it on [`Buffer`]s; stage copies through pinned [`HostBuffer`]s.
 //!
 //! ```no_run
 //! use rocm_kernels::runtime::{Device, LaunchConfig};
@@ -26,6 +26,7 @@
 pub mod backend;
 mod device;
 mod error;
+mod host;
 mod launch;
 mod launch_log;
 mod memory;
@@ -36,6 +37,7 @@ pub use device::{
     CpuExec, CpuOptions, Device, DeviceInfo, Devices, RaceMethod, ENV_DEFAULT_BACKEND,
 };
 pub use error::{FaultSite, Result, RuntimeError};
+pub use host::HostBuffer;
 pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
 pub use memory::{Buffer, DeviceCopy};
 pub use module::{Global, Kernel, Module};

@@ -18,3 +18,13 @@ fn every_benchmark_runs_on_cpu() {
         );
     }
 }
+
+#[testkit::test]
+fn fill_sets_every_element_on_the_device() {
+    let target = BenchTarget::new(rocm_bench::target::cpu_device());
+    let ctx = Ctx::new(target, true).unwrap();
+    // More elements than the grid has threads, so the grid-stride loop wraps.
+    let mut buffer = ctx.target.device().alloc::<f64>(100_003).unwrap();
+    ctx.fill(&mut buffer, 1.1).unwrap();
+    assert!(buffer.to_vec().unwrap().iter().all(|&x| x == 1.1));
+}

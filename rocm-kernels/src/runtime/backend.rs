@@ -51,6 +51,16 @@ pub trait DeviceBackend: Send + Sync + Debug {
     /// # Safety
     /// `ptr` came from `alloc` on this device with this size and is not used afterwards.
     unsafe fn free(&self, ptr: DevicePtr, bytes: usize);
+    /// Allocate `bytes` (> 0) of page-locked (pinned) host memory, which the device copies to
+    /// and from directly, without staging through a pageable bounce buffer. Contents
+    /// unspecified. The memory stays valid until [`free_host`](Self::free_host), whatever
+    /// happens to the device meanwhile (a reset may unpin it, never free it).
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8>;
+    /// Free memory returned by [`alloc_host`](Self::alloc_host).
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_host` on this device with this size and is not used afterwards.
+    unsafe fn free_host(&self, ptr: *mut u8, bytes: usize);
     fn new_stream(&self) -> Result<Box<dyn StreamBackend>>;
     fn new_event(&self) -> Result<Box<dyn EventBackend>>;
     /// # Safety
@@ -159,6 +169,39 @@ pub trait EventBackend: Send + Sync + Debug {
     /// Milliseconds from `self` to `end` (both recorded).
     fn elapsed_ms(&self, end: &dyn EventBackend) -> Result<f32>;
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Alignment of [`page_aligned_alloc`]'s memory: a page, as the drivers' own pinned allocations.
+pub(crate) const HOST_PAGE: usize = 4096;
+
+/// `bytes` (> 0) of host memory aligned to a page, from the global allocator; `backend` names who
+/// asked, for the out-of-memory error.
+pub(crate) fn page_aligned_alloc(bytes: usize, backend: Backend) -> Result<*mut u8> {
+    let layout = std::alloc::Layout::from_size_align(bytes, HOST_PAGE).map_err(|_| {
+        super::RuntimeError::SizeMismatch(format!("{bytes} bytes of host memory overflow"))
+    })?;
+    // Safety: the layout has a non-zero size (callers pass bytes > 0).
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    if ptr.is_null() {
+        return Err(super::RuntimeError::Api {
+            backend,
+            call: "alloc_host".into(),
+            message: format!("out of host memory allocating {bytes} bytes"),
+        });
+    }
+    Ok(ptr)
+}
+
+/// Free memory of [`page_aligned_alloc`].
+///
+/// # Safety
+/// `ptr` came from `page_aligned_alloc(bytes, _)` and is not used afterwards.
+pub(crate) unsafe fn page_aligned_free(ptr: *mut u8, bytes: usize) {
+    // Safety: the same layout `page_aligned_alloc` made (it succeeded, so this one is valid).
+    std::alloc::dealloc(
+        ptr,
+        std::alloc::Layout::from_size_align_unchecked(bytes, HOST_PAGE),
+    );
 }
 
 /// The result of asking one backend for its devices.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::backend::{self, DeviceBackend};
-use super::{Buffer, DeviceCopy, Module, Result, RuntimeError, Stream};
+use super::{Buffer, DeviceCopy, HostBuffer, Module, Result, RuntimeError, Stream};
 use crate::library::{Backend, KernelLibrary};
 
 /// What a device is.
@@ -226,6 +226,12 @@ impl Device {
     /// A buffer of `len` elements; contents unspecified (zero on cpu).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<Buffer<T>> {
         Buffer::alloc(self, len)
+    }
+
+    /// `len` zeroed elements of page-locked (pinned) host memory for copies to and from this
+    /// device ([`HostBuffer`]); plain page-aligned memory on the cpu backend.
+    pub fn alloc_host<T: DeviceCopy>(&self, len: usize) -> Result<HostBuffer<T>> {
+        HostBuffer::alloc(self, len)
     }
 
     /// A buffer holding a copy of `data`.

@@ -157,6 +157,37 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
 }
 #endif
 
+/* Pinned host memory: counted, and freed only through hipHostFree with the pointer it gave. */
+struct host_alloc { void *base; struct host_alloc *next; };
+static struct host_alloc *host_allocations = 0;
+static int host_live = 0, host_flags = -1;
+int fake_host_live(void) { return host_live; }
+int fake_host_flags(void) { return host_flags; }
+
+hipError_t hipHostMalloc(void **ptr, size_t bytes, unsigned flags) {
+    struct host_alloc *a = malloc(sizeof *a);
+    if (posix_memalign(&a->base, 4096, bytes)) { free(a); return INVALID_VALUE; }
+    a->next = host_allocations;
+    host_allocations = a;
+    host_live++;
+    host_flags = (int)flags;
+    *ptr = a->base;
+    return OK;
+}
+
+hipError_t hipHostFree(void *ptr) {
+    for (struct host_alloc **link = &host_allocations; *link; link = &(*link)->next)
+        if ((*link)->base == ptr) {
+            struct host_alloc *a = *link;
+            *link = a->next;
+            free(a->base);
+            free(a);
+            host_live--;
+            return OK;
+        }
+    return INVALID_VALUE;
+}
+
 hipError_t hipFree(void *ptr) {
     hipError_t e = check_device_ptr(ptr);
     if (e) return e;

@@ -91,6 +91,32 @@ fn memory_round_trips_and_fills_on_each_device() {
 }
 
 #[testkit::test]
+fn pinned_host_memory_comes_from_hip_host_malloc_and_goes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, devices) = fake_devices(dir.path(), "libfake-pinned.so", &[]);
+    let mut host = devices[1].alloc_host::<f32>(1000).unwrap();
+    assert_eq!(counter(&fake, "fake_host_live"), 1);
+    assert_eq!(counter(&fake, "fake_host_flags"), 0, "hipHostMallocDefault");
+    assert!(host.iter().all(|&x| x == 0.0), "zeroed");
+    for (i, x) in host.iter_mut().enumerate() {
+        *x = i as f32;
+    }
+    let mut buffer = devices[1].upload(&host).unwrap();
+    buffer.fill(3.0f32).unwrap();
+    buffer.download(&mut host).unwrap();
+    assert!(host.iter().all(|&x| x == 3.0));
+    let empty = devices[0].alloc_host::<f64>(0).unwrap();
+    assert_eq!(
+        counter(&fake, "fake_host_live"),
+        1,
+        "nothing allocated for no bytes"
+    );
+    drop((host, empty, buffer));
+    assert_eq!(counter(&fake, "fake_host_live"), 0, "hipHostFree on drop");
+    assert_eq!(counter(&fake, "fake_device_mismatches"), 0);
+}
+
+#[testkit::test]
 fn events_time_work_on_a_stream() {
     let dir = tempfile::tempdir().unwrap();
     let (_, devices) = fake_devices(dir.path(), "libfake-events.so", &[]);

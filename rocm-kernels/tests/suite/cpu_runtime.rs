@@ -96,6 +96,54 @@ fn buffers_upload_download_fill_copy() {
 }
 
 #[testkit::test]
+fn pinned_host_buffers_stage_copies_both_ways() {
+    for checked in [true, false] {
+        let d = Device::cpu(CpuOptions {
+            checked,
+            ..CpuOptions::default()
+        });
+        let mut host = d.alloc_host::<f64>(1000).unwrap();
+        assert_eq!(host.len(), 1000);
+        assert_eq!(host.byte_len(), 8000);
+        assert!(host.iter().all(|&x| x == 0.0), "host buffers start zeroed");
+        assert_eq!(
+            host.as_ptr() as usize % 4096,
+            0,
+            "page-aligned, as the drivers' pinned memory"
+        );
+        assert!(host.device().same_as(&d));
+        for (i, x) in host.iter_mut().enumerate() {
+            *x = i as f64 * 0.5;
+        }
+        // Through the same copy functions as a Vec, both ways.
+        let mut buffer = d.alloc::<f64>(1000).unwrap();
+        buffer.upload(&host).unwrap();
+        let expected: Vec<f64> = (0..1000).map(|i| i as f64 * 0.5).collect();
+        assert_eq!(buffer.to_vec().unwrap(), expected);
+        buffer.fill(-2.0).unwrap();
+        buffer.download(&mut host).unwrap();
+        assert!(host.iter().all(|&x| x == -2.0));
+        // A size mismatch is refused as for slices.
+        let small = d.alloc_host::<f64>(10).unwrap();
+        let err = buffer.upload(&small).unwrap_err();
+        assert!(matches!(err, RuntimeError::SizeMismatch(_)), "{err}");
+        // Empty buffers allocate nothing and copy nothing.
+        let empty = d.alloc_host::<u8>(0).unwrap();
+        assert!(empty.is_empty());
+        d.alloc::<u8>(0).unwrap().upload(&empty).unwrap();
+        // Struct elements keep their alignment.
+        let mut triples = d.alloc_host::<[u16; 3]>(5).unwrap();
+        triples.fill([1, 2, 3]);
+        let mut on_device = d.alloc::<[u16; 3]>(5).unwrap();
+        on_device.upload(&triples).unwrap();
+        assert_eq!(on_device.to_vec().unwrap(), vec![[1, 2, 3]; 5]);
+    }
+    // Too large to describe: a clear error, not an abort.
+    let err = cpu().alloc_host::<u64>(usize::MAX / 4).unwrap_err();
+    assert!(matches!(err, RuntimeError::SizeMismatch(_)), "{err}");
+}
+
+#[testkit::test]
 fn events_time_work_on_a_stream() {
     let d = cpu();
     let m = d.load(FEATURES).unwrap();

@@ -223,6 +223,25 @@ __global__ void tiles(float* p, uint64_t* mask) {
     assert_eq!(image.symbols.len(), 2, "{:?}", image.symbols);
 }
 
+#[testkit::test(needs = [NVIDIA_GPU])]
+fn pinned_host_memory_round_trips() {
+    let device = device();
+    let mut host = device.alloc_host::<f64>(3 << 20).unwrap();
+    assert!(host.iter().all(|&x| x == 0.0));
+    assert_eq!(host.as_ptr() as usize % 4096, 0);
+    for (i, x) in host.iter_mut().enumerate() {
+        *x = i as f64;
+    }
+    let mut buffer = device.upload(&host).unwrap();
+    buffer.fill(0.5).unwrap();
+    buffer.download(&mut host).unwrap();
+    assert!(host.iter().all(|&x| x == 0.5));
+    // Allocated and freed again and again: the pinning is undone each time.
+    for _ in 0..20 {
+        drop(device.alloc_host::<u8>(64 << 20).unwrap());
+    }
+}
+
 #[testkit::test(needs = [NVIDIA_GPU, NVCC])]
 fn warp_collectives_use_a_wave_of_32() {
     let device = device();
@@ -255,6 +274,9 @@ fn a_faulting_kernel_reports_the_cuda_error_and_later_work_is_recovered_or_not_r
     let lib = library(ObjectFormat::Cubin, arch, cubin);
     let module = device.load(lib).unwrap();
     let p = device.upload(&[1.0f32; 32]).unwrap();
+    // Pinned host memory from before the fault stays valid through the reset.
+    let mut host = device.alloc_host::<f32>(1 << 20).unwrap();
+    host.fill(7.0);
     let stream = device.stream().unwrap();
     let launched = module
         .kernel("fault")
@@ -273,11 +295,17 @@ fn a_faulting_kernel_reports_the_cuda_error_and_later_work_is_recovered_or_not_r
     );
     assert!(text.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{text}");
     assert!(text.contains("kernel `fault`"), "{text}");
+    assert!(host.iter().all(|&x| x == 7.0));
     // Later work either runs on a reset context, or is refused with the reason (never a hang
     // or a crash).
     match device.load(lib) {
         Ok(_) => {
             run_saxpy(&device, lib);
+            let mut fresh = device.alloc::<f32>(1 << 20).unwrap();
+            fresh.upload(&host).unwrap();
+            host.fill(0.0);
+            fresh.download(&mut host).unwrap();
+            assert!(host.iter().all(|&x| x == 7.0));
             println!("the device recovered after the fault");
         }
         Err(e) => {

@@ -285,6 +285,15 @@ impl DeviceBackend for CpuDevice {
         ffi::rk_mem_free(ptr as *mut c_void, bytes as u64, guarded);
     }
 
+    /// Host memory is all the cpu backend has: plain page-aligned memory stands in for pinned.
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8> {
+        super::page_aligned_alloc(bytes, Backend::Cpu)
+    }
+
+    unsafe fn free_host(&self, ptr: *mut u8, bytes: usize) {
+        super::page_aligned_free(ptr, bytes)
+    }
+
     fn new_stream(&self) -> Result<Box<dyn StreamBackend>> {
         Ok(Box::new(CpuStream))
     }

@@ -178,6 +178,8 @@ struct Context {
     lost: Option<String>,
     /// Live allocations → the generation they belong to.
     allocations: HashMap<u64, u64>,
+    /// Host memory pinned with `cuMemHostRegister` → the generation it was pinned in.
+    pinned: HashMap<u64, u64>,
 }
 
 // Safety: CUcontext is a driver handle usable from any thread once made current.
@@ -261,6 +263,7 @@ impl Core {
                 last_launch: None,
                 lost: None,
                 allocations: HashMap::new(),
+                pinned: HashMap::new(),
             }),
         })
     }
@@ -280,6 +283,8 @@ impl Core {
             };
             state.generation += 1;
             state.allocations.clear();
+            // The reset unpinned host memory; the memory itself is ours and stays valid.
+            state.pinned.clear();
             match reset {
                 Ok(ctx) => state.ctx = ctx,
                 Err(e) => {
@@ -378,6 +383,51 @@ impl DeviceBackend for NvDevice {
         if state.allocations.remove(&ptr) == Some(state.generation) {
             let _ = cu::free_sync(ptr);
         }
+    }
+
+    /// Page-aligned host memory of our own, pinned with `cuMemHostRegister` (portable), rather
+    /// than `cuMemHostAlloc`: a reset of the primary context after a kernel fault frees what
+    /// `cuMemHostAlloc` returned under a live `HostBuffer`, while registered memory only goes
+    /// back to pageable. Copies from either are the same page-locked DMA.
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8> {
+        let ptr = super::page_aligned_alloc(bytes, Backend::Nvidia)?;
+        let registered = self.core.enter().and_then(|mut state| {
+            // Safety: `ptr` is a live allocation of `bytes` bytes; the context is current.
+            let result = unsafe {
+                sys::cuMemHostRegister_v2(ptr.cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE)
+                    .result()
+            };
+            match result {
+                Ok(()) => {
+                    let generation = state.generation;
+                    state.pinned.insert(ptr as u64, generation);
+                    Ok(())
+                }
+                Err(e) => {
+                    Err(self
+                        .core
+                        .fail(&mut state, &format!("cuMemHostRegister({bytes} bytes)"), e))
+                }
+            }
+        });
+        match registered {
+            Ok(()) => Ok(ptr),
+            Err(e) => {
+                // Safety: allocated just above, never handed out.
+                unsafe { super::page_aligned_free(ptr, bytes) };
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn free_host(&self, ptr: *mut u8, bytes: usize) {
+        if let Ok(mut state) = self.core.enter() {
+            // Pinned in an older generation: the reset already unpinned it.
+            if state.pinned.remove(&(ptr as u64)) == Some(state.generation) {
+                let _ = sys::cuMemHostUnregister(ptr.cast()).result();
+            }
+        }
+        super::page_aligned_free(ptr, bytes);
     }
 
     fn new_stream(&self) -> Result<Box<dyn StreamBackend>> {

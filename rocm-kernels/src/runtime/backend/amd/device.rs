@@ -163,6 +163,18 @@ impl DeviceBackend for AmdDevice {
         }
     }
 
+    fn alloc_host(&self, bytes: usize) -> Result<*mut u8> {
+        self.make_current()?;
+        self.hip.host_malloc(bytes)
+    }
+
+    unsafe fn free_host(&self, ptr: *mut u8, _bytes: usize) {
+        // As `free`: nothing to report to. hipHostFree waits for copies using it.
+        if self.make_current().is_ok() {
+            let _ = self.hip.host_free(ptr);
+        }
+    }
+
     fn new_stream(&self) -> Result<Box<dyn StreamBackend>> {
         self.make_current()?;
         let raw = self.hip.stream_create()?;

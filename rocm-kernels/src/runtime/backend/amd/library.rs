@@ -91,6 +91,8 @@ hip_functions! {
     hipDeviceSynchronize: fn() -> hipError_t;
     hipMalloc: fn(*mut *mut c_void, usize) -> hipError_t;
     hipFree: fn(*mut c_void) -> hipError_t;
+    hipHostMalloc: fn(*mut *mut c_void, usize, c_uint) -> hipError_t;
+    hipHostFree: fn(*mut c_void) -> hipError_t;
     hipMemcpyHtoDAsync: fn(hipDeviceptr_t, *mut c_void, usize, hipStream_t) -> hipError_t;
     hipMemcpyDtoHAsync: fn(*mut c_void, hipDeviceptr_t, usize, hipStream_t) -> hipError_t;
     hipMemcpyDtoDAsync: fn(hipDeviceptr_t, hipDeviceptr_t, usize, hipStream_t) -> hipError_t;

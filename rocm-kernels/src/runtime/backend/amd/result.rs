@@ -152,6 +152,25 @@ impl HipLibrary {
         self.check("hipFree", f(ptr as *mut c_void))
     }
 
+    /// `bytes` of page-locked host memory (`hipHostMalloc`, default flags: portable to every
+    /// device, coherent).
+    pub(crate) fn host_malloc(&self, bytes: usize) -> Result<*mut u8> {
+        let f = self.hipHostMalloc()?;
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // Safety: writes one pointer.
+        self.check(&format!("hipHostMalloc({bytes} bytes)"), unsafe {
+            f(&mut ptr, bytes, 0)
+        })?;
+        Ok(ptr.cast())
+    }
+
+    /// # Safety
+    /// `ptr` came from `host_malloc` and is not used afterwards.
+    pub(crate) unsafe fn host_free(&self, ptr: *mut u8) -> Result<()> {
+        let f = self.hipHostFree()?;
+        self.check("hipHostFree", f(ptr.cast()))
+    }
+
     /// # Safety
     /// `src` is readable for `bytes` until the stream has run the copy; `dst` is device memory.
     pub(crate) unsafe fn memcpy_htod_async(
