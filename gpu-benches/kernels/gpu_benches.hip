@@ -2,7 +2,6 @@
 // Ernst), written again in HIP for this repository: the same access patterns, sweeps and
 // statistics; launched and timed from Rust (src/). Each kernel says which original it follows.
 #include <hip/hip_runtime.h>
-#include <stdint.h>
 
 // Unrolling hints for the GPU compilers; the host compiler of the cpu backend does not know them.
 #ifdef __HIP_CPU_RK__
