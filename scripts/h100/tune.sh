@@ -28,7 +28,7 @@
 #      with "within 5%" counts and the share of the space evaluated
 # and $OUT/wisdom.json: the best configurations for this device and problem sizes (copy it to
 # examples/basic/tune/wisdom.json to have `matmul_tuned` use it), $OUT/report.html.
-# Environment: OVERHEAD_WARM (set: step 1 once more with the compile cache warm; T_*_BRUTE=0 stops
+# Environment: OVERHEAD_STRATEGY (the strategy of step 1, default regression_prune), OVERHEAD_WARM (set: step 1 once more with the compile cache warm; T_*_BRUTE=0 stops
 # after step 1), TUNE_KERNELS (default "matmul conv2d"), MATMUL_N (default 2048), CONV_N (default 4096), SEEDS (default 10), BUDGETS
 # (default 20,50,100), ITERATIONS (timed runs per configuration, default 5). Every step has a
 # time limit (at most 340 s in all); a brute force cut off says so.
@@ -109,8 +109,9 @@ tune_kernel() {
   mkdir -p "$o"
   local common=(tune --harness "$exe/kernels-test" --backend nvidia --problem "$problem"
                 --iterations "${ITERATIONS:-5}" --target-dir "$t" --message-format json)
-  echo "==> $k ($problem): 1. overhead: a fresh regression-and-prune run, budget 100" >&2
-  timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy regression_prune --budget 100 \
+  local strategy="${OVERHEAD_STRATEGY:-regression_prune}"
+  echo "==> $k ($problem): 1. overhead: a fresh $strategy run, budget 100" >&2
+  timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy "$strategy" --budget 100 \
       --seed 1 --fresh --no-wisdom -- "$k" > "$o/overhead.json" 2> "$o/overhead.err"
   echo "$k overhead run: exit $? (124: cut off at $t_over s)" >&2
   summarize "$o/overhead.json" | tee "$o/overhead.txt"
@@ -118,7 +119,7 @@ tune_kernel() {
     # The same run again: its candidates are now in the compile cache, so this is the overhead
     # beyond compiling (verification, the harness).
     echo "==> $k ($problem): 1b. the same run with the compile cache warm" >&2
-    timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy regression_prune --budget 100 \
+    timeout "$t_over" "$exe/cargo-rocm" "${common[@]}" --strategy "$strategy" --budget 100 \
         --seed 1 --fresh --no-wisdom -- "$k" > "$o/overhead-warm.json" 2> "$o/overhead-warm.err"
     summarize "$o/overhead-warm.json" | tee "$o/overhead-warm.txt"
   fi
