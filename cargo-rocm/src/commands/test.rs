@@ -130,7 +130,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let mut cargo_failures = Vec::new();
     for h in &harnesses {
         out.status("Testing", format!("{} ({})", h.package, h.tests.join(", ")));
-        let base = cargo_test_args(global, &args, h);
+        let base = cargo_test_args(global, &args.cargo, &h.package, &h.tests);
         build_harness(
             &cargo,
             &base,
@@ -269,20 +269,18 @@ fn child_stdout(args: &TestArgs) -> Stdio {
     }
 }
 
-/// `cargo test` arguments for one package's harness targets (without `--no-run` or `--`).
-fn cargo_test_args(
+/// `cargo test` arguments for harness targets of one package (without `--no-run` or `--`).
+pub(crate) fn cargo_test_args(
     global: &GlobalArgs,
-    args: &TestArgs,
-    h: &workspace::HarnessTargets,
+    cargo: &CargoFlags,
+    package: &str,
+    tests: &[String],
 ) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["test".into()];
-    for t in &h.tests {
+    for t in tests {
         a.extend(["--test".into(), t.into()]);
     }
-    a.extend(
-        args.cargo
-            .cargo_args(global, Packages::Only(std::slice::from_ref(&h.package))),
-    );
+    a.extend(cargo.cargo_args(global, Packages::Only(&[package.to_owned()])));
     a
 }
 
@@ -376,7 +374,7 @@ mod tests {
             manifest_path: Some("/w/Cargo.toml".into()),
         };
         assert_eq!(
-            cargo_test_args(&global, &a, &h),
+            cargo_test_args(&global, &a.cargo, &h.package, &h.tests),
             [
                 "test",
                 "--test",

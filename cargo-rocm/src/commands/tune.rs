@@ -11,7 +11,6 @@
 mod command;
 mod report;
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::Duration;
@@ -24,9 +23,9 @@ use rocm_test_events::tune::{
     TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
 };
 
-use crate::cargo_flags::{build_env, CargoFlags, Packages};
+use crate::cargo_flags::{build_env, CargoFlags};
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::commands::test::{build_harness, workspace};
+use crate::commands::test::{build_harness, cargo_test_args, workspace};
 use crate::exit;
 use crate::output::Output;
 
@@ -293,7 +292,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     for (h, root) in &harnesses {
         for test in &h.tests {
             out.status("Tuning", format!("{} ({test})", h.package));
-            let base = cargo_test_args(global, &args, &h.package, test);
+            let base = cargo_test_args(global, &args.cargo, &h.package, std::slice::from_ref(test));
             build_harness(
                 &cargo,
                 &base,
@@ -513,21 +512,6 @@ fn child_stdout(args: &TuneArgs) -> Stdio {
     } else {
         Stdio::inherit()
     }
-}
-
-/// `cargo test` arguments for one harness target (without `--no-run`).
-fn cargo_test_args(
-    global: &GlobalArgs,
-    args: &TuneArgs,
-    package: &str,
-    test: &str,
-) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["test".into(), "--test".into(), test.into()];
-    a.extend(
-        args.cargo
-            .cargo_args(global, Packages::Only(&[package.to_owned()])),
-    );
-    a
 }
 
 /// A progress bar over the harness's events file (stderr, only on a terminal).
