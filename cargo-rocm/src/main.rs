@@ -1,6 +1,7 @@
 //! `cargo-rocm`: a thin dispatcher. The work lives in `rocm-kernels` and `rocm-test`;
 //! each subcommand is one module under `commands/`.
 
+mod cargo_flags;
 mod cli;
 mod commands;
 mod exit;

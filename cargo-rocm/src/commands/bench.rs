@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use rocm_bench_history::history::RunSelector;
 use rocm_kernels_core::Backend;
 
+use crate::cargo_flags::{BenchProfile, CargoFlags};
 use crate::cli::{FormatArgs, GlobalArgs, MessageFormat};
 use crate::exit;
 use crate::output::Output;
@@ -61,13 +62,8 @@ pub struct BenchArgs {
 
 #[derive(Debug, Default, clap::Args)]
 pub struct RunArgs {
-    /// Package to benchmark (repeatable)
-    #[arg(short, long = "package", value_name = "SPEC")]
-    pub package: Vec<String>,
-
-    /// Benchmark all packages in the workspace
-    #[arg(long)]
-    pub workspace: bool,
+    #[command(flatten)]
+    pub cargo: CargoFlags<BenchProfile>,
 
     /// Only this bench target (repeatable)
     #[arg(long = "bench", value_name = "NAME")]
@@ -76,26 +72,6 @@ pub struct RunArgs {
     /// Run a benchmark suite instead of the packages' benches: gpu-benches
     #[arg(long, value_name = "NAME", conflicts_with_all = ["package", "workspace", "bench"])]
     pub suite: Option<String>,
-
-    /// Space or comma separated list of features to activate
-    #[arg(short = 'F', long, value_name = "FEATURES")]
-    pub features: Vec<String>,
-
-    /// Activate all available features
-    #[arg(long)]
-    pub all_features: bool,
-
-    /// Do not activate the `default` feature
-    #[arg(long)]
-    pub no_default_features: bool,
-
-    /// Build with the dev profile instead of bench (faster builds, slower kernels on cpu)
-    #[arg(long)]
-    pub debug: bool,
-
-    /// Directory for all generated artifacts
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
 
     /// Only benchmark on these backends: cpu, amd, nvidia (repeatable or comma separated)
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]

@@ -6,46 +6,21 @@ pub(crate) mod cargo_json;
 pub(crate) mod report;
 
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use rocm_kernels_core::manifest::BuildManifest;
 
-use crate::cli::{ColorChoice, FormatArgs, GlobalArgs};
+use crate::cargo_flags::{CargoFlags, Packages};
+use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Arguments after `--` are passed to `cargo build` unchanged.")]
 pub struct BuildArgs {
-    /// Package to build (see `cargo help pkgid`)
-    #[arg(short, long, value_name = "SPEC")]
-    pub package: Vec<String>,
-
-    /// Build all packages in the workspace
-    #[arg(long)]
-    pub workspace: bool,
-
-    /// Build artifacts in release mode, with optimizations
-    #[arg(short, long)]
-    pub release: bool,
-
-    /// Space or comma separated list of features to activate
-    #[arg(short = 'F', long, value_name = "FEATURES")]
-    pub features: Vec<String>,
-
-    /// Activate all available features
-    #[arg(long)]
-    pub all_features: bool,
-
-    /// Do not activate the `default` feature
-    #[arg(long)]
-    pub no_default_features: bool,
-
-    /// Directory for all generated artifacts
-    #[arg(long, value_name = "DIRECTORY")]
-    pub target_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cargo: CargoFlags,
 
     #[command(flatten)]
     pub format: FormatArgs,
@@ -59,46 +34,9 @@ pub struct BuildArgs {
 fn cargo_command(global: &GlobalArgs, args: &BuildArgs) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--message-format", "json-render-diagnostics"]);
-    if let Some(path) = &global.manifest_path {
-        cmd.arg("--manifest-path").arg(path);
-    }
-    for p in &args.package {
-        cmd.args(["--package", p]);
-    }
-    if args.workspace {
-        cmd.arg("--workspace");
-    }
-    if args.release {
-        cmd.arg("--release");
-    }
-    for f in &args.features {
-        cmd.args(["--features", f]);
-    }
-    if args.all_features {
-        cmd.arg("--all-features");
-    }
-    if args.no_default_features {
-        cmd.arg("--no-default-features");
-    }
-    if let Some(dir) = &args.target_dir {
-        cmd.arg("--target-dir").arg(dir);
-    }
-    if let Some(color) = global.color {
-        let when = match color {
-            ColorChoice::Auto => "auto",
-            ColorChoice::Always => "always",
-            ColorChoice::Never => "never",
-        };
-        cmd.args(["--color", when]);
-    }
-    if global.quiet {
-        cmd.arg("--quiet");
-    }
-    for _ in 0..global.verbose {
-        cmd.arg("--verbose");
-    }
-    cmd.args(&args.cargo_args);
+    cmd.args(["build", "--message-format", "json-render-diagnostics"])
+        .args(args.cargo.cargo_args(global, Packages::AsGiven))
+        .args(&args.cargo_args);
     cmd
 }
 
@@ -231,9 +169,9 @@ mod tests {
                 "/w/Cargo.toml",
                 "--package",
                 "demo",
-                "--release",
                 "--features",
                 "a,b",
+                "--release",
                 "--target-dir",
                 "/t",
                 "--locked",

@@ -16,6 +16,7 @@ use rocm_kernels_core::{Backend, ObjectFormat};
 use rocm_profile::{ncu, rocprof, AmdKernel, ProfileError, ReportInput, Workload};
 
 use super::build::cargo_json;
+use crate::cargo_flags::{CargoFlags, Packages, Release};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
 use crate::output::Output;
@@ -57,24 +58,8 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "PATH", requires = "from")]
     pub launch_log: Option<PathBuf>,
 
-    /// Package of the target
-    #[arg(short, long, value_name = "SPEC")]
-    pub package: Option<String>,
-    /// Space or comma separated list of features to activate
-    #[arg(short = 'F', long, value_name = "FEATURES")]
-    pub features: Vec<String>,
-    /// Activate all available features
-    #[arg(long)]
-    pub all_features: bool,
-    /// Do not activate the `default` feature
-    #[arg(long)]
-    pub no_default_features: bool,
-    /// Build in release mode (always for --bench)
-    #[arg(short, long)]
-    pub release: bool,
-    /// Directory for all generated artifacts
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cargo: CargoFlags,
 
     /// The backend to profile: amd, nvidia, cpu (default: the first GPU found, else cpu)
     #[arg(long, value_name = "NAME", value_parser = parse_backend)]
@@ -265,6 +250,24 @@ struct Built {
     amd_kernels: Vec<AmdKernel>,
 }
 
+/// The `cargo build` command line for the target `--{kind} {name}`.
+fn build_command(global: &GlobalArgs, args: &ProfileArgs, kind: &str, name: &str) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // Benches build in release mode, as `cargo bench` builds them.
+    let flags = CargoFlags {
+        profile: Release {
+            release: args.cargo.profile.release || kind == "bench",
+        },
+        ..args.cargo.clone()
+    };
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--message-format", "json-render-diagnostics"])
+        .arg(format!("--{kind}"))
+        .arg(name)
+        .args(flags.cargo_args(global, Packages::AsGiven));
+    cmd
+}
+
 fn build(
     global: &GlobalArgs,
     args: &ProfileArgs,
@@ -272,35 +275,7 @@ fn build(
     name: &str,
     out: &Output,
 ) -> anyhow::Result<Built> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(&cargo);
-    cmd.args(["build", "--message-format", "json-render-diagnostics"])
-        .arg(format!("--{kind}"))
-        .arg(name);
-    if let Some(m) = &global.manifest_path {
-        cmd.arg("--manifest-path").arg(m);
-    }
-    if let Some(p) = &args.package {
-        cmd.args(["--package", p]);
-    }
-    for f in &args.features {
-        cmd.args(["--features", f]);
-    }
-    if args.all_features {
-        cmd.arg("--all-features");
-    }
-    if args.no_default_features {
-        cmd.arg("--no-default-features");
-    }
-    if args.release || kind == "bench" {
-        cmd.arg("--release");
-    }
-    if let Some(d) = &args.target_dir {
-        cmd.arg("--target-dir").arg(d);
-    }
-    if global.quiet {
-        cmd.arg("--quiet");
-    }
+    let mut cmd = build_command(global, args, kind, name);
     out.verbose(format_args!("running {cmd:?}"));
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -354,7 +329,7 @@ fn build(
         }
     }
     // The target directory: the executable is at <target>/<profile>/deps/… or …/examples/….
-    let target_dir = args.target_dir.clone().unwrap_or_else(|| {
+    let target_dir = args.cargo.target_dir.clone().unwrap_or_else(|| {
         executable
             .ancestors()
             .nth(3)
@@ -524,5 +499,41 @@ mod tests {
             parse(&["--launch-log", "x"]).is_err(),
             "--launch-log needs --from"
         );
+    }
+
+    #[test]
+    fn benches_build_in_release_mode_and_cargo_flags_follow_the_target() {
+        let global = GlobalArgs {
+            verbose: 0,
+            quiet: true,
+            color: None,
+            manifest_path: None,
+        };
+        let cargo_args = |v: &[&str]| {
+            let a = parse(v).unwrap();
+            let (kind, name) = target_kind(&a).unwrap();
+            let cmd = build_command(&global, &a, kind, name);
+            cmd.get_args()
+                .map(|s| s.to_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            cargo_args(&["--bench", "kernels", "-p", "k", "-F", "f"]),
+            [
+                "build",
+                "--message-format",
+                "json-render-diagnostics",
+                "--bench",
+                "kernels",
+                "--package",
+                "k",
+                "--features",
+                "f",
+                "--release",
+                "--quiet"
+            ]
+        );
+        assert!(!cargo_args(&["--test", "kernels"]).contains(&"--release".to_owned()));
+        assert!(cargo_args(&["--test", "kernels", "-r"]).contains(&"--release".to_owned()));
     }
 }

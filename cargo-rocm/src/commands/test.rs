@@ -9,6 +9,7 @@
 mod report;
 pub(crate) mod workspace;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -16,6 +17,7 @@ use anyhow::Context;
 use rocm_kernels_core::Backend;
 use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
 
+use crate::cargo_flags::{build_env, CargoFlags, Packages};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
 use crate::output::Output;
@@ -31,33 +33,8 @@ Examples:
 Exit codes: 0 all trials passed or were skipped, 1 a trial failed, 2 usage error,
 4 the crate or its kernels did not build, 5 no harness found or a manifest is unreadable.")]
 pub struct TestArgs {
-    /// Package to test (repeatable)
-    #[arg(short, long = "package", value_name = "SPEC")]
-    pub package: Vec<String>,
-
-    /// Test all packages in the workspace
-    #[arg(long)]
-    pub workspace: bool,
-
-    /// Space or comma separated list of features to activate
-    #[arg(short = 'F', long, value_name = "FEATURES")]
-    pub features: Vec<String>,
-
-    /// Activate all available features
-    #[arg(long)]
-    pub all_features: bool,
-
-    /// Do not activate the `default` feature
-    #[arg(long)]
-    pub no_default_features: bool,
-
-    /// Build in release mode, with optimizations
-    #[arg(short, long)]
-    pub release: bool,
-
-    /// Directory for all generated artifacts
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cargo: CargoFlags,
 
     /// Only run trials of these backends: cpu, amd, nvidia (repeatable or comma separated)
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
@@ -112,7 +89,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+    let packages = args.cargo.selected(&meta, &manifest)?;
     let harnesses: Vec<workspace::HarnessTargets> = packages
         .iter()
         .map(|p| workspace::harness_targets(p))
@@ -138,6 +115,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     }
 
     let target_dir = args
+        .cargo
         .target_dir
         .clone()
         .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
@@ -152,26 +130,18 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let mut cargo_failures = Vec::new();
     for h in &harnesses {
         out.status("Testing", format!("{} ({})", h.package, h.tests.join(", ")));
-        let base = cargo_test_args(&args, global.manifest_path.as_deref(), h);
-        // Build first, so a compile error is told apart from a failing trial (cargo says 101 for both).
-        let status = Command::new(&cargo)
-            .args(&base)
-            .envs(build_env(&args))
-            .arg("--no-run")
-            .stdout(child_stdout(&args))
-            .status()
-            .with_context(|| format!("could not run `{cargo} test`"))?;
-        if !status.success() {
-            return Err(exit::coded(
-                exit::BUILD,
-                format!(
-                    "building the tests of `{}` failed (see cargo's messages above)",
-                    h.package
-                ),
-            ));
-        }
+        let base = cargo_test_args(global, &args.cargo, &h.package, &h.tests);
+        build_harness(
+            &cargo,
+            &base,
+            &args.backend,
+            child_stdout(&args),
+            &h.package,
+        )?;
         let mut cmd = Command::new(&cargo);
-        cmd.args(&base).envs(build_env(&args)).arg("--no-fail-fast");
+        cmd.args(&base)
+            .envs(build_env(&args.backend))
+            .arg("--no-fail-fast");
         if !args.args.is_empty() {
             cmd.arg("--").args(&args.args);
         }
@@ -265,6 +235,31 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     Ok(exit::OK)
 }
 
+/// Build a package's harness tests first (`cargo test --no-run`; `base`: the `cargo test`
+/// arguments), so a compile error is told apart from a failing trial (cargo says 101 for both).
+pub(crate) fn build_harness(
+    cargo: &str,
+    base: &[OsString],
+    backends: &[Backend],
+    stdout: Stdio,
+    package: &str,
+) -> anyhow::Result<()> {
+    let status = Command::new(cargo)
+        .args(base)
+        .envs(build_env(backends))
+        .arg("--no-run")
+        .stdout(stdout)
+        .status()
+        .with_context(|| format!("could not run `{cargo} test`"))?;
+    if !status.success() {
+        return Err(exit::coded(
+            exit::BUILD,
+            format!("building the tests of `{package}` failed (see cargo's messages above)"),
+        ));
+    }
+    Ok(())
+}
+
 /// In JSON mode stdout carries only our events, so the test binaries' output goes to stderr.
 fn child_stdout(args: &TestArgs) -> Stdio {
     if args.format.json() {
@@ -274,50 +269,19 @@ fn child_stdout(args: &TestArgs) -> Stdio {
     }
 }
 
-/// `cargo test` arguments for one package's harness targets (without `--no-run` or `--`).
-fn cargo_test_args(
-    args: &TestArgs,
-    manifest_path: Option<&Path>,
-    h: &workspace::HarnessTargets,
-) -> Vec<String> {
-    let mut a = vec!["test".to_owned(), "-p".to_owned(), h.package.clone()];
-    for t in &h.tests {
-        a.push("--test".to_owned());
-        a.push(t.clone());
+/// `cargo test` arguments for harness targets of one package (without `--no-run` or `--`).
+pub(crate) fn cargo_test_args(
+    global: &GlobalArgs,
+    cargo: &CargoFlags,
+    package: &str,
+    tests: &[String],
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["test".into()];
+    for t in tests {
+        a.extend(["--test".into(), t.into()]);
     }
-    if let Some(m) = manifest_path {
-        a.push("--manifest-path".to_owned());
-        a.push(m.display().to_string());
-    }
-    for f in &args.features {
-        a.push("--features".to_owned());
-        a.push(f.clone());
-    }
-    if args.all_features {
-        a.push("--all-features".to_owned());
-    }
-    if args.no_default_features {
-        a.push("--no-default-features".to_owned());
-    }
-    if args.release {
-        a.push("--release".to_owned());
-    }
-    if let Some(d) = &args.target_dir {
-        a.push("--target-dir".to_owned());
-        a.push(d.display().to_string());
-    }
+    a.extend(cargo.cargo_args(global, Packages::Only(&[package.to_owned()])));
     a
-}
-
-/// What the kernel builds see: `--backend` also limits the backends the build scripts compile
-/// for (`ROCM_BACKENDS`), so a broken compiler of a backend not asked for cannot fail the build.
-/// Both cargo invocations get it, or the second would rebuild.
-fn build_env(args: &TestArgs) -> Vec<(&'static str, String)> {
-    if args.backend.is_empty() {
-        return Vec::new();
-    }
-    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
-    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
 }
 
 /// The `ROCM_TEST_*` variables that carry our options to the harnesses.
@@ -403,16 +367,22 @@ mod tests {
             package: "k".into(),
             tests: vec!["kernels".into()],
         };
+        let global = GlobalArgs {
+            verbose: 0,
+            quiet: false,
+            color: None,
+            manifest_path: Some("/w/Cargo.toml".into()),
+        };
         assert_eq!(
-            cargo_test_args(&a, Some(Path::new("/w/Cargo.toml")), &h),
+            cargo_test_args(&global, &a.cargo, &h.package, &h.tests),
             [
                 "test",
-                "-p",
-                "k",
                 "--test",
                 "kernels",
                 "--manifest-path",
                 "/w/Cargo.toml",
+                "--package",
+                "k",
                 "--features",
                 "x,y",
                 "--release",
@@ -429,13 +399,13 @@ mod tests {
         assert!(env.contains(&("ROCM_TEST_SEED", "0x2a".into())));
         assert!(env.contains(&("ROCM_TEST_CASES", "4".into())));
         assert!(!env.iter().any(|(k, _)| *k == "ROCM_TEST_RACE_CHECK"));
-        assert_eq!(build_env(&a), [("ROCM_BACKENDS", "cpu".to_owned())]);
+        assert_eq!(build_env(&a.backend), [("ROCM_BACKENDS", "cpu".to_owned())]);
         let env_of = |v: &[&str]| harness_env(&parse(v), Path::new("/e"));
         assert!(env_of(&["--race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "all".into())));
         assert!(env_of(&["--race-check=5"]).contains(&("ROCM_TEST_RACE_CHECK", "5".into())));
         assert!(env_of(&["--no-race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "off".into())));
         assert!(env_of(&["--cpu-exec", "fibers"]).contains(&("ROCM_CPU_EXEC", "fibers".into())));
-        assert!(build_env(&parse(&[])).is_empty());
+        assert!(build_env(&parse(&[]).backend).is_empty());
     }
 
     #[test]

@@ -23,8 +23,9 @@ use rocm_test_events::tune::{
     TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
 };
 
+use crate::cargo_flags::{build_env, CargoFlags};
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::commands::test::workspace;
+use crate::commands::test::{build_harness, cargo_test_args, workspace};
 use crate::exit;
 use crate::output::Output;
 
@@ -39,40 +40,15 @@ Examples:
 Strategies: brute_force, random, annealing, genetic, bayes, regression_prune (default).
 Results: the crate's tune/wisdom.json (the best configuration per device and problem size,
 for Build::compile_tuned), <target-dir>/rocm/tune/ (append-only caches a rerun resumes from,
-results.json, report.html).
+results.json, report.html). --release makes the Rust references and the harness run faster;
+kernels are optimised either way.
 
 Exit codes: 0 tuned, 1 a tunable could not be tuned (bad declaration, empty space, a reference
 that panics, a kernel past the time limit), 2 usage error, 3 no device or compiler for the
 backend asked for, 4 the crate did not build, 5 no harness or tunable found.")]
 pub struct TuneArgs {
-    /// Package to tune (repeatable)
-    #[arg(short, long = "package", value_name = "SPEC")]
-    pub package: Vec<String>,
-
-    /// Tune all packages in the workspace
-    #[arg(long)]
-    pub workspace: bool,
-
-    /// Space or comma separated list of features to activate
-    #[arg(short = 'F', long, value_name = "FEATURES")]
-    pub features: Vec<String>,
-
-    /// Activate all available features
-    #[arg(long)]
-    pub all_features: bool,
-
-    /// Do not activate the `default` feature
-    #[arg(long)]
-    pub no_default_features: bool,
-
-    /// Build in release mode (the references and the harness run faster; kernels are optimised
-    /// either way)
-    #[arg(short, long)]
-    pub release: bool,
-
-    /// Directory for all generated artifacts
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cargo: CargoFlags,
 
     /// Backends to tune on: cpu, amd, nvidia (default: the first GPU found, else cpu)
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
@@ -244,7 +220,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     if args.cmd_template.is_some() {
         // No crate needed: results go to its target directory when there is one.
-        let target_dir = match &args.target_dir {
+        let target_dir = match &args.cargo.target_dir {
             Some(d) => d.clone(),
             None => workspace::locate_manifest(global.manifest_path.as_deref())
                 .ok()
@@ -257,6 +233,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     }
     if !args.harness.is_empty() {
         let target_dir = args
+            .cargo
             .target_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("target"));
@@ -272,14 +249,14 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
                 .unwrap_or_default();
             out.status("Tuning", exe.display().to_string());
             let mut cmd = Process::new(exe);
-            cmd.envs(build_env(&args));
+            cmd.envs(build_env(&args.backend));
             run_harness(&args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
         }
         return present(&args, &out_dir, report, out);
     }
     let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    let packages = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+    let packages = args.cargo.selected(&meta, &manifest)?;
     let harnesses: Vec<(workspace::HarnessTargets, PathBuf)> = packages
         .iter()
         .map(|p| {
@@ -303,6 +280,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         ));
     }
     let target_dir = args
+        .cargo
         .target_dir
         .clone()
         .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
@@ -314,25 +292,16 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     for (h, root) in &harnesses {
         for test in &h.tests {
             out.status("Tuning", format!("{} ({test})", h.package));
-            let base = cargo_args(&args, global.manifest_path.as_deref(), &h.package, test);
-            let status = Process::new(&cargo)
-                .args(&base)
-                .envs(build_env(&args))
-                .arg("--no-run")
-                .stdout(child_stdout(&args))
-                .status()
-                .with_context(|| format!("could not run `{cargo} test`"))?;
-            if !status.success() {
-                return Err(exit::coded(
-                    exit::BUILD,
-                    format!(
-                        "building the tests of `{}` failed (see cargo's messages above)",
-                        h.package
-                    ),
-                ));
-            }
+            let base = cargo_test_args(global, &args.cargo, &h.package, std::slice::from_ref(test));
+            build_harness(
+                &cargo,
+                &base,
+                &args.backend,
+                child_stdout(&args),
+                &h.package,
+            )?;
             let mut cmd = Process::new(&cargo);
-            cmd.args(&base).envs(build_env(&args));
+            cmd.args(&base).envs(build_env(&args.backend));
             run_harness(
                 &args,
                 cmd,
@@ -543,52 +512,6 @@ fn child_stdout(args: &TuneArgs) -> Stdio {
     } else {
         Stdio::inherit()
     }
-}
-
-fn cargo_args(
-    args: &TuneArgs,
-    manifest_path: Option<&Path>,
-    package: &str,
-    test: &str,
-) -> Vec<String> {
-    let mut a = vec![
-        "test".to_owned(),
-        "-p".to_owned(),
-        package.to_owned(),
-        "--test".to_owned(),
-        test.to_owned(),
-    ];
-    if let Some(m) = manifest_path {
-        a.push("--manifest-path".to_owned());
-        a.push(m.display().to_string());
-    }
-    for f in &args.features {
-        a.push("--features".to_owned());
-        a.push(f.clone());
-    }
-    if args.all_features {
-        a.push("--all-features".to_owned());
-    }
-    if args.no_default_features {
-        a.push("--no-default-features".to_owned());
-    }
-    if args.release {
-        a.push("--release".to_owned());
-    }
-    if let Some(d) = &args.target_dir {
-        a.push("--target-dir".to_owned());
-        a.push(d.display().to_string());
-    }
-    a
-}
-
-/// As `cargo rocm test`: `--backend` limits what the build scripts compile.
-fn build_env(args: &TuneArgs) -> Vec<(&'static str, String)> {
-    if args.backend.is_empty() {
-        return Vec::new();
-    }
-    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
-    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
 }
 
 /// A progress bar over the harness's events file (stderr, only on a terminal).
@@ -987,7 +910,7 @@ mod tests {
         assert_eq!(r.problems[0]["n"], 2048);
         assert_eq!(r.filter, ["matmul"]);
         assert_eq!(r.wisdom, Some(PathBuf::from("/crate/tune/wisdom.json")));
-        assert_eq!(build_env(&a), [("ROCM_BACKENDS", "cpu".to_owned())]);
+        assert_eq!(build_env(&a.backend), [("ROCM_BACKENDS", "cpu".to_owned())]);
         let r = request(
             &parse(&["--no-wisdom"]).unwrap(),
             Path::new("/c"),

@@ -1,5 +1,6 @@
 //! Running benches: build them, run each binary, record every result as it arrives, report.
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,6 +16,7 @@ use rocm_kernels_core::Backend;
 
 use super::machine::MachineInfo;
 use super::{history_error, RunArgs, SUITES};
+use crate::cargo_flags::{build_env, Packages};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::commands::test::workspace;
 use crate::exit;
@@ -38,7 +40,7 @@ pub fn history_path(
 }
 
 fn target_dir(global: &GlobalArgs, run: &RunArgs) -> anyhow::Result<PathBuf> {
-    if let Some(d) = &run.target_dir {
+    if let Some(d) = &run.cargo.target_dir {
         return Ok(d.clone());
     }
     let cargo = cargo();
@@ -157,39 +159,17 @@ fn suite_package(
     Ok(((*package).to_owned(), Some(manifest)))
 }
 
-fn cargo_bench_args(args: &RunArgs, manifest: Option<&Path>, packages: &[String]) -> Vec<String> {
-    let mut a = vec!["bench".to_owned(), "--no-run".to_owned()];
-    a.push("--message-format=json-render-diagnostics".to_owned());
-    for p in packages {
-        a.push("-p".to_owned());
-        a.push(p.clone());
-    }
+/// `cargo bench --no-run` for these packages, with the manifest `global` names.
+fn cargo_bench_args(global: &GlobalArgs, args: &RunArgs, packages: &[String]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec![
+        "bench".into(),
+        "--no-run".into(),
+        "--message-format=json-render-diagnostics".into(),
+    ];
     for b in &args.bench {
-        a.push("--bench".to_owned());
-        a.push(b.clone());
+        a.extend(["--bench".into(), b.into()]);
     }
-    if let Some(m) = manifest {
-        a.push("--manifest-path".to_owned());
-        a.push(m.display().to_string());
-    }
-    for f in &args.features {
-        a.push("--features".to_owned());
-        a.push(f.clone());
-    }
-    if args.all_features {
-        a.push("--all-features".to_owned());
-    }
-    if args.no_default_features {
-        a.push("--no-default-features".to_owned());
-    }
-    if args.debug {
-        a.push("--profile".to_owned());
-        a.push("dev".to_owned());
-    }
-    if let Some(d) = &args.target_dir {
-        a.push("--target-dir".to_owned());
-        a.push(d.display().to_string());
-    }
+    a.extend(args.cargo.cargo_args(global, Packages::Only(packages)));
     a
 }
 
@@ -220,14 +200,6 @@ fn bench_env(args: &RunArgs, events: &Path, criterion_home: &Path) -> Vec<(&'sta
         env.push((vars::SMALL, "1".to_owned()));
     }
     env
-}
-
-fn build_env(args: &RunArgs) -> Vec<(&'static str, String)> {
-    if args.backend.is_empty() {
-        return Vec::new();
-    }
-    let list: Vec<&str> = args.backend.iter().map(|b| b.as_str()).collect();
-    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
 }
 
 /// The commit of the work tree at `dir` and whether it has uncommitted changes.
@@ -268,13 +240,13 @@ pub fn run(
     let cargo = cargo();
     let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    let (packages, build_manifest): (Vec<String>, Option<PathBuf>) = match &args.suite {
+    let (packages, suite_manifest): (Vec<String>, Option<PathBuf>) = match &args.suite {
         Some(name) => {
             let (package, manifest) = suite_package(name, &meta)?;
             (vec![package], manifest)
         }
         None => {
-            let selected = workspace::selected(&meta, &args.package, args.workspace, &manifest)?;
+            let selected = args.cargo.selected(&meta, &manifest)?;
             let with_benches: Vec<String> = selected
                 .iter()
                 .filter(|p| p.targets.iter().any(|t| t.is_bench()))
@@ -292,12 +264,18 @@ pub fn run(
                     ),
                 ));
             }
-            (with_benches, global.manifest_path.clone())
+            (with_benches, None)
         }
+    };
+    // A suite outside this workspace builds from its own manifest.
+    let build_global = GlobalArgs {
+        manifest_path: suite_manifest.or_else(|| global.manifest_path.clone()),
+        ..global.clone()
     };
     check_devices(args)?;
 
     let target_dir = args
+        .cargo
         .target_dir
         .clone()
         .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
@@ -312,8 +290,8 @@ pub fn run(
     out.status("Building", format!("benches of {}", packages.join(", ")));
     let mut build = Command::new(&cargo);
     build
-        .args(cargo_bench_args(args, build_manifest.as_deref(), &packages))
-        .envs(build_env(args))
+        .args(cargo_bench_args(&build_global, args, &packages))
+        .envs(build_env(&args.backend))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     out.verbose(format!("running {build:?}"));
@@ -549,4 +527,71 @@ fn progress_bar(out: &Output) -> indicatif::ProgressBar {
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::bench::BenchArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        global: GlobalArgs,
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(v: &[&str]) -> Result<Wrap, clap::Error> {
+        Wrap::try_parse_from(std::iter::once("bench").chain(v.iter().copied()))
+    }
+
+    #[test]
+    fn cargo_bench_gets_the_cargo_flags_and_debug_picks_the_dev_profile() {
+        let w = parse(&[
+            "--bench",
+            "kernels",
+            "-F",
+            "f",
+            "--debug",
+            "--locked",
+            "--target-dir",
+            "/t",
+            "--manifest-path",
+            "/w/Cargo.toml",
+        ])
+        .unwrap();
+        let args: Vec<String> = cargo_bench_args(&w.global, &w.bench.run, &["k".to_owned()])
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "bench",
+                "--no-run",
+                "--message-format=json-render-diagnostics",
+                "--bench",
+                "kernels",
+                "--manifest-path",
+                "/w/Cargo.toml",
+                "--package",
+                "k",
+                "--features",
+                "f",
+                "--profile",
+                "dev",
+                "--target-dir",
+                "/t",
+                "--locked",
+            ]
+        );
+        assert!(
+            parse(&["--release"]).is_err(),
+            "cargo bench has no --release"
+        );
+        assert!(parse(&["--suite", "gpu-benches", "-p", "k"]).is_err());
+        assert!(parse(&["--suite", "gpu-benches", "--workspace"]).is_err());
+    }
 }

@@ -39,12 +39,14 @@ pub fn metadata(cargo: &str, manifest_path: Option<&Path>) -> anyhow::Result<Met
 }
 
 /// Which packages `cargo test` would test with these selection flags: `-p` names, all members
-/// with `--workspace`, else the package whose manifest was given (or is in the current
-/// directory), else the workspace's default members.
+/// with `--workspace` but those `--exclude` names (or matches, as a glob pattern), else the
+/// package whose manifest was given (or is in the current directory), else the workspace's
+/// default members.
 pub fn selected<'m>(
     meta: &'m Metadata,
     packages: &[String],
     workspace: bool,
+    exclude: &[String],
     manifest: &Path,
 ) -> anyhow::Result<Vec<&'m Package>> {
     let members: Vec<&Package> = meta
@@ -74,7 +76,7 @@ pub fn selected<'m>(
             .collect();
     }
     if workspace {
-        return Ok(members);
+        return without(members, exclude);
     }
     let manifest = manifest
         .canonicalize()
@@ -99,6 +101,32 @@ pub fn selected<'m>(
     } else {
         defaults
     })
+}
+
+/// `members` less those `exclude` names or matches; a spec that matches no member is a usage
+/// error, so a misspelt one does not go unnoticed.
+fn without<'m>(members: Vec<&'m Package>, exclude: &[String]) -> anyhow::Result<Vec<&'m Package>> {
+    let mut kept = members.clone();
+    for spec in exclude {
+        let pattern = glob::Pattern::new(spec).map_err(|e| {
+            exit::coded(
+                exit::USAGE,
+                format!("--exclude `{spec}` is not a package name or glob pattern: {e}"),
+            )
+        })?;
+        if !members.iter().any(|p| pattern.matches(&p.name)) {
+            let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
+            return Err(exit::coded(
+                exit::USAGE,
+                format!(
+                    "--exclude `{spec}` matches no member of this workspace (members: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+        kept.retain(|p| !pattern.matches(&p.name));
+    }
+    Ok(kept)
 }
 
 /// The harness test targets of `package`: `[[test]]` entries with `harness = false`, when the
@@ -189,5 +217,28 @@ mod tests {
             .unwrap()
             .is_empty());
         assert!(harness_false_tests("[[test]").is_err());
+    }
+
+    #[test]
+    fn exclude_leaves_out_members_of_the_workspace() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let meta = metadata(&cargo, Some(&manifest)).unwrap();
+        let names = |exclude: &[&str]| {
+            let exclude: Vec<String> = exclude.iter().map(|e| e.to_string()).collect();
+            selected(&meta, &[], true, &exclude, &manifest)
+                .map(|ps| ps.iter().map(|p| p.name.to_string()).collect::<Vec<_>>())
+        };
+        let all = names(&[]).unwrap();
+        assert!(all.contains(&"cargo-rocm".to_owned()) && all.contains(&"rocm-tune".to_owned()));
+        let some = names(&["rocm-tune", "rocm-bench*"]).unwrap();
+        assert_eq!(some.len() + 3, all.len(), "{some:?}");
+        assert!(some.contains(&"cargo-rocm".to_owned()));
+        assert!(!some
+            .iter()
+            .any(|n| n == "rocm-tune" || n.starts_with("rocm-bench")));
+        let err = names(&["no-such-crate"]).unwrap_err();
+        assert_eq!(exit::code_for(&err), exit::USAGE);
+        assert!(err.to_string().contains("matches no member"), "{err}");
     }
 }
