@@ -18,11 +18,25 @@ typedef long long index_t;
 // Threads per block of the row kernels (ROW_BLOCK in src/lib.rs).
 #define ROW_BLOCK 256
 
+// Elements per thread of `scale` and `swiglu` (VEC in src/lib.rs): one 16-byte load per input
+// and one store, the last n % 4 elements one at a time. The buffers must be 16-byte aligned, as
+// device allocations are (not a sub-slice at an odd offset).
+#define VEC 4
+
 // y[i] = s * x[i]
 __global__ void scale(int n, float s, const float* x, float* y) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        y[i] = s * x[i];
+    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+    if (i + VEC <= n) {
+        float4 v = *(const float4*)(x + i);
+        v.x *= s;
+        v.y *= s;
+        v.z *= s;
+        v.w *= s;
+        *(float4*)(y + i) = v;
+    } else {
+        for (; i < n; i++) {
+            y[i] = s * x[i];
+        }
     }
 }
 
@@ -72,24 +86,50 @@ __device__ float block_sum(float v, float* red) {
     return r;
 }
 
+// Values of a row each thread keeps in registers between the passes of the row kernels: rows of
+// up to ROW_BLOCK * ROW_CACHE columns are read from memory once; the columns past that are read
+// again in each pass.
+#define ROW_CACHE 16
+
 // Numerically stable softmax of each row: y = exp(x - max) / sum(exp(x - max)). Masked entries
 // (-inf) become 0. One block of ROW_BLOCK threads per row.
 __global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, const float* x, float* y) {
     __shared__ float red[ROW_BLOCK];
     const float* xr = x + (index_t)blockIdx.x * cols;
     float* yr = y + (index_t)blockIdx.x * cols;
+    const int rest = ROW_BLOCK * ROW_CACHE;
+    float v[ROW_CACHE];
     float m = NEG_INF;
-    for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
+#pragma unroll
+    for (int k = 0; k < ROW_CACHE; k++) {
+        int c = threadIdx.x + k * ROW_BLOCK;
+        v[k] = c < cols ? xr[c] : NEG_INF;
+        m = fmaxf(m, v[k]);
+    }
+    for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
         m = fmaxf(m, xr[c]);
     }
     m = block_max(m, red);
     float s = 0.0f;
-    for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
+#pragma unroll
+    for (int k = 0; k < ROW_CACHE; k++) {
+        int c = threadIdx.x + k * ROW_BLOCK;
+        v[k] = c < cols ? expf(v[k] - m) : 0.0f;
+        s += v[k];
+    }
+    for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
         s += expf(xr[c] - m);
     }
     s = block_sum(s, red);
     float inv = 1.0f / s;
-    for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
+#pragma unroll
+    for (int k = 0; k < ROW_CACHE; k++) {
+        int c = threadIdx.x + k * ROW_BLOCK;
+        if (c < cols) {
+            yr[c] = v[k] * inv;
+        }
+    }
+    for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
         yr[c] = expf(xr[c] - m) * inv;
     }
 }
@@ -99,23 +139,50 @@ __global__ void __launch_bounds__(ROW_BLOCK) rmsnorm(int rows, int cols, float e
     __shared__ float red[ROW_BLOCK];
     const float* xr = x + (index_t)blockIdx.x * cols;
     float* yr = y + (index_t)blockIdx.x * cols;
+    const int rest = ROW_BLOCK * ROW_CACHE;
+    float v[ROW_CACHE];
     float ss = 0.0f;
-    for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
+#pragma unroll
+    for (int k = 0; k < ROW_CACHE; k++) {
+        int c = threadIdx.x + k * ROW_BLOCK;
+        v[k] = c < cols ? xr[c] : 0.0f;
+        ss += v[k] * v[k];
+    }
+    for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
         ss += xr[c] * xr[c];
     }
     ss = block_sum(ss, red);
     float inv = 1.0f / sqrtf(ss / cols + eps);
-    for (int c = threadIdx.x; c < cols; c += ROW_BLOCK) {
+#pragma unroll
+    for (int k = 0; k < ROW_CACHE; k++) {
+        int c = threadIdx.x + k * ROW_BLOCK;
+        if (c < cols) {
+            yr[c] = v[k] * inv * w[c];
+        }
+    }
+    for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
         yr[c] = xr[c] * inv * w[c];
     }
 }
 
-// SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+__device__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+// SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)); VEC elements a thread, as `scale`.
 __global__ void swiglu(int n, const float* gate, const float* up, float* y) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float g = gate[i];
-        y[i] = g / (1.0f + expf(-g)) * up[i];
+    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+    if (i + VEC <= n) {
+        float4 g = *(const float4*)(gate + i);
+        float4 u = *(const float4*)(up + i);
+        float4 r;
+        r.x = silu_times(g.x, u.x);
+        r.y = silu_times(g.y, u.y);
+        r.z = silu_times(g.z, u.z);
+        r.w = silu_times(g.w, u.w);
+        *(float4*)(y + i) = r;
+    } else {
+        for (; i < n; i++) {
+            y[i] = silu_times(gate[i], up[i]);
+        }
     }
 }
 

@@ -66,10 +66,21 @@ fn non_empty(kernel: &'static str, dims: &[(&str, usize)]) -> Result<(), ShapeEr
     Ok(())
 }
 
-/// Launch of an elementwise kernel (`scale`, `swiglu`, `causal_mask`) over `n` elements.
+/// Launch of an elementwise kernel with one element per thread (`causal_mask`) over `n`
+/// elements.
 pub fn elementwise_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig, ShapeError> {
     non_empty(kernel, &[("the element count", n)])?;
     Ok(LaunchConfig::cover(n, ELEMENTWISE_BLOCK))
+}
+
+/// Elements per thread of `scale` and `swiglu` (`VEC` in `kernels/llm.hip`).
+pub const VEC: usize = 4;
+
+/// Launch of `scale` or `swiglu` over `n` elements: [`VEC`] a thread (16-byte loads), so their
+/// buffers must be 16-byte aligned, as device allocations are.
+pub fn vec_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig, ShapeError> {
+    non_empty(kernel, &[("the element count", n)])?;
+    Ok(LaunchConfig::cover(n.div_ceil(VEC), ELEMENTWISE_BLOCK))
 }
 
 /// Launch of a row kernel (`softmax_rows`, `rmsnorm`): one block per row.

@@ -94,7 +94,7 @@ fn memory_bound(c: &mut Criterion) {
         let mut g = b.group(c, "scale", bytes(2 * n));
         g.bench_launches(&format!("n={n}"), &b.stream, |s| {
             scale
-                .launch(llm::elementwise_launch("scale", n).unwrap())
+                .launch(llm::vec_launch("scale", n).unwrap())
                 .arg(&n32)
                 .arg(&0.5f32)
                 .arg(&x)
@@ -107,7 +107,7 @@ fn memory_bound(c: &mut Criterion) {
         let mut g = b.group(c, "swiglu", bytes(3 * n));
         g.bench_launches(&format!("n={n}"), &b.stream, |s| {
             swiglu
-                .launch(llm::elementwise_launch("swiglu", n).unwrap())
+                .launch(llm::vec_launch("swiglu", n).unwrap())
                 .arg(&n32)
                 .arg(&gate)
                 .arg(&up)
