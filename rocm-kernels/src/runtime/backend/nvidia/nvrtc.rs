@@ -139,6 +139,17 @@ pub(crate) fn version() -> Result<String> {
     Ok(format!("{major}.{minor}"))
 }
 
+/// CUDA's header folders, found once per process: finding them asks `python3` for its
+/// `sys.path` (where pip puts the CUDA wheels), tens of milliseconds that `cargo rocm tune` paid
+/// on every candidate it compiled.
+fn cuda_include_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let env = |v: &str| std::env::var_os(v);
+        rocm_toolkit::nvcc::cuda_include_dirs(&env)
+    })
+}
+
 /// Compile `source` (the text of `name`) to PTX for `arch` (`sm_90`), with the symbol NVRTC gives
 /// each of `kernels` (the library's names: `saxpy`, `scale<float>`; `&name` is the expression
 /// NVRTC lowers). Kernels it does not find are left out.
@@ -183,14 +194,13 @@ pub(crate) fn compile_with<'k>(
             std::env::temp_dir().display()
         ),
     })?;
-    let env = |v: &str| std::env::var_os(v);
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_owned(),
         format!("--include-path={}", dir.display()),
     ];
     options.extend(
-        rocm_toolkit::nvcc::cuda_include_dirs(&env)
+        cuda_include_dirs()
             .iter()
             .map(|d| format!("--include-path={}", d.display())),
     );
