@@ -19,14 +19,19 @@ typedef long long index_t;
 #define ROW_BLOCK 256
 
 // Elements per thread of `scale` and `swiglu` (VEC in src/lib.rs): one 16-byte load per input
-// and one store, the last n % 4 elements one at a time. The buffers must be 16-byte aligned, as
-// device allocations are (not a sub-slice at an odd offset).
+// and one store where the buffers are 16-byte aligned (device allocations are), else one element
+// at a time (a sub-slice at an odd offset; the cpu backend's checked mode, which ends a buffer at
+// a guard page); the last n % 4 elements one at a time.
 #define VEC 4
+
+__device__ bool aligned16(const void* a, const void* b, const void* c) {
+    return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c) & 15) == 0;
+}
 
 // y[i] = s * x[i]
 __global__ void scale(int n, float s, const float* x, float* y) {
     index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
-    if (i + VEC <= n) {
+    if (i + VEC <= n && aligned16(x, y, y)) {
         float4 v = *(const float4*)(x + i);
         v.x *= s;
         v.y *= s;
@@ -34,7 +39,7 @@ __global__ void scale(int n, float s, const float* x, float* y) {
         v.w *= s;
         *(float4*)(y + i) = v;
     } else {
-        for (; i < n; i++) {
+        for (index_t end = i + VEC < n ? i + VEC : n; i < end; i++) {
             y[i] = s * x[i];
         }
     }
@@ -170,7 +175,7 @@ __device__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u
 // SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)); VEC elements a thread, as `scale`.
 __global__ void swiglu(int n, const float* gate, const float* up, float* y) {
     index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
-    if (i + VEC <= n) {
+    if (i + VEC <= n && aligned16(gate, up, y)) {
         float4 g = *(const float4*)(gate + i);
         float4 u = *(const float4*)(up + i);
         float4 r;
@@ -180,7 +185,7 @@ __global__ void swiglu(int n, const float* gate, const float* up, float* y) {
         r.w = silu_times(g.w, u.w);
         *(float4*)(y + i) = r;
     } else {
-        for (; i < n; i++) {
+        for (index_t end = i + VEC < n ? i + VEC : n; i < end; i++) {
             y[i] = silu_times(gate[i], up[i]);
         }
     }

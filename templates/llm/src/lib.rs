@@ -76,8 +76,8 @@ pub fn elementwise_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig
 /// Elements per thread of `scale` and `swiglu` (`VEC` in `kernels/llm.hip`).
 pub const VEC: usize = 4;
 
-/// Launch of `scale` or `swiglu` over `n` elements: [`VEC`] a thread (16-byte loads), so their
-/// buffers must be 16-byte aligned, as device allocations are.
+/// Launch of `scale` or `swiglu` over `n` elements: [`VEC`] a thread (16-byte loads where the
+/// buffers are 16-byte aligned, as device allocations are; one at a time where they are not).
 pub fn vec_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig, ShapeError> {
     non_empty(kernel, &[("the element count", n)])?;
     Ok(LaunchConfig::cover(n.div_ceil(VEC), ELEMENTWISE_BLOCK))
