@@ -1,6 +1,9 @@
 //! hipRTC, the amd backend's run-time compiler (`cargo rocm tune` compiles candidates with it):
 //! compiling needs no AMD GPU, only hipRTC (inside Debian's `libamdhip64` 5.2, as in this
-//! project's CI, or `libhiprtc` from ROCm 6 on) and the device libraries.
+//! project's CI, or `libhiprtc` from ROCm 6 on) and the device libraries. Each test runs in a
+//! process of its own: hipRTC brings LLVM's signal handlers into the process, which then no
+//! longer leaves a guard-page fault to the cpu backend's handler (the suite's out-of-bounds
+//! tests crashed the whole test process on CI).
 
 use rocm_kernels::library::ObjectFormat;
 use rocm_kernels::runtime::backend::amd;
@@ -22,7 +25,7 @@ template __global__ void scale<float>(float*, float);
 extern "C" __global__ void plain(int* p) { p[threadIdx.x] = SCALE; }
 "#;
 
-#[testkit::test(needs = [HIPRTC])]
+#[testkit::test(isolated, needs = [HIPRTC])]
 fn hiprtc_compiles_a_code_object_with_the_kernels_symbols() {
     let image = amd::compile_at_run_time(
         "tunable.hip",
@@ -49,7 +52,7 @@ fn hiprtc_compiles_a_code_object_with_the_kernels_symbols() {
     );
 }
 
-#[testkit::test(needs = [HIPRTC])]
+#[testkit::test(isolated, needs = [HIPRTC])]
 fn a_hiprtc_compile_error_carries_the_compilers_log() {
     // Without -DSCALE the source does not compile.
     let err = amd::compile_at_run_time("tunable.hip", SOURCE.as_bytes(), "gfx90a", &["plain"], &[])
