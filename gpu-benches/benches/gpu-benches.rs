@@ -22,6 +22,10 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(2);
     }
+    if let Err(e) = gpu_benches::benches::latency::from_kb() {
+        eprintln!("gpu-benches: {e}");
+        return std::process::ExitCode::from(2);
+    }
     let small = std::env::var(rocm_bench::vars::SMALL).is_ok_and(|v| v == "1");
     let mut failed = false;
     for target in rocm_bench::targets() {

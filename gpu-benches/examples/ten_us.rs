@@ -104,5 +104,53 @@ fn main() -> rocm_kernels::runtime::Result<()> {
         "host clock, synchronous launch: median {:8.2} µs",
         median(host)
     );
+    launch_path(&module, &stream)
+}
+
+/// The launch path's own cost beside the launch rate gpu-small-kernels measures: the original's
+/// scale kernel over 4096 doubles (its 64 kB point, block 256), the host clock around queueing
+/// 100 launches (synchronized outside the timing), and device events around 3000 back-to-back
+/// launches. When the two agree, back-to-back small kernels are bound by the host's launch path.
+fn launch_path(
+    module: &rocm_kernels::runtime::Module,
+    stream: &rocm_kernels::runtime::Stream,
+) -> rocm_kernels::runtime::Result<()> {
+    let device = module.device();
+    let kernel = module.kernel("small_kernels_scale")?;
+    let n = 4096i32;
+    let mut a = device.alloc::<f64>(n as usize)?;
+    let mut b = device.alloc::<f64>(n as usize)?;
+    let config = LaunchConfig::new((n as u32 / 256 + 1, 1, 1), (256, 1, 1));
+    let mut flip = false;
+    let mut launch = |s: &rocm_kernels::runtime::Stream| {
+        flip = !flip;
+        let (dst, src) = if flip { (&mut a, &b) } else { (&mut b, &a) };
+        kernel.launch(config).arg(dst).arg(src).arg(&n).run(s)
+    };
+    let (batches, per_batch, back_to_back) = if device.backend() == rocm_kernels::Backend::Cpu {
+        (5, 10, 100)
+    } else {
+        (50, 100, 3000)
+    };
+    for _ in 0..per_batch {
+        launch(stream)?;
+    }
+    stream.synchronize()?;
+    let mut queue = Vec::new();
+    for _ in 0..batches {
+        let t0 = Instant::now();
+        for _ in 0..per_batch {
+            launch(stream)?;
+        }
+        queue.push(t0.elapsed().as_secs_f64() * 1e6 / per_batch as f64);
+        stream.synchronize()?;
+    }
+    let rate = rocm_bench::time_launches(stream, back_to_back, &mut launch)?.as_secs_f64() * 1e6
+        / back_to_back as f64;
+    println!(
+        "host clock, queueing a 64 kB launch: median {:8.2} µs",
+        median(queue)
+    );
+    println!("events, 64 kB launches back to back: {rate:8.2} µs");
     Ok(())
 }

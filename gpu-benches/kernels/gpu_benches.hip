@@ -134,8 +134,18 @@ __global__ void strided_read(double* __restrict__ A, const double* __restrict__ 
 }
 
 // ---------------------------------------------------------------- gpu-small-kernels
-// A small scale kernel launched back to back, two buffers swapped each launch: the launch rate
-// and how short kernels use the device.
+// The original's `scale<double>`: one element a thread, an `int` size, launched back to back
+// with the two buffers swapped each launch: the launch rate where the data set is small, and
+// how short kernels use the device where it grows.
+__global__ void small_kernels_scale(double* __restrict__ A, const double* __restrict__ B,
+                                    const int size) {
+    int tidx = threadIdx.x + blockIdx.x * blockDim.x;
+    if (tidx >= size) return;
+    A[tidx] = B[tidx] * 0.25;
+}
+
+// The same scale over a grid-stride loop (any grid covers any n): the ~10 µs kernel of
+// `examples/ten_us.rs`.
 __global__ void small_scale(double* __restrict__ A, const double* __restrict__ B, int64_t n) {
     for (int64_t i = threadIdx.x + (int64_t)blockIdx.x * blockDim.x; i < n;
          i += (int64_t)blockDim.x * gridDim.x) {

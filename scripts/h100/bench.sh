@@ -114,7 +114,8 @@ port_limit() { local v="T_PORT_$1"; limit "$2" "${!v:-${T_PORT:-}}"; }
 SRC="$CARRY/gpu-benches-src"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
-BENCHES="gpu-stream gpu-cache gpu-l2-cache gpu-latency gpu-small-kernels cuda-memcpy"
+# ORIG_BENCHES builds fewer (a run that measures only some of them).
+BENCHES=${ORIG_BENCHES:-"gpu-stream gpu-cache gpu-l2-cache gpu-latency gpu-small-kernels cuda-memcpy"}
 build_orig() { # dir
   local d=$1
   mkdir -p "$OUT/orig-build"

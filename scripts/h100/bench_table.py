@@ -15,7 +15,8 @@ Headline figures (the same definition on both sides; both sides sweep the same p
   gpu-cache      Eff. bw plateaus: median over data sets of 16-192 kB (L1), 2-16 MB (L2),
                  >= 100 MB (DRAM)
   gpu-l2-cache   Eff. bw: median over data sets of 1.5-8 MB (L2), >= 2 GB (DRAM)
-  gpu-latency    cycles per access: median over data sets <= 16 kB (L1), 2-8 MB (L2)
+  gpu-latency    cycles per access: median over data sets <= 16 kB (L1), 2-8 MB (L2),
+                 100-600 MB (DRAM; the port may start its sweep there: GPU_BENCHES_LATENCY_FROM)
   small-kernels  best GB/s over block sizes at 4096 doubles (64 kB), where launches dominate
   cuda-memcpy    host-to-device GB/s from pinned memory at 512 MB (the original's only figure);
                  the port's pageable and device-to-host rows beside it, no original
@@ -199,7 +200,7 @@ def build(d):
         rows.append(row(f"gpu-l2-cache {label}", o, p, "GB/s", "; ".join(x for x in [wo and f"original: {wo}", wp and f"port: {wp}"] if x)))
 
     ao, ap = latency_points(f("orig-gpu-latency.txt")), latency_points(f("port-gpu-latency.txt"))
-    for label, lo, hi in [("L1, <= 16 kB", 0, 16 * KB), ("L2, 2-8 MB", 2 * KB * KB, 8 * KB * KB)]:
+    for label, lo, hi in [("L1, <= 16 kB", 0, 16 * KB), ("L2, 2-8 MB", 2 * KB * KB, 8 * KB * KB), ("DRAM, 100-600 MB", 100 * KB * KB, 600 * KB * KB)]:
         (o, wo), (p, wp) = window(ao, lo, hi), window(ap, lo, hi)
         rows.append(row(f"latency {label}", o, p, "cycles", "; ".join(x for x in ["within 3%", wo and f"original: {wo}", wp and f"port: {wp}"] if x)))
 
@@ -226,6 +227,13 @@ def build(d):
         v = t.get(key)
         timing.append({"timing": label, "us": v, "vs_ncu": (v / ncu if (v and ncu) else None)})
     timing.append({"timing": "ncu gpu__time_duration, --clock-control none --cache-control none", "us": ncu, "vs_ncu": 1.0 if ncu else None})
+    # The launch path beside small-kernels' launch rate (no ncu reference: shown as is).
+    for key, label in [
+        ("host clock, queueing a 64 kB launch", "launch path: host time to queue one 64 kB scale launch (small-kernels' kernel)"),
+        ("events, 64 kB launches back to back", "launch path: device time per 64 kB launch, 3000 back to back"),
+    ]:
+        if key in t:
+            timing.append({"timing": label, "us": t[key], "vs_ncu": None})
     if ncu_base:
         b = statistics.median(ncu_base)
         timing.append({"timing": "ncu gpu__time_duration, ncu's default clock and cache control (base clock, caches flushed)", "us": b, "vs_ncu": b / ncu if ncu else None})

@@ -1,6 +1,11 @@
 //! gpu-latency: one block of 64 threads chases pointers through a random cycle of `len` entries
 //! spaced 8 words (64 bytes) apart, at least 10⁶ steps; data sets from 1 kB growing by 4% (+32
 //! entries). 7 repetitions; the minimum; cycles per step at the shader clock.
+//!
+//! The whole sweep takes minutes on a GPU (each point chases 10⁶ pointers 8 times, and the
+//! L2 and DRAM points take 140 to 300 ns a step): `GPU_BENCHES_LATENCY_FROM` (kB) starts it at a
+//! larger data set, e.g. to measure the DRAM level alone; the sizes are those the full sweep
+//! reaches from there, as the original's.
 
 use rocm_kernels::runtime::{LaunchConfig, Result};
 
@@ -25,15 +30,21 @@ pub fn run(ctx: &mut Ctx) -> Result<()> {
     let device = ctx.target.device().clone();
     let kernel = ctx.kernel("pchase")?;
     let clock = ctx.clock_mhz.unwrap_or(0.0);
-    let (top, factor, min_steps) = if ctx.small {
-        (1 << 14, 2.0, 20_000i64)
+    let (top, min_steps) = if ctx.small {
+        (1 << 14, 20_000i64)
     } else {
-        (1 << 24, 1.04, 1_000_000i64)
+        (1 << 24, 1_000_000i64)
     };
     let mut dummy = device.alloc::<i64>(1)?;
     ctx.line(format!("clock: {clock:.0}"));
+    // The bench binary refused an unreadable value before any benchmark ran.
+    let from_kb = from_kb().unwrap_or(0);
     let mut len = 16usize;
     while len < top {
+        if len * SKIP * 8 / 1024 < from_kb {
+            len = next_len(len, ctx.small);
+            continue;
+        }
         let steps = (len as i64).max(min_steps);
         let mut buf = device.alloc::<i64>(len * SKIP)?;
         let base = buf.device_ptr() as i64;
@@ -86,10 +97,31 @@ pub fn run(ctx: &mut Ctx) -> Result<()> {
                 .collect(),
             bytes: None,
         });
-        len = (len as f64 * factor) as usize + 32;
-        if !ctx.small && len * SKIP * 8 > 120 * 1024 * 1024 {
-            len = (len as f64 * 1.5) as usize;
-        }
+        len = next_len(len, ctx.small);
     }
     Ok(())
+}
+
+/// The chain length after `len`: 4% (doubling in a smoke test) plus 32 entries, and half as
+/// much again beyond 120 MB, as the original.
+fn next_len(len: usize, small: bool) -> usize {
+    let factor = if small { 2.0 } else { 1.04 };
+    let mut len = (len as f64 * factor) as usize + 32;
+    if !small && len * 64 > 120 * 1024 * 1024 {
+        len = (len as f64 * 1.5) as usize;
+    }
+    len
+}
+
+/// Names the smallest data set gpu-latency measures, in kB.
+pub const ENV_FROM: &str = "GPU_BENCHES_LATENCY_FROM";
+
+/// [`ENV_FROM`]'s value (0 when unset), or what is wrong with it.
+pub fn from_kb() -> std::result::Result<usize, String> {
+    match std::env::var(ENV_FROM) {
+        Err(_) => Ok(0),
+        Ok(v) => v.trim().parse().map_err(|_| {
+            format!("{ENV_FROM}={v} is not a size in kB: give a whole number such as 65536")
+        }),
+    }
 }

@@ -3,6 +3,8 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
+use smallvec::SmallVec;
+
 use super::launch_log::Work;
 use super::{Buffer, DeviceCopy, Kernel, Result, Stream};
 
@@ -197,47 +199,73 @@ unsafe impl<T: DeviceCopy> KernelArg for Buffer<T> {
     }
 }
 
-/// One argument as collected by a [`LaunchBuilder`] (opaque).
-#[derive(Debug, Clone)]
-pub struct ArgRef {
+/// One argument as collected by a [`LaunchBuilder`] (opaque): what the launch copies, and the
+/// argument itself, asked for its type name and device only when a check needs them (a launch
+/// that passes its checks allocates nothing for its arguments: `gpu-small-kernels` is bound by
+/// this path).
+#[derive(Clone, Copy)]
+pub struct ArgRef<'a> {
     pub(crate) ptr: *const c_void,
     pub(crate) size: usize,
     pub(crate) kind: ArgKind,
     pub(crate) align: usize,
-    pub(crate) type_name: String,
-    /// The device the buffer lives on, for pointer arguments made from a `Buffer`.
-    pub(crate) device: Option<super::Device>,
+    pub(crate) arg: &'a dyn KernelArg,
+}
+
+impl ArgRef<'_> {
+    /// For error messages: `f32`, `Buffer<f32>`.
+    pub(crate) fn type_name(&self) -> String {
+        self.arg.arg_type()
+    }
+
+    /// The device a pointer argument lives on, when known.
+    pub(crate) fn device(&self) -> Option<&super::Device> {
+        self.arg.arg_device()
+    }
+}
+
+impl std::fmt::Debug for ArgRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgRef")
+            .field("type", &self.type_name())
+            .field("size", &self.size)
+            .field("kind", &self.kind)
+            .field("align", &self.align)
+            .finish()
+    }
 }
 
 /// What [`LaunchBuilder::arg`] accepts: a shared reference to any [`KernelArg`], or a mutable
 /// reference to a [`Buffer`] (to say, at the call site, that the kernel writes it).
 pub trait PushArg<'a> {
     #[doc(hidden)]
-    fn to_arg_ref(self) -> ArgRef;
+    fn to_arg_ref(self) -> ArgRef<'a>;
 }
 
-fn arg_ref<A: KernelArg + ?Sized>(arg: &A) -> ArgRef {
+fn arg_ref<A: KernelArg>(arg: &A) -> ArgRef<'_> {
     ArgRef {
         ptr: arg.arg_ptr(),
         size: arg.arg_size(),
         kind: arg.arg_kind(),
         align: arg.arg_align(),
-        type_name: arg.arg_type(),
-        device: arg.arg_device().cloned(),
+        arg,
     }
 }
 
-impl<'a, A: KernelArg + ?Sized> PushArg<'a> for &'a A {
-    fn to_arg_ref(self) -> ArgRef {
+impl<'a, A: KernelArg> PushArg<'a> for &'a A {
+    fn to_arg_ref(self) -> ArgRef<'a> {
         arg_ref(self)
     }
 }
 
 impl<'a, T: DeviceCopy> PushArg<'a> for &'a mut Buffer<T> {
-    fn to_arg_ref(self) -> ArgRef {
+    fn to_arg_ref(self) -> ArgRef<'a> {
         arg_ref(&*self)
     }
 }
+
+/// Arguments of one launch, kept inline up to this many (kernels with more spill to the heap).
+pub(crate) const INLINE_ARGS: usize = 16;
 
 /// Collects the arguments of one launch: `kernel.launch(cfg).arg(&x).arg(&n).run(&stream)`.
 ///
@@ -246,7 +274,7 @@ impl<'a, T: DeviceCopy> PushArg<'a> for &'a mut Buffer<T> {
 pub struct LaunchBuilder<'a> {
     pub(crate) kernel: &'a Kernel,
     pub(crate) config: LaunchConfig,
-    pub(crate) args: Vec<ArgRef>,
+    pub(crate) args: SmallVec<[ArgRef<'a>; INLINE_ARGS]>,
     work: Work,
     _borrows: PhantomData<&'a ()>,
 }
@@ -256,7 +284,7 @@ impl<'a> LaunchBuilder<'a> {
         LaunchBuilder {
             kernel,
             config,
-            args: Vec::new(),
+            args: SmallVec::new(),
             work: Work::default(),
             _borrows: PhantomData,
         }

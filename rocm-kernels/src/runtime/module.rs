@@ -4,7 +4,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::backend::{FunctionBackend, ModuleBackend, ParamLayout};
-use super::launch::{ArgKind, ArgRef};
+use smallvec::SmallVec;
+
+use super::launch::{ArgKind, ArgRef, INLINE_ARGS};
 use super::launch_log::{self, Work};
 use super::{Device, DeviceCopy, LaunchBuilder, LaunchConfig, Result, RuntimeError, Stream};
 use crate::library::{KernelDecl, KernelLibrary, ParamKind};
@@ -83,13 +85,17 @@ impl Module {
     /// The kernel called `name` (`saxpy`, or `scale<float>` for a template instantiation).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         match self.inner.function(name)? {
-            Some(function) => Ok(Kernel {
-                name: name.to_string(),
-                library: self.library.name,
-                device: self.device.clone(),
-                decl: self.library.kernel(name),
-                function,
-            }),
+            Some(function) => {
+                let decl = self.library.kernel(name);
+                Ok(Kernel {
+                    name: name.to_string(),
+                    library: self.library.name,
+                    device: self.device.clone(),
+                    params: expected_params(function.as_ref(), decl).map(Arc::from),
+                    decl,
+                    function,
+                })
+            }
             None => {
                 let names = self.kernel_names();
                 Err(RuntimeError::KernelNotFound {
@@ -114,7 +120,35 @@ pub struct Kernel {
     library: &'static str,
     device: Device,
     decl: Option<&'static KernelDecl>,
+    /// The parameters launches are checked against, found once (see [`expected_params`]).
+    params: Option<Arc<[ParamLayout]>>,
     function: Arc<dyn FunctionBackend>,
+}
+
+/// The parameters to check launches against: the compiled code's layout when the backend knows
+/// it, else the build's declarations (sizes of 0 there mean "unknown"); `None` when neither
+/// says anything.
+fn expected_params(
+    function: &dyn FunctionBackend,
+    decl: Option<&'static KernelDecl>,
+) -> Option<Vec<ParamLayout>> {
+    if let Some(layout) = function.param_layout() {
+        return Some(layout);
+    }
+    let decl = decl?;
+    if decl.params.is_empty() {
+        return None;
+    }
+    Some(
+        decl.params
+            .iter()
+            .map(|p| ParamLayout {
+                size: p.size,
+                is_pointer: p.kind == ParamKind::GlobalBuffer,
+                align: 0,
+            })
+            .collect(),
+    )
 }
 
 impl Kernel {
@@ -155,100 +189,78 @@ impl Kernel {
         }
     }
 
-    /// The parameters to check against: the compiled code's layout when the backend knows it,
-    /// else the build's declarations (sizes of 0 there mean "unknown").
-    fn expected_params(&self) -> Option<Vec<(String, ParamLayout)>> {
-        let names = |i: usize| {
-            self.decl
-                .and_then(|d| d.params.get(i))
-                .map(|p| format!("`{} {}`", p.type_name, p.name))
-                .unwrap_or_else(|| format!("#{i}"))
-        };
-        if let Some(layout) = self.function.param_layout() {
-            return Some(
-                layout
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, l)| (names(i), l))
-                    .collect(),
-            );
-        }
-        let decl = self.decl?;
-        if decl.params.is_empty() {
-            return None;
-        }
-        Some(
-            decl.params
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    (
-                        names(i),
-                        ParamLayout {
-                            size: p.size,
-                            is_pointer: p.kind == ParamKind::GlobalBuffer,
-                            align: 0,
-                        },
-                    )
-                })
-                .collect(),
-        )
+    /// Parameter `i` as the source declares it (`` `float* x` ``), or `#i`: for messages.
+    fn param_name(&self, i: usize) -> String {
+        self.decl
+            .and_then(|d| d.params.get(i))
+            .map(|p| format!("`{} {}`", p.type_name, p.name))
+            .unwrap_or_else(|| format!("#{i}"))
     }
 
-    fn check_args(&self, args: &[ArgRef]) -> Result<()> {
+    fn check_args(&self, args: &[ArgRef<'_>]) -> Result<()> {
         for (i, arg) in args.iter().enumerate() {
-            if let Some(device) = &arg.device {
+            if let Some(device) = arg.device() {
                 if !device.same_as(&self.device) {
                     return Err(self.mismatch(format!(
                         "argument {i} ({}) lives on {}, the kernel runs on {}",
-                        arg.type_name,
+                        arg.type_name(),
                         device.info().name,
                         self.device.info().name
                     )));
                 }
             }
         }
-        let Some(params) = self.expected_params() else {
+        let Some(params) = self.params.as_deref() else {
             return Ok(());
         };
         if params.len() != args.len() {
             return Err(self.mismatch(format!(
                 "it takes {} parameter(s) ({}), the launch passed {}",
                 params.len(),
-                params
-                    .iter()
-                    .map(|(n, _)| n.as_str())
+                (0..params.len())
+                    .map(|i| self.param_name(i))
                     .collect::<Vec<_>>()
                     .join(", "),
                 args.len()
             )));
         }
-        for (i, ((param, layout), arg)) in params.iter().zip(args).enumerate() {
+        for (i, (layout, arg)) in params.iter().zip(args).enumerate() {
             let arg_is_pointer = arg.kind == ArgKind::Pointer;
+            let param = || self.param_name(i);
             if layout.is_pointer && !arg_is_pointer {
                 return Err(self.mismatch(format!(
-                    "parameter {i} {param} is a pointer; pass a Buffer, not a {}",
-                    arg.type_name
+                    "parameter {i} {} is a pointer; pass a Buffer, not a {}",
+                    param(),
+                    arg.type_name()
                 )));
             }
             if !layout.is_pointer && arg_is_pointer {
                 return Err(self.mismatch(format!(
-                    "parameter {i} {param} is passed by value ({} bytes); got a {}",
-                    layout.size, arg.type_name
+                    "parameter {i} {} is passed by value ({} bytes); got a {}",
+                    param(),
+                    layout.size,
+                    arg.type_name()
                 )));
             }
             if layout.size != 0 && layout.size as usize != arg.size {
                 return Err(self.mismatch(format!(
-                    "parameter {i} {param} has {} bytes, the argument ({}) has {}",
-                    layout.size, arg.type_name, arg.size
+                    "parameter {i} {} has {} bytes, the argument ({}) has {}",
+                    param(),
+                    layout.size,
+                    arg.type_name(),
+                    arg.size
                 )));
             }
             if !layout.is_pointer && layout.align != 0 && layout.align as usize != arg.align {
                 return Err(self.mismatch(format!(
-                    "parameter {i} {param} is aligned to {} bytes, the argument ({}) to {}: give \
+                    "parameter {i} {} is aligned to {} bytes, the argument ({}) to {}: give \
                      the Rust type the same alignment (`#[repr(C, align({}))]`, or the vector \
                      types of `rocm_kernels::vector`)",
-                    layout.align, arg.type_name, arg.align, layout.align
+                    param(),
+                    layout.align,
+                    arg.type_name(),
+                    arg.align,
+                    layout.align
                 )));
             }
         }
@@ -258,7 +270,7 @@ impl Kernel {
     pub(crate) fn launch_checked(
         &self,
         config: &LaunchConfig,
-        args: &[ArgRef],
+        args: &[ArgRef<'_>],
         work: Work,
         stream: &Stream,
     ) -> Result<()> {
@@ -275,38 +287,30 @@ impl Kernel {
         self.check_args(args)?;
         // By-value arguments are copied into 16-byte-aligned storage: kernels read a parameter
         // with its type's alignment (a float4 with an aligned vector load on the cpu backend),
-        // and the caller's value need not have it.
-        let mut storage: Vec<u128> = Vec::new();
-        let mut offsets = Vec::with_capacity(args.len());
+        // and the caller's value need not have it. Inline for the usual few arguments: this is
+        // every launch's path, and small back-to-back kernels are bound by it.
+        let slots: usize = args
+            .iter()
+            .filter(|a| a.kind == ArgKind::Value)
+            .map(|a| a.size.div_ceil(16).max(1))
+            .sum();
+        let mut storage: SmallVec<[u128; INLINE_ARGS]> = SmallVec::from_elem(0, slots);
+        let mut raw: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::with_capacity(args.len());
+        let base = storage.as_mut_ptr();
+        let mut at = 0;
         for a in args {
             if a.kind == ArgKind::Value {
-                offsets.push(Some(storage.len()));
-                storage.resize(storage.len() + a.size.div_ceil(16).max(1), 0);
+                // Safety: `at` plus the argument's slots is within `storage` (counted above),
+                // which is not resized after this; `a.ptr` points to `a.size` readable bytes
+                // (KernelArg's contract), and the slots hold at least that many.
+                let slot = unsafe { base.add(at) };
+                unsafe { std::ptr::copy_nonoverlapping(a.ptr.cast::<u8>(), slot.cast(), a.size) };
+                raw.push(slot.cast());
+                at += a.size.div_ceil(16).max(1);
             } else {
-                offsets.push(None);
+                raw.push(a.ptr as *mut c_void);
             }
         }
-        for (a, at) in args.iter().zip(&offsets) {
-            if let Some(at) = at {
-                // Safety: `a.ptr` points to `a.size` readable bytes (KernelArg's contract), and
-                // the slot holds at least that many.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        a.ptr.cast::<u8>(),
-                        storage.as_mut_ptr().add(*at).cast::<u8>(),
-                        a.size,
-                    )
-                };
-            }
-        }
-        let raw: Vec<*mut c_void> = args
-            .iter()
-            .zip(&offsets)
-            .map(|(a, at)| match at {
-                Some(at) => storage[*at..].as_mut_ptr().cast::<c_void>(),
-                None => a.ptr as *mut c_void,
-            })
-            .collect();
         let Some(log) = launch_log::log() else {
             // Safety: the arguments were checked against the parameter list where it is known,
             // and the builder borrows every buffer until this returns.

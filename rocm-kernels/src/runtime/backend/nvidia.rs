@@ -173,7 +173,7 @@ struct Context {
     /// Set when a sticky error was seen: the next call resets the context first.
     broken: Option<String>,
     /// The kernel launched last, to name it when a later call reports its fault.
-    last_launch: Option<String>,
+    last_launch: Option<Arc<str>>,
     /// Set when a reset after a fault failed: the device cannot be used in this process.
     lost: Option<String>,
     /// Live allocations → the generation they belong to.
@@ -312,7 +312,7 @@ impl Core {
     /// Turn a driver error into a runtime error, remembering sticky ones so the next call resets.
     fn fail(&self, state: &mut Context, call: &str, e: DriverError) -> RuntimeError {
         if is_sticky(&e) {
-            let kernel = state.last_launch.clone().unwrap_or_else(|| "?".into());
+            let kernel = state.last_launch.as_deref().unwrap_or("?");
             let message = format!(
                 "{} (raised by kernel `{kernel}`, the last one launched; the device's context is \
                  reset before its next use, and memory allocated before this error is gone)",
@@ -858,7 +858,8 @@ impl ModuleBackend for NvModule {
         Ok(found.then(|| {
             Arc::new(NvFunction {
                 module: self.inner.clone(),
-                name: name.to_string(),
+                name: name.into(),
+                cached: Mutex::new(None),
             }) as Arc<dyn FunctionBackend>
         }))
     }
@@ -889,25 +890,50 @@ impl Drop for ModuleInner {
 #[derive(Debug)]
 struct NvFunction {
     module: Arc<ModuleInner>,
-    name: String,
+    name: Arc<str>,
+    /// The driver's handle once looked up, with the context generation it belongs to: a launch
+    /// takes it from here instead of searching the loaded modules (a launch's path is what
+    /// small back-to-back kernels are bound by).
+    cached: Mutex<Option<CachedFunction>>,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct CachedFunction {
+    generation: u64,
+    function: sys::CUfunction,
+}
+// Safety: a function handle is a context-bound driver handle usable from any thread.
+unsafe impl Send for CachedFunction {}
 
 impl NvFunction {
     /// The driver's handle of this kernel (loading the module again after a reset).
     fn handle(&self) -> Result<sys::CUfunction> {
         self.module.ensure_loaded()?;
         let loaded = self.module.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        loaded
+        // The generation the modules were loaded in, read under the same lock as the handle.
+        let (generation, function) = loaded
             .iter()
-            .flat_map(|(_, l)| l.iter())
-            .find_map(|m| m.functions.get(&self.name))
-            .map(|(_, f)| *f)
-            .ok_or_else(|| self.not_found())
+            .flat_map(|(generation, l)| l.iter().map(move |m| (*generation, m)))
+            .find_map(|(generation, m)| m.functions.get(&*self.name).map(|(_, f)| (generation, *f)))
+            .ok_or_else(|| self.not_found())?;
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some(CachedFunction {
+            generation,
+            function,
+        });
+        Ok(function)
+    }
+
+    /// The cached handle, if it belongs to `generation`.
+    fn cached(&self, generation: u64) -> Option<sys::CUfunction> {
+        let cached = *self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        cached
+            .filter(|c| c.generation == generation)
+            .map(|c| c.function)
     }
 
     fn not_found(&self) -> RuntimeError {
         RuntimeError::KernelNotFound {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             library: self.module.library.name.to_string(),
             available: String::new(),
         }
@@ -971,17 +997,31 @@ impl FunctionBackend for NvFunction {
             .as_any()
             .downcast_ref::<NvStream>()
             .ok_or_else(|| RuntimeError::WrongDevice("stream of another backend".into()))?;
-        self.module.ensure_loaded()?;
-        // The module stays locked (no reload) until the launch is queued.
-        let loaded = self.module.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        let function = loaded
-            .iter()
-            .flat_map(|(_, l)| l.iter())
-            .find_map(|m| m.functions.get(&self.name))
-            .map(|(_, f)| *f)
-            .ok_or_else(|| self.not_found())?;
         let device = &self.module.device;
-        let mut state = device.enter()?;
+        // The state lock is held until the launch is queued: no reset (and so no reload of the
+        // module) can come between finding the handle and using it.
+        let mut attempts = 0;
+        let (mut state, function) = loop {
+            let state = device.enter()?;
+            if let Some(function) = self.cached(state.generation) {
+                break (state, function);
+            }
+            attempts += 1;
+            if attempts > 3 {
+                return Err(RuntimeError::Api {
+                    backend: Backend::Nvidia,
+                    call: "cuModuleGetFunction".to_string(),
+                    message: format!(
+                        "kernel `{}`: its module was reloaded under every launch attempt",
+                        self.name
+                    ),
+                });
+            }
+            drop(state);
+            // Loads the module where needed (first use, or after a reset) and caches the
+            // handle for that generation; a reset in between makes the loop look again.
+            self.handle()?;
+        };
         device.check_generation(&state, stream.generation, "stream")?;
         if config.shared_bytes > 48 * 1024 {
             // Above 48 KiB a kernel must opt in to more dynamic shared memory.
@@ -992,15 +1032,22 @@ impl FunctionBackend for NvFunction {
             );
         }
         state.last_launch = Some(self.name.clone());
-        let mut params = args.to_vec();
-        cu::launch_kernel(
+        // The driver only reads the parameter array (cudarc's wrapper wants it mutable, and a
+        // copy of it per launch).
+        sys::cuLaunchKernel(
             function,
-            (config.grid.x, config.grid.y, config.grid.z),
-            (config.block.x, config.block.y, config.block.z),
+            config.grid.x,
+            config.grid.y,
+            config.grid.z,
+            config.block.x,
+            config.block.y,
+            config.block.z,
             config.shared_bytes,
             stream.stream,
-            &mut params,
+            args.as_ptr() as *mut *mut c_void,
+            std::ptr::null_mut(),
         )
+        .result()
         .map_err(|e| device.fail(&mut state, "cuLaunchKernel", e))
     }
 }
