@@ -3,7 +3,9 @@
 //! back-to-back launches, device events around criterion's batches of 10 to 1000 back-to-back
 //! launches (what `cargo rocm bench` records: criterion's linear sampling through `iter_custom`
 //! and `time_launches`, each sample a batch's time per launch), and the host clock around
-//! synchronous launches (launch, then synchronize). `--launches N` only launches N times, for
+//! synchronous launches (launch, then synchronize). `--elements N` sets the data set (2²¹
+//! doubles by default: about 7.5 µs on an H100, 6.4 on an H200; 3·2²⁰ make about 10 µs on the
+//! H200). `--launches N` only launches N times, for
 //! Nsight Compute (`ncu --metrics gpu__time_duration.sum`). Used by `scripts/h100/bench.sh`,
 //! which parses the lines by their text before the colon. On the cpu backend the criterion
 //! batches are 1 to 10 launches (a smoke test).
@@ -24,16 +26,22 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() -> rocm_kernels::runtime::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let only = args
-        .iter()
-        .position(|a| a == "--launches")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse::<u32>().ok());
+    let value = |flag: &str| -> Option<u64> {
+        let i = args.iter().position(|a| a == flag)?;
+        match args.get(i + 1).and_then(|n| n.parse().ok()) {
+            Some(n) => Some(n),
+            None => {
+                eprintln!("ten_us: {flag} takes a whole number");
+                std::process::exit(2)
+            }
+        }
+    };
+    let only = value("--launches");
+    let n = value("--elements").unwrap_or(1 << 21) as usize;
     let target = rocm_bench::targets().into_iter().next().expect("a device");
     let device = target.device();
     let module = device.load(gpu_benches::KERNELS)?;
     let kernel = module.kernel("small_scale")?;
-    let n: usize = 1 << 21;
     let mut a = device.alloc::<f64>(n)?;
     let b = device.upload(&vec![1.0f64; n])?;
     let stream = device.stream()?;
@@ -87,7 +95,11 @@ fn main() -> rocm_kernels::runtime::Result<()> {
             Ok(t0.elapsed().as_secs_f64() * 1e6)
         })
         .collect::<rocm_kernels::runtime::Result<_>>()?;
-    println!("device: {} ({})", device.info().name, target.place());
+    println!(
+        "device: {} ({}), small_scale over {n} doubles",
+        device.info().name,
+        target.place()
+    );
     println!(
         "events, one launch:             median {:8.2} µs",
         median(one)

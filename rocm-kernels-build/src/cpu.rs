@@ -303,9 +303,14 @@ pub fn compiler_identity(req: &CpuBuildRequest) -> Result<String, CpuBuildError>
     Ok(format!("{} {first}", compiler.path().display()))
 }
 
-/// The cpu kernel-language headers (`rocm-kernels-core`'s `include/cpu`).
+/// The cpu kernel-language headers (`rocm-kernels-core`'s `include/cpu`, or a copy of them where
+/// that folder is gone or holds other headers: [`rocm_kernels_core::headers::cpu_dir`]).
 pub fn cpu_include_dir() -> PathBuf {
-    rocm_kernels_core::headers::cpu_dir()
+    rocm_kernels_core::headers::cpu_dir().unwrap_or_else(|e| {
+        // No copy could be written (temp not writable): the compiler names what is missing.
+        println!("cargo:warning=rocm-kernels: cannot write the cpu kernel-language headers: {e}");
+        rocm_kernels_core::headers::cpu_source_dir()
+    })
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CpuBuildError + '_ {

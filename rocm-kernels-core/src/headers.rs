@@ -4,10 +4,13 @@
 //! Build scripts use the source tree's folders ([`cpu_dir`], [`nvidia_dir`]). nvcc and NVRTC also
 //! run after the build, and a binary built here may run where this crate's source tree does not
 //! exist (test binaries staged for a GPU machine, an application that compiles with NVRTC at run
-//! time): the nvidia headers are embedded in every binary, and [`nvidia_dir`] writes them once into
-//! a folder named after their contents when the source tree is absent.
+//! time): the headers are embedded in every binary, and both functions write them once into a
+//! folder named after their contents when the source tree is absent or holds other headers (it
+//! can also vanish under a build: cargo reuses this crate's compiled library for a second checkout
+//! that shares the target directory, so the path compiled in may be another checkout's).
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// `include/nvidia`, file by file (path under the folder, contents).
 const NVIDIA: &[(&str, &str)] = &[
@@ -33,22 +36,104 @@ const NVIDIA: &[(&str, &str)] = &[
     ),
 ];
 
-/// The folder to pass to the host C++ compiler as `-I` for the cpu backend's
-/// `#include <hip/hip_runtime.h>` (only at build time: it is this crate's source tree).
-pub fn cpu_dir() -> PathBuf {
+/// `include/cpu`, file by file (path under the folder, contents).
+const CPU: &[(&str, &str)] = &[
+    (
+        "hip/detail/abi.h",
+        include_str!("../include/cpu/hip/detail/abi.h"),
+    ),
+    (
+        "hip/detail/amd.h",
+        include_str!("../include/cpu/hip/detail/amd.h"),
+    ),
+    (
+        "hip/detail/atomics.h",
+        include_str!("../include/cpu/hip/detail/atomics.h"),
+    ),
+    (
+        "hip/detail/bits.h",
+        include_str!("../include/cpu/hip/detail/bits.h"),
+    ),
+    (
+        "hip/detail/entry.h",
+        include_str!("../include/cpu/hip/detail/entry.h"),
+    ),
+    (
+        "hip/detail/math.h",
+        include_str!("../include/cpu/hip/detail/math.h"),
+    ),
+    (
+        "hip/detail/region.h",
+        include_str!("../include/cpu/hip/detail/region.h"),
+    ),
+    (
+        "hip/detail/vector_types.h",
+        include_str!("../include/cpu/hip/detail/vector_types.h"),
+    ),
+    (
+        "hip/detail/warp.h",
+        include_str!("../include/cpu/hip/detail/warp.h"),
+    ),
+    (
+        "hip/hip_bf16.h",
+        include_str!("../include/cpu/hip/hip_bf16.h"),
+    ),
+    (
+        "hip/hip_cooperative_groups.h",
+        include_str!("../include/cpu/hip/hip_cooperative_groups.h"),
+    ),
+    (
+        "hip/hip_fp16.h",
+        include_str!("../include/cpu/hip/hip_fp16.h"),
+    ),
+    (
+        "hip/hip_runtime.h",
+        include_str!("../include/cpu/hip/hip_runtime.h"),
+    ),
+];
+
+/// `include/cpu` in this crate's source tree as it was compiled (it may be gone: see [`cpu_dir`]).
+pub fn cpu_source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("include/cpu")
+}
+
+/// The folder to pass to the host C++ compiler as `-I` for the cpu backend's
+/// `#include <hip/hip_runtime.h>`.
+pub fn cpu_dir() -> std::io::Result<PathBuf> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    once(&DIR, "cpu", CPU)
 }
 
 /// The folder to pass to nvcc or NVRTC as `-I` for `#include <hip/hip_runtime.h>`.
 pub fn nvidia_dir() -> std::io::Result<PathBuf> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/nvidia");
-    if NVIDIA
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    once(&DIR, "nvidia", NVIDIA)
+}
+
+/// [`source_or_materialized`], found once per process (callers ask for it per source line).
+fn once(
+    cell: &OnceLock<Result<PathBuf, String>>,
+    name: &str,
+    files: &[(&str, &str)],
+) -> std::io::Result<PathBuf> {
+    cell.get_or_init(|| source_or_materialized(name, files).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(std::io::Error::other)
+}
+
+/// `include/<name>` of the source tree when it holds exactly the embedded headers, else a copy
+/// of them written by [`materialize`].
+fn source_or_materialized(name: &str, files: &[(&str, &str)]) -> std::io::Result<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("include")
+        .join(name);
+    if files
         .iter()
         .all(|(rel, text)| std::fs::read_to_string(source.join(rel)).is_ok_and(|t| t == *text))
     {
         return Ok(source);
     }
-    materialize("nvidia", NVIDIA)
+    materialize(name, files)
 }
 
 /// Writes `files` under `<temp>/rocm-kernels-headers-<hash>/<name>` unless they are there
@@ -93,5 +178,36 @@ mod tests {
         assert_eq!(super::materialize("nvidia", super::NVIDIA).unwrap(), dir);
         // In this checkout the source tree is used.
         assert!(super::nvidia_dir().unwrap().ends_with("include/nvidia"));
+        assert!(super::cpu_dir().unwrap().ends_with("include/cpu"));
+    }
+
+    /// Every header of the source tree is embedded (a header added to `include/` but not to
+    /// the lists would be missing wherever the copy is used).
+    #[test]
+    fn the_embedded_lists_hold_every_header() {
+        fn files(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    files(&path, base, out);
+                } else {
+                    out.push(path.strip_prefix(base).unwrap().display().to_string());
+                }
+            }
+        }
+        for (name, list) in [("cpu", super::CPU), ("nvidia", super::NVIDIA)] {
+            let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("include")
+                .join(name);
+            let mut on_disk = Vec::new();
+            files(&base, &base, &mut on_disk);
+            on_disk.sort();
+            let mut embedded: Vec<String> = list.iter().map(|(r, _)| r.to_string()).collect();
+            embedded.sort();
+            assert_eq!(
+                on_disk, embedded,
+                "include/{name} and the list in headers.rs differ"
+            );
+        }
     }
 }

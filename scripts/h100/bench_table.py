@@ -259,7 +259,7 @@ def render(rows, timing):
             f"{fmt(r['ratio'], 3):>9}{ok:<4} {r['note']}"
         )
     out.append("")
-    out.append("~10 µs kernel (small_scale, 2^21 doubles), median µs per launch")
+    out.append("~10 µs kernel (small_scale; its size is ten_us.txt's first line), median µs per launch")
     out.append(f"{'timing':<96} {'µs':>8} {'/ ncu':>7}")
     for t in timing:
         out.append(f"{t['timing']:<96} {fmt(t['us'], 2):>8} {fmt(t['vs_ncu'], 3):>7}")

@@ -88,7 +88,7 @@ fn users_code(unit: &Tokens, i: usize) -> bool {
     if marker.flags.contains(&"3") {
         return false;
     }
-    let headers = rocm_kernels_core::headers::cpu_dir();
+    let headers = super::cpu_include_dir();
     let canonical = std::fs::canonicalize(&headers).unwrap_or_else(|_| headers.clone());
     let file = std::path::Path::new(marker.file);
     !file.starts_with(&headers) && !file.starts_with(&canonical)

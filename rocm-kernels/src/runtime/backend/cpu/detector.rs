@@ -105,7 +105,8 @@ pub(super) fn source_line(pc: u64) -> Option<String> {
     if pc == 0 {
         return None;
     }
-    let header_dir = rocm_kernels_core::headers::cpu_dir();
+    let header_dir = rocm_kernels_core::headers::cpu_dir()
+        .unwrap_or_else(|_| rocm_kernels_core::headers::cpu_source_dir());
     let cwd = std::env::current_dir().ok();
     let mut inner: Option<String> = None;
     let mut outside: Option<String> = None;
