@@ -326,8 +326,15 @@ __device__ void rope_pairs(int heads, int h0, int head_dim, int i0, float pos, c
         const index_t lo = (index_t)h * head_dim + i0;
         const index_t hi = lo + half;
         if (vec) {
+            // Every load before any store: the compiler must assume the buffers overlap (k is
+            // k_out for RoPE in place), and would otherwise wait for each store before a load.
             Pack<T, N> a = *(const Pack<T, N>*)(k + lo);
             Pack<T, N> b = *(const Pack<T, N>*)(k + hi);
+            Pack<T, N> va, vb;
+            if (v != nullptr) {
+                va = *(const Pack<T, N>*)(v + lo);
+                vb = *(const Pack<T, N>*)(v + hi);
+            }
 #pragma unroll
             for (int j = 0; j < N; ++j) {
                 float2 r = rotated(to_f32(a.v[j]), to_f32(b.v[j]), c[j], s[j]);
@@ -337,8 +344,8 @@ __device__ void rope_pairs(int heads, int h0, int head_dim, int i0, float pos, c
             *(Pack<T, N>*)(k_out + lo) = a;
             *(Pack<T, N>*)(k_out + hi) = b;
             if (v != nullptr) {
-                *(Pack<T, N>*)(v_out + lo) = *(const Pack<T, N>*)(v + lo);
-                *(Pack<T, N>*)(v_out + hi) = *(const Pack<T, N>*)(v + hi);
+                *(Pack<T, N>*)(v_out + lo) = va;
+                *(Pack<T, N>*)(v_out + hi) = vb;
             }
         } else {
             for (int j = 0; j < n; ++j) {

@@ -266,10 +266,11 @@ fn matmul_check(s: &mut Suite) {
         });
 }
 
-/// The memory-bound kernels in `T` at a large size on the GPUs, each timed against a
-/// device-to-device copy of as many bytes (printed, and in `cargo rocm test`'s JSON; a slow result
-/// never fails). `LLM_BANDWIDTH_N` sets the element count (default 2^26: 256 MiB a buffer of
-/// f32, 128 MiB of a half type). Their trials on the cpu backend are ignored, saying so.
+/// The memory-bound kernels in `T` at a large size on the GPUs (`scale_bandwidth`,
+/// `scale_bf16_bandwidth`...), each timed against a device-to-device copy of as many bytes
+/// (printed, and in `cargo rocm test`'s JSON; a slow result never fails). `LLM_BANDWIDTH_N` sets
+/// the element count (default 2^26: 256 MiB a buffer of f32, 128 MiB of a half type). Their
+/// trials on the cpu backend are ignored, saying so.
 fn bandwidth_checks<T: Elem>(s: &mut Suite) {
     let n: usize = std::env::var("LLM_BANDWIDTH_N")
         .ok()
@@ -279,7 +280,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
     let e = std::mem::size_of::<T>() as u64; // bytes an element
     let name = |base: &str| T::kernel(base);
     s.check(&name("scale"))
-        .named(&name("scale_bandwidth"))
+        .named(&format!("{}_bandwidth", name("scale")))
         .only_backends(gpus)
         .size("n", n)
         .cases(1)
@@ -292,7 +293,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
         .reference(|i, o| llm::scale::<T>(i.scalar("s"), i.buf("x"), o.buf("y")))
         .bandwidth(move |i| 2 * e * i.size("n") as u64);
     s.check(&name("swiglu"))
-        .named(&name("swiglu_bandwidth"))
+        .named(&format!("{}_bandwidth", name("swiglu")))
         .only_backends(gpus)
         .size("n", n)
         .cases(1)
@@ -306,7 +307,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
         .bandwidth(move |i| 3 * e * i.size("n") as u64);
     let (rows, cols) = ((n / 4096).max(1), 4096);
     s.check(&name("causal_mask"))
-        .named(&name("causal_mask_bandwidth"))
+        .named(&format!("{}_bandwidth", name("causal_mask")))
         .only_backends(gpus)
         .size("rows", rows)
         .size("cols", cols)
@@ -328,7 +329,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
         .bandwidth(move |_| e * (rows * cols + rows * cols / 2) as u64);
     for kernel in ["softmax_rows", "rmsnorm"] {
         let c = s.check(&name(kernel));
-        c.named(&name(&format!("{kernel}_bandwidth")))
+        c.named(&format!("{}_bandwidth", name(kernel)))
             .only_backends(gpus)
             .size("rows", rows)
             .size("cols", cols)
@@ -363,7 +364,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
     // RoPE on q of a prefill: tokens × 32 heads × 128.
     let tokens = (n / 4096).max(1);
     s.check(&name("rope"))
-        .named(&name("rope_bandwidth"))
+        .named(&format!("{}_bandwidth", name("rope")))
         .only_backends(gpus)
         .size("tokens", tokens)
         .cases(1)
