@@ -140,7 +140,7 @@ fn memory_bound_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
     let mask = k("causal_mask");
     let mut g = b.group(c, &name("causal_mask"), bytes::<T>(2 * rows * cols));
     g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
-        mask.launch(llm::elementwise_launch::<T>("causal_mask", rows * cols).unwrap())
+        mask.launch(llm::mask_launch::<T>(1, rows, cols).unwrap())
             .arg(&1i32)
             .arg(&(rows as i32))
             .arg(&(cols as i32))
@@ -373,7 +373,7 @@ fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench, vendor: bool) {
                 }
                 .unwrap_or_else(|e| panic!("{e}"));
                 if causal {
-                    mask.launch(llm::elementwise_launch::<f32>("causal_mask", rows * seq).unwrap())
+                    mask.launch(llm::mask_launch::<f32>(heads, seq, seq).unwrap())
                         .arg(&(heads as i32))
                         .arg(&(seq as i32))
                         .arg(&(seq as i32))

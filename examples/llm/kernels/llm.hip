@@ -90,27 +90,28 @@ __global__ void scale_bf16(int n, float s, const __hip_bfloat16* x, __hip_bfloat
 
 // In place on scores[batch][rows][cols] (batch: heads, each the same pattern): -inf where key
 // `c` lies after query `r`, i.e. c > r + offset (offset = cols - rows when the queries are the
-// last `rows` positions of `cols`).
+// last `rows` positions of `cols`). One block per row of scores (batch * rows blocks), its
+// threads over the row's columns (`mask_launch` in src/lib.rs): no division per element, which
+// would cost more than the memory traffic of a half-precision row.
 template <typename T>
-__device__ void causal_mask_elems(int batch, int rows, int cols, int offset, T* scores) {
-    index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (index_t)batch * rows * cols) {
-        int r = (int)((i / cols) % rows);
-        int c = (int)(i % cols);
+__device__ void causal_mask_row(int rows, int cols, int offset, T* scores) {
+    const int r = blockIdx.x % rows;
+    T* row = scores + (index_t)blockIdx.x * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
         if (c > r + offset) {
-            scores[i] = from_f32<T>(NEG_INF);
+            row[c] = from_f32<T>(NEG_INF);
         }
     }
 }
 
 __global__ void causal_mask(int batch, int rows, int cols, int offset, float* scores) {
-    causal_mask_elems(batch, rows, cols, offset, scores);
+    causal_mask_row(rows, cols, offset, scores);
 }
 __global__ void causal_mask_f16(int batch, int rows, int cols, int offset, __half* scores) {
-    causal_mask_elems(batch, rows, cols, offset, scores);
+    causal_mask_row(rows, cols, offset, scores);
 }
 __global__ void causal_mask_bf16(int batch, int rows, int cols, int offset, __hip_bfloat16* scores) {
-    causal_mask_elems(batch, rows, cols, offset, scores);
+    causal_mask_row(rows, cols, offset, scores);
 }
 
 // Block-wide reductions over ROW_BLOCK threads through shared memory `red` (ROW_BLOCK floats);

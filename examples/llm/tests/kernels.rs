@@ -84,7 +84,13 @@ fn checks<T: Elem>(s: &mut Suite) {
         .scalar("cols", gen::size::<i32>("cols"))
         .scalar("offset", gen::value(-4i32..60))
         .inout("scores", gen::vec(mask_len, values::<T>(-4.0, 4.0)))
-        .launch_with(move |i| launch(llm::elementwise_launch::<T>("causal_mask", mask_len(i))))
+        .launch_with(|i| {
+            launch(llm::mask_launch::<T>(
+                i.size("batch"),
+                i.size("rows"),
+                i.size("cols"),
+            ))
+        })
         .tolerance(tolerance::<T>())
         .reference(|i, o| {
             let (rows, cols) = (i.size("rows"), i.size("cols"));
@@ -320,7 +326,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
             "scores",
             gen::vec(move |_: &Inputs| rows * cols, values::<T>(-4.0, 4.0)),
         )
-        .launch_with(move |_| launch(llm::elementwise_launch::<T>("causal_mask", rows * cols)))
+        .launch_with(move |_| launch(llm::mask_launch::<T>(1, rows, cols)))
         .tolerance(tolerance::<T>())
         .reference(move |i, o| {
             llm::causal_mask::<T>(rows, cols, i.scalar("offset"), o.buf("scores"))

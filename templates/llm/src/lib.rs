@@ -26,7 +26,7 @@ pub use rocm_kernels::half::{bf16, f16};
 /// The compiled kernels (every backend `build.rs` built), for `rocm_test` and the runtime.
 pub static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("kernels");
 
-/// Threads per block of the elementwise kernels.
+/// Threads per block of the elementwise kernels (`scale`, `swiglu`, `causal_mask`).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 /// Threads per block of the row kernels (`ROW_BLOCK` in `kernels/llm.hip`).
 pub const ROW_BLOCK: u32 = 256;
@@ -170,12 +170,20 @@ fn non_empty(kernel: &str, dims: &[(&str, usize)]) -> Result<(), ShapeError> {
     Ok(())
 }
 
-/// Launch of an elementwise kernel with one element per thread (`causal_mask` and its half
-/// variants) over `n` elements: `base` is the kernel's name without the type
-/// (`elementwise_launch::<f16>("causal_mask", n)` launches `causal_mask_f16`).
-pub fn elementwise_launch<T: Dtype>(base: &str, n: usize) -> Result<LaunchConfig, ShapeError> {
-    non_empty(&T::kernel(base), &[("the element count", n)])?;
-    Ok(LaunchConfig::cover(n, ELEMENTWISE_BLOCK))
+/// Launch of `causal_mask` for `T` on `scores[batch][rows][cols]`: one block of
+/// [`ELEMENTWISE_BLOCK`] threads per row (`batch * rows` blocks), the threads over its columns.
+pub fn mask_launch<T: Dtype>(
+    batch: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<LaunchConfig, ShapeError> {
+    let kernel = T::kernel("causal_mask");
+    non_empty(&kernel, &[("batch", batch), ("rows", rows), ("cols", cols)])?;
+    fits_int(&kernel, "batch * rows * cols", batch * rows * cols)?;
+    Ok(LaunchConfig::new(
+        ((batch * rows) as u32, 1, 1),
+        (ELEMENTWISE_BLOCK, 1, 1),
+    ))
 }
 
 /// Launch of `scale` or `swiglu` (`base`) for `T` over `n` elements: [`Dtype::VEC`] a thread
@@ -649,6 +657,13 @@ mod tests {
         assert!(e.to_string().contains("65535 groups of 4 heads"), "{e}");
         assert!(matmul_launch(0, 4, 4).is_err());
         assert!(vec_launch::<bf16>("scale", 0).is_err());
+        let e = mask_launch::<f16>(2, 0, 8).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "causal_mask_f16: rows is 0: nothing to compute"
+        );
+        let l = mask_launch::<f32>(32, 2048, 2048).unwrap();
+        assert_eq!((l.grid.x, l.block.x), (65536, 256));
         assert!(attention_launch::<f32>(8, 100, 100, 128, true).is_ok());
     }
 }
