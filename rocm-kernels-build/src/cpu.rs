@@ -412,6 +412,9 @@ fn base_build(req: &CpuBuildRequest) -> cc::Build {
         .opt_level(req.opt_level.unwrap_or(3))
         .cargo_metadata(req.cargo_metadata)
         .flag_if_supported("-Wno-unused-parameter")
+        // `#pragma unroll`, the GPU compilers' loop hint, means nothing to the host compiler;
+        // region forms drop it, but a kernel's helpers (templates...) keep it.
+        .flag_if_supported("-Wno-unknown-pragmas")
         // Kernels are global functions in position-independent code; without this the compiler
         // must assume they can be interposed and will not inline them into the thread loop.
         .flag_if_supported("-fno-semantic-interposition")

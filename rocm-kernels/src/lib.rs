@@ -13,6 +13,10 @@ pub mod runtime;
 pub mod tuning;
 pub mod vector;
 
+/// The `half` crate, whose `f16` and `bf16` are the buffer elements of HIP's `__half` and
+/// `__hip_bfloat16` (`Buffer<half::bf16>`); re-exported so a crate names the same version.
+#[cfg(feature = "half")]
+pub use half;
 pub use rocm_kernels_core::library;
 pub use rocm_kernels_core::{Backend, KernelLibrary};
 

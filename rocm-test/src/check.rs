@@ -586,10 +586,18 @@ impl Check {
                     let pointee = crate::ctypes::pointee(p.type_name);
                     if let (Some(elem), Some(pointee)) = (elem, pointee) {
                         if !crate::ctypes::matches(elem, &pointee) {
+                            let fix = match crate::ctypes::elem_for(&pointee) {
+                                Some(want) => format!(
+                                    ": declare it with elements of {want}{}",
+                                    rust_path(want)
+                                ),
+                                None => String::new(),
+                            };
                             errs.push(format!(
-                                "argument `{}` is a buffer of {elem} but parameter {param} points \
-                                 to {pointee}",
-                                a.name
+                                "argument `{}` is a buffer of {elem} (`{}` in HIP) but parameter \
+                                 {param} points to {pointee}{fix}",
+                                a.name,
+                                elem.c_name()
                             ));
                         }
                     }
@@ -597,6 +605,15 @@ impl Check {
             }
         }
         errs
+    }
+}
+
+/// Where a Rust element type lives, for the half types that are not in the prelude.
+fn rust_path(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F16 => " (`half::f16`)",
+        ElemType::BF16 => " (`half::bf16`)",
+        _ => "",
     }
 }
 
@@ -853,7 +870,46 @@ mod tests {
         let errs = c.validate_params(&params).join("\n");
         assert!(
             errs.contains(
-                "argument `x` is a buffer of f64 but parameter `const float* x` points to float"
+                "argument `x` is a buffer of f64 (`double` in HIP) but parameter `const float* x` \
+                 points to float: declare it with elements of f32"
+            ),
+            "{errs}"
+        );
+        // Half precision: what the kernel's pointer reads decides, u16 bits included.
+        let half_params = [
+            ParamDecl {
+                name: "x",
+                type_name: "const __hip_bfloat16* __restrict__",
+                size: 8,
+                kind: ParamKind::GlobalBuffer,
+            },
+            ParamDecl {
+                name: "y",
+                type_name: "__half*",
+                size: 8,
+                kind: ParamKind::GlobalBuffer,
+            },
+        ];
+        let mut c = Check::new("k");
+        c.input("x", gen::vec(4, gen::rounded::<half::bf16>(-1.0..1.0)))
+            .output::<half::f16>("y", 4);
+        assert!(c.validate_params(&half_params).is_empty());
+        let mut c = Check::new("k");
+        c.input("x", gen::vec(4, gen::rounded::<half::f16>(-1.0..1.0)))
+            .output::<u16>("y", 4);
+        let errs = c.validate_params(&half_params).join("\n");
+        assert!(
+            errs.contains(
+                "argument `x` is a buffer of f16 (`__half` in HIP) but parameter `const \
+                 __hip_bfloat16* __restrict__ x` points to __hip_bfloat16: declare it with \
+                 elements of bf16 (`half::bf16`)"
+            ),
+            "{errs}"
+        );
+        assert!(
+            errs.contains(
+                "argument `y` is a buffer of u16 (`unsigned short` in HIP) but parameter `__half* \
+                 y` points to __half: declare it with elements of f16 (`half::f16`)"
             ),
             "{errs}"
         );

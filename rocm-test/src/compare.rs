@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::element::HostBuf;
+use crate::element::{ElemType, HostBuf};
 use crate::Tolerance;
 
 /// How many failing elements a report lists besides the worst one.
@@ -79,7 +79,7 @@ pub fn compare(output: &str, got: &HostBuf, want: &HostBuf, tol: &Tolerance) -> 
         output: output.to_owned(),
         elem_type: got.elem_type(),
         len: got.len(),
-        tolerance: tol.describe(got.elem_type().is_float()),
+        tolerance: tol.describe_for(got.elem_type()),
         failed,
         unwritten,
         worst,
@@ -103,10 +103,17 @@ impl fmt::Display for Failure {
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The half types by the name the kernel knows them by too (`bf16`: `__hip_bfloat16`).
+        let ty = match self.elem_type {
+            ElemType::F16 | ElemType::BF16 => {
+                format!("{} = {}", self.elem_type, self.elem_type.c_name())
+            }
+            t => t.to_string(),
+        };
         writeln!(
             f,
-            "output `{}` ({}, {} elements): {} of {} elements differ from the reference (tolerance: {})",
-            self.output, self.elem_type, self.len, self.failed, self.len, self.tolerance
+            "output `{}` ({ty}, {} elements): {} of {} elements differ from the reference (tolerance: {})",
+            self.output, self.len, self.failed, self.len, self.tolerance
         )?;
         if self.unwritten > 0 {
             writeln!(

@@ -30,12 +30,18 @@ pub(crate) fn pointee(type_name: &str) -> Option<String> {
 }
 
 /// Whether a buffer of `elem` is what a pointer to C type `c` reads. Unknown C types (structs,
-/// typedefs the harness cannot see through, half precision) match anything.
+/// typedefs the harness cannot see through) match anything.
 pub(crate) fn matches(elem: ElemType, c: &str) -> bool {
     match c_elem(c) {
         Some(known) => known.contains(&elem),
         None => true,
     }
+}
+
+/// The element type a buffer for a pointer to C type `c` should have, when the harness knows it
+/// (`__hip_bfloat16` → `bf16`).
+pub(crate) fn elem_for(c: &str) -> Option<ElemType> {
+    c_elem(c).and_then(|known| known.first().copied())
 }
 
 /// The element types a C type name can hold, when the harness knows the name.
@@ -45,6 +51,11 @@ fn c_elem(c: &str) -> Option<&'static [ElemType]> {
     Some(match c {
         "float" => &[F32],
         "double" => &[F64],
+        // IEEE binary16: HIP's and CUDA's `__half` (and HIP's `half`), the compilers' own types.
+        "__half" | "half" | "_Float16" | "__fp16" => &[F16],
+        // bfloat16: HIP's `__hip_bfloat16` (ROCm before hip_bf16.h: `hip_bfloat16`), CUDA's
+        // `__nv_bfloat16`, the compilers' `__bf16`, and the usual typedef.
+        "__hip_bfloat16" | "hip_bfloat16" | "__nv_bfloat16" | "__bf16" | "bf16" => &[BF16],
         "char" | "signed char" | "int8_t" => &[I8, U8],
         "unsigned char" | "uint8_t" | "uchar" => &[U8, I8],
         "short" | "short int" | "int16_t" | "signed short" => &[I16],
@@ -170,6 +181,34 @@ mod tests {
             matches(ElemType::U8, "MyPixel"),
             "unknown types match anything"
         );
+        for c in ["__half", "half", "_Float16", "__fp16"] {
+            assert!(
+                matches(ElemType::F16, c) && !matches(ElemType::BF16, c),
+                "{c}"
+            );
+            assert!(
+                !matches(ElemType::U16, c) && !matches(ElemType::F32, c),
+                "{c}"
+            );
+        }
+        for c in [
+            "__hip_bfloat16",
+            "hip_bfloat16",
+            "__nv_bfloat16",
+            "__bf16",
+            "bf16",
+        ] {
+            assert!(
+                matches(ElemType::BF16, c) && !matches(ElemType::F16, c),
+                "{c}"
+            );
+        }
+        assert_eq!(
+            pointee("const __hip_bfloat16* __restrict__").as_deref(),
+            Some("__hip_bfloat16")
+        );
+        assert_eq!(elem_for("__nv_bfloat16"), Some(ElemType::BF16));
+        assert_eq!(elem_for("MyPixel"), None);
         assert_eq!(vector_align("const float4"), Some(16));
         assert_eq!(vector_align("uint2"), Some(8));
         assert_eq!(vector_align("float3"), Some(4));

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use half::{bf16, f16};
+
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -25,8 +27,9 @@ mod sealed {
 
 /// A type that can be a kernel buffer element or by-value argument.
 ///
-/// Implemented for `f32`, `f64`, `i8`–`i64`, `u8`–`u64` and HIP's vector types of them
-/// (`rocm_kernels::vector::Float4`, ...: compared component by component).
+/// Implemented for `f32`, `f64`, `i8`–`i64`, `u8`–`u64`, the half-precision floats
+/// [`half::f16`] (HIP's `__half`) and [`half::bf16`] (`__hip_bfloat16`), and HIP's vector types of
+/// the numbers (`rocm_kernels::vector::Float4`, ...: compared component by component).
 pub trait Element:
     Copy + fmt::Debug + PartialEq + Default + Send + Sync + 'static + sealed::Sealed
 {
@@ -85,11 +88,12 @@ fn worst(components: impl Iterator<Item = ElemVerdict>) -> ElemVerdict {
 
 macro_rules! elements {
     (
-        scalars { $($t:ident $variant:ident $kind:ident $poison:expr;)* }
+        scalars { $($t:ident $variant:ident $kind:ident $cname:literal $poison:expr;)* }
         vectors { $($vt:ident $vvariant:ident $velem:ident $vname:literal;)* }
     ) => {
-        /// The element type of a buffer or scalar, as the kernel sees it: a number, or one of
-        /// HIP's vector types (`rocm_kernels::vector`).
+        /// The element type of a buffer or scalar, as the kernel sees it: a number (`F16` is
+        /// HIP's `__half`, `BF16` its `__hip_bfloat16`), or one of HIP's vector types
+        /// (`rocm_kernels::vector`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ElemType {
             $($variant,)*
@@ -97,10 +101,20 @@ macro_rules! elements {
         }
 
         impl ElemType {
-            /// The Rust name of a number (`f32`), HIP's of a vector (`float4`), for reports.
+            /// The Rust name of a number (`f32`, `bf16`), HIP's of a vector (`float4`), for
+            /// reports.
             pub fn name(self) -> &'static str {
                 match self {
                     $(ElemType::$variant => stringify!($t),)*
+                    $(ElemType::$vvariant => $vname,)*
+                }
+            }
+
+            /// What a kernel calls it: `float`, `unsigned int`, `__half`, `__hip_bfloat16`,
+            /// `float4`.
+            pub fn c_name(self) -> &'static str {
+                match self {
+                    $(ElemType::$variant => $cname,)*
                     $(ElemType::$vvariant => $vname,)*
                 }
             }
@@ -290,24 +304,7 @@ macro_rules! elements {
                     elements!(@from_usize $kind $t n)
                 }
                 fn uniform_fill(strategy: &dyn std::any::Any) -> Option<crate::gen::UniformFill> {
-                    use proptest::prelude::RngExt;
-                    if let Some(r) = strategy.downcast_ref::<std::ops::Range<$t>>() {
-                        let r = r.clone();
-                        if r.start < r.end {
-                            return Some(std::sync::Arc::new(move |rng, n| {
-                                HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
-                            }));
-                        }
-                    }
-                    if let Some(r) = strategy.downcast_ref::<std::ops::RangeInclusive<$t>>() {
-                        let r = r.clone();
-                        if r.start() <= r.end() {
-                            return Some(std::sync::Arc::new(move |rng, n| {
-                                HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
-                            }));
-                        }
-                    }
-                    None
+                    elements!(@uniform_fill $kind $t $variant strategy)
                 }
             }
         )*
@@ -359,29 +356,76 @@ macro_rules! elements {
         )*
     };
     (@is_float float) => { true };
+    (@is_float half) => { true };
     (@is_float int) => { false };
     (@verdict float $got:ident $want:ident $tol:ident) => {
+        crate::tolerance::float_verdict($got, $want, $tol)
+    };
+    (@verdict half $got:ident $want:ident $tol:ident) => {
         crate::tolerance::float_verdict($got, $want, $tol)
     };
     (@verdict int $got:ident $want:ident $tol:ident) => {
         crate::tolerance::int_verdict($got as i128, $want as i128, $tol)
     };
     (@from_usize float $t:ident $n:ident) => { Some($n as $t) };
+    // Only sizes the type holds exactly (f16 stops at 2048, bf16 at 256).
+    (@from_usize half $t:ident $n:ident) => {{
+        let v = <$t>::from_f64($n as f64);
+        (v.to_f64() == $n as f64).then_some(v)
+    }};
+    // Plain ranges of the type; for floats also `gen::rounded` (the only way to draw halves:
+    // proptest has no strategies for them).
+    (@uniform_fill int $t:ident $variant:ident $strategy:ident) => {
+        elements!(@uniform_ranges $t $variant $strategy)
+    };
+    (@uniform_fill float $t:ident $variant:ident $strategy:ident) => {{
+        if let Some(r) = $strategy.downcast_ref::<crate::gen::Rounded<$t>>() {
+            return Some(r.fill());
+        }
+        elements!(@uniform_ranges $t $variant $strategy)
+    }};
+    (@uniform_fill half $t:ident $variant:ident $strategy:ident) => {
+        $strategy.downcast_ref::<crate::gen::Rounded<$t>>().map(|r| r.fill())
+    };
+    (@uniform_ranges $t:ident $variant:ident $strategy:ident) => {{
+        use proptest::prelude::RngExt;
+        if let Some(r) = $strategy.downcast_ref::<std::ops::Range<$t>>() {
+            let r = r.clone();
+            if r.start < r.end {
+                return Some(std::sync::Arc::new(move |rng, n| {
+                    HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
+                }));
+            }
+        }
+        if let Some(r) = $strategy.downcast_ref::<std::ops::RangeInclusive<$t>>() {
+            let r = r.clone();
+            if r.start() <= r.end() {
+                return Some(std::sync::Arc::new(move |rng, n| {
+                    HostBuf::$variant((0..n).map(|_| rng.random_range(r.clone())).collect())
+                }));
+            }
+        }
+        None
+    }};
     (@from_usize int $t:ident $n:ident) => { <$t>::try_from($n).ok() };
 }
 
 elements! {
     scalars {
-        f32 F32 float f32::from_bits(0x7FC0_0BAD);
-        f64 F64 float f64::from_bits(0x7FF8_0000_0BAD_0BAD);
-        i8 I8 int 0xABu8 as i8;
-        i16 I16 int 0xABABu16 as i16;
-        i32 I32 int 0xABAB_ABABu32 as i32;
-        i64 I64 int 0xABAB_ABAB_ABAB_ABABu64 as i64;
-        u8 U8 int 0xAB;
-        u16 U16 int 0xABAB;
-        u32 U32 int 0xABAB_ABAB;
-        u64 U64 int 0xABAB_ABAB_ABAB_ABAB;
+        f32 F32 float "float" f32::from_bits(0x7FC0_0BAD);
+        f64 F64 float "double" f64::from_bits(0x7FF8_0000_0BAD_0BAD);
+        // Quiet NaNs with the payload 0xAB (f16: sign 0, exponent 11111, quiet bit, 0x0AB;
+        // bf16: exponent 0xFF, quiet bit, 0x2B, all the bits its 7-bit mantissa has left).
+        f16 F16 half "__half" f16::from_bits(0x7EAB);
+        bf16 BF16 half "__hip_bfloat16" bf16::from_bits(0x7FEB);
+        i8 I8 int "signed char" 0xABu8 as i8;
+        i16 I16 int "short" 0xABABu16 as i16;
+        i32 I32 int "int" 0xABAB_ABABu32 as i32;
+        i64 I64 int "long long" 0xABAB_ABAB_ABAB_ABABu64 as i64;
+        u8 U8 int "unsigned char" 0xAB;
+        u16 U16 int "unsigned short" 0xABAB;
+        u32 U32 int "unsigned int" 0xABAB_ABAB;
+        u64 U64 int "unsigned long long" 0xABAB_ABAB_ABAB_ABAB;
     }
     vectors {
         Char2 I8x2 i8 "char2"; Char3 I8x3 i8 "char3"; Char4 I8x4 i8 "char4";
@@ -437,6 +481,48 @@ mod tests {
         let mut b = HostBuf::from(vec![1u32, 2]);
         b.poison();
         assert_eq!(u32::slice(&b).unwrap(), &[0xABAB_ABAB, 0xABAB_ABAB]);
+    }
+
+    #[test]
+    fn half_precision_poison_is_a_nan_only_it_matches() {
+        for (ty, bits) in [(ElemType::F16, 0x7EABu16), (ElemType::BF16, 0x7FEB)] {
+            let mut b = HostBuf::poisoned(ty, 2);
+            assert!(b.is_poison_at(1));
+            assert_eq!(
+                b.as_bytes(),
+                [bits.to_ne_bytes(), bits.to_ne_bytes()].concat()
+            );
+            assert!(ty.is_float() && ty.size() == 2);
+            b.as_bytes_mut().fill(0);
+            assert!(!b.is_poison_at(0), "zero is a value");
+        }
+        assert!(f16::poison().is_nan() && bf16::poison().is_nan());
+        assert!(!f16::NAN.is_poison() && !bf16::NAN.is_poison());
+        assert_eq!(
+            (ElemType::F16.name(), ElemType::F16.c_name()),
+            ("f16", "__half")
+        );
+        assert_eq!(
+            (ElemType::BF16.name(), ElemType::BF16.c_name()),
+            ("bf16", "__hip_bfloat16")
+        );
+        let b = HostBuf::from(vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
+        assert_eq!(format!("{b:?}"), "[bf16; 2] [1.5, -2.0]");
+        assert_eq!(format!("{:?}", f16::from_f32(0.5).wrap_scalar()), "0.5f16");
+    }
+
+    #[test]
+    fn half_precision_sizes_only_where_exact() {
+        assert_eq!(
+            <f16 as Element>::from_usize(2048),
+            Some(f16::from_f32(2048.0))
+        );
+        assert_eq!(<f16 as Element>::from_usize(2049), None, "2049 is no f16");
+        assert_eq!(
+            <bf16 as Element>::from_usize(256),
+            Some(bf16::from_f32(256.0))
+        );
+        assert_eq!(<bf16 as Element>::from_usize(257), None);
     }
 
     #[test]

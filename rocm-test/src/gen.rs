@@ -8,7 +8,10 @@
 //! let area = gen::from_sizes(|i| (i.size("w") * i.size("h")) as i32); // computed from sizes
 //! let grid = gen::vec(|i: &rocm_test::Inputs| i.size("w") * i.size("h"), 0.0f32..1.0);
 //! let ints = gen::vec(64, rocm_test::proptest::num::i32::ANY); // a fixed length works too
-//! # let _ = (x, a, n, area, grid, ints);
+//! // Half precision (HIP's __hip_bfloat16 and __half): drawn in f32, rounded to the type.
+//! let h = gen::vec("n", gen::rounded::<half::bf16>(-1.0..1.0));
+//! let s = gen::value(gen::rounded::<half::f16>(0.5..=2.0));
+//! # let _ = (x, a, n, area, grid, ints, h, s);
 //! ```
 
 use std::marker::PhantomData;
@@ -213,6 +216,187 @@ where
 impl<V: rocm_kernels::vector::HipVector> Strategy for Each<V> {
     type Tree = Box<dyn ValueTree<Value = V>>;
     type Value = V;
+    fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
+        self.inner.new_tree(runner)
+    }
+}
+
+/// Float types [`rounded`] can draw: `f32`, `f64` and the half-precision [`half::f16`] (HIP's
+/// `__half`) and [`half::bf16`] (`__hip_bfloat16`).
+pub trait Rounding: Element + PartialOrd {
+    /// The nearest value of the type (ties to even).
+    #[doc(hidden)]
+    fn round_f32(x: f32) -> Self;
+    #[doc(hidden)]
+    fn to_f64(self) -> f64;
+    /// The next value towards +∞ (towards −∞ with `up` false), for finite values.
+    #[doc(hidden)]
+    fn step(self, up: bool) -> Self;
+}
+
+impl Rounding for f32 {
+    fn round_f32(x: f32) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self.into()
+    }
+    fn step(self, up: bool) -> Self {
+        if up {
+            self.next_up()
+        } else {
+            self.next_down()
+        }
+    }
+}
+
+impl Rounding for f64 {
+    fn round_f32(x: f32) -> Self {
+        x.into()
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn step(self, up: bool) -> Self {
+        if up {
+            self.next_up()
+        } else {
+            self.next_down()
+        }
+    }
+}
+
+/// The half types' neighbours from their bits (sign and magnitude).
+macro_rules! half_rounding {
+    ($($t:ident)*) => {$(
+        impl Rounding for half::$t {
+            fn round_f32(x: f32) -> Self {
+                half::$t::from_f32(x)
+            }
+            fn to_f64(self) -> f64 {
+                half::$t::to_f64(self)
+            }
+            fn step(self, up: bool) -> Self {
+                let bits = self.to_bits();
+                let (negative, magnitude) = (bits & 0x8000 != 0, bits & 0x7fff);
+                half::$t::from_bits(match (magnitude, up == negative) {
+                    // From ±0 away from 0: the smallest subnormal of the direction's sign.
+                    (0, _) => if up { 1 } else { 0x8001 },
+                    // Towards 0.
+                    (_, true) => bits - 1,
+                    (_, false) => bits + 1,
+                })
+            }
+        }
+    )*};
+}
+half_rounding!(f16 bf16);
+
+/// Elements drawn uniformly from an f32 range and rounded to `T`: see [`rounded`].
+pub struct Rounded<T> {
+    /// The range in f32, and its ends in `T` (the first and last values of `T` inside it).
+    lo: f32,
+    hi: f32,
+    inclusive: bool,
+    first: T,
+    last: T,
+    inner: SBoxedStrategy<T>,
+}
+
+impl<T: Rounding> std::fmt::Debug for Rounded<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dots = if self.inclusive { "..=" } else { ".." };
+        write!(f, "{}{dots}{} rounded to {}", self.lo, self.hi, T::TYPE)
+    }
+}
+
+/// Values of `T` in `range` (an f32 range: `-1.0..1.0`, `0.5..=2.0`): drawn uniformly in f32,
+/// then rounded to the nearest `T`, so every value is exactly representable in `T` and the
+/// reference sees the very numbers the kernel reads. Ends the range does not hold in `T` are
+/// moved inwards (the first `T` ≥ the start, the last below an exclusive end).
+///
+/// This is how half-precision buffers are generated (proptest has no strategies for
+/// `half::f16` and `half::bf16`); in a check generic over the element type it also draws `f32`:
+///
+/// ```
+/// use rocm_test::gen;
+/// let x = gen::vec("n", gen::rounded::<half::bf16>(-1.0..1.0)); // a buffer of __hip_bfloat16
+/// let w = gen::vec("n", gen::rounded::<half::f16>(-2.0..=2.0)); // of __half
+/// # let _ = (x, w);
+/// ```
+///
+/// Panics when no value of `T` lies in the range.
+pub fn rounded<T: Rounding>(range: impl ComponentRange<f32>) -> Rounded<T> {
+    let (lo, hi, inclusive) = range.bounds();
+    let r = T::round_f32(lo);
+    let first = if r.to_f64() < f64::from(lo) {
+        r.step(true)
+    } else {
+        r
+    };
+    let r = T::round_f32(hi);
+    let last = if r.to_f64() > f64::from(hi) || (!inclusive && r.to_f64() >= f64::from(hi)) {
+        r.step(false)
+    } else {
+        r
+    };
+    assert!(
+        first <= last && lo.is_finite() && hi.is_finite(),
+        "gen::rounded: no {} lies in {lo}{}{hi}: widen the range",
+        T::TYPE,
+        if inclusive { "..=" } else { ".." }
+    );
+    let inner = range
+        .component_strategy()
+        .prop_map(move |x| clamp(T::round_f32(x), first, last))
+        .sboxed();
+    Rounded {
+        lo,
+        hi,
+        inclusive,
+        first,
+        last,
+        inner,
+    }
+}
+
+fn clamp<T: PartialOrd>(v: T, first: T, last: T) -> T {
+    if v < first {
+        first
+    } else if v > last {
+        last
+    } else {
+        v
+    }
+}
+
+impl<T: Rounding> Rounded<T> {
+    /// The fast fill of [`Element::uniform_fill`].
+    pub(crate) fn fill(&self) -> UniformFill {
+        use proptest::prelude::RngExt;
+        let (lo, hi, inclusive, first, last) =
+            (self.lo, self.hi, self.inclusive, self.first, self.last);
+        Arc::new(move |rng, n| {
+            let v: Vec<T> = (0..n)
+                .map(|_| {
+                    let x = if inclusive {
+                        rng.random_range(lo..=hi)
+                    } else if lo < hi {
+                        rng.random_range(lo..hi)
+                    } else {
+                        lo
+                    };
+                    clamp(T::round_f32(x), first, last)
+                })
+                .collect();
+            T::wrap_vec(v)
+        })
+    }
+}
+
+impl<T: Rounding> Strategy for Rounded<T> {
+    type Tree = Box<dyn ValueTree<Value = T>>;
+    type Value = T;
     fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
         self.inner.new_tree(runner)
     }
@@ -426,5 +610,86 @@ impl IntoLen for usize {
 impl<F: Fn(&Inputs<'_>) -> usize + Send + Sync + 'static> IntoLen for F {
     fn into_len(self) -> Len {
         Len::Computed(Arc::new(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    fn runner() -> TestRunner {
+        TestRunner::new_with_rng(Default::default(), crate::run::rng_from_seed(11))
+    }
+
+    /// `n` values through the fast fill and `n` through the shrinking strategy.
+    fn both_ways<T: Rounding>(r: &Rounded<T>, n: usize) -> Vec<T> {
+        let mut runner = runner();
+        let fast = r.fill()(runner.rng(), n);
+        let mut v = T::slice(&fast).unwrap().to_vec();
+        for _ in 0..n {
+            v.push(r.new_tree(&mut runner).unwrap().current());
+        }
+        v
+    }
+
+    #[test]
+    fn rounded_values_are_the_types_own_and_inside_the_range() {
+        let r = rounded::<bf16>(-1.0..1.0);
+        let v = both_ways(&r, 2000);
+        assert!(v.iter().all(|x| (-1.0..1.0).contains(&x.to_f32())));
+        // Rounded, not truncated nor drawn from a coarse grid: many distinct values, both signs.
+        let distinct: std::collections::BTreeSet<u16> = v.iter().map(|x| x.to_bits()).collect();
+        assert!(distinct.len() > 300, "{}", distinct.len());
+        assert!(v.iter().any(|x| x.to_f32() < -0.5) && v.iter().any(|x| x.to_f32() > 0.5));
+        // An exclusive end is never drawn, even where rounding lands on it: in bf16 (ulp 2^-8
+        // below 1) [0.99, 1) holds 0.9921875 and 0.99609375, and draws above 0.998 round to 1.
+        let top = both_ways(&rounded::<bf16>(0.99..1.0), 400);
+        assert!(
+            top.iter().all(|x| matches!(x.to_bits(), 0x3f7e | 0x3f7f)),
+            "{top:?}"
+        );
+        assert!(top.iter().any(|x| x.to_bits() == 0x3f7f));
+        // Ends the type does not hold move inwards: f16 has no 0.1 (its nearest, 0x2e66, lies
+        // below), and only 0x2e67 lies in [0.1, 0.10005].
+        let v = both_ways(&rounded::<f16>(0.1..=0.10005), 200);
+        assert!(v.iter().all(|x| x.to_bits() == 0x2e67), "{v:?}");
+        // Inclusive ends are reached.
+        let v = both_ways(&rounded::<f16>(-1.0..=-1.0), 3);
+        assert!(v.iter().all(|x| *x == -f16::ONE));
+    }
+
+    #[test]
+    fn rounded_f32_is_plain_uniform_and_fills_fast() {
+        let v = both_ways(&rounded::<f32>(-1.0..1.0), 500);
+        assert!(v.iter().all(|x| (-1.0..1.0).contains(x)));
+        let distinct: std::collections::BTreeSet<u32> = v.iter().map(|x| x.to_bits()).collect();
+        // (proptest's own float strategy likes the range's ends: a few repeats are fine.)
+        assert!(distinct.len() > 990, "f32 draws are not rounded to a grid");
+        // The buffers of a check take the fast path for every float type.
+        let s = rounded::<bf16>(-1.0..1.0);
+        assert!(<bf16 as Element>::uniform_fill(&s as &dyn std::any::Any).is_some());
+        let s = rounded::<f64>(-1.0..1.0);
+        assert!(<f64 as Element>::uniform_fill(&s as &dyn std::any::Any).is_some());
+        assert_eq!(
+            format!("{:?}", rounded::<f16>(0.5..=2.0)),
+            "0.5..=2 rounded to f16"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "gen::rounded: no bf16 lies in 1.001..1.002: widen the range")]
+    fn a_range_without_a_value_of_the_type_is_refused() {
+        rounded::<bf16>(1.001..1.002);
+    }
+
+    #[test]
+    fn steps_cross_zero_and_the_sign() {
+        let z = f16::ZERO;
+        assert_eq!(z.step(true).to_bits(), 0x0001);
+        assert_eq!(z.step(false).to_bits(), 0x8001);
+        assert_eq!((-bf16::ONE).step(true).to_bits(), 0xbf7f);
+        assert_eq!(bf16::ONE.step(false).to_bits(), 0x3f7f);
+        assert_eq!(bf16::from_bits(0x8001).step(true).to_bits(), 0x8000);
     }
 }

@@ -239,34 +239,54 @@ impl DeviceTarget {
 }
 
 macro_rules! device_bufs {
-    ($($variant:ident $t:ty),*) => {
+    ($($variant:ident $t:ty),*; as_bytes: $($bvariant:ident $bt:ty),*) => {
         /// A device buffer of any element type.
-        pub(crate) enum DevBuf { $($variant(Buffer<$t>),)* }
+        pub(crate) enum DevBuf { $($variant(Buffer<$t>),)* $($bvariant(Buffer<$bt>),)* }
 
         impl DevBuf {
             pub(crate) fn upload(device: &Device, host: &HostBuf) -> rocm_kernels::runtime::Result<DevBuf> {
-                Ok(match host { $(HostBuf::$variant(v) => DevBuf::$variant(device.upload(v)?),)* })
+                Ok(match host {
+                    $(HostBuf::$variant(v) => DevBuf::$variant(device.upload(v)?),)*
+                    $(HostBuf::$bvariant(v) => DevBuf::$bvariant(device.upload(v)?),)*
+                })
             }
             /// Overwrite the device contents with `host` (same type and length).
             pub(crate) fn refill(&mut self, host: &HostBuf) -> rocm_kernels::runtime::Result<()> {
                 match (self, host) {
                     $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.upload(v),)*
+                    $((DevBuf::$bvariant(b), HostBuf::$bvariant(v)) => b.upload(v),)*
                     _ => unreachable!("device and host buffers are created from each other"),
                 }
             }
             pub(crate) fn download(&self, host: &mut HostBuf) -> rocm_kernels::runtime::Result<()> {
                 match (self, host) {
                     $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.download(v),)*
+                    $((DevBuf::$bvariant(b), HostBuf::$bvariant(v)) => b.download(v),)*
                     _ => unreachable!("device and host buffers are created from each other"),
                 }
             }
             pub(crate) fn push<'a>(&'a self, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
-                match self { $(DevBuf::$variant(b) => l.arg(b),)* }
+                match self {
+                    $(DevBuf::$variant(b) => l.arg(b),)*
+                    $(DevBuf::$bvariant(b) => l.arg(b),)*
+                }
+            }
+        }
+
+        /// A by-value argument as the runtime takes it: the numbers and vectors themselves, the
+        /// types the runtime has no by-value argument for (half precision) as their bytes.
+        fn dev_scalar(v: &ScalarValue) -> DevArg {
+            match v {
+                $(ScalarValue::$variant(_) => DevArg::Scalar(*v),)*
+                $(ScalarValue::$bvariant(x) => DevArg::Struct(crate::RawValue::of(x)),)*
             }
         }
 
         pub(crate) fn push_scalar<'a>(v: &'a ScalarValue, l: LaunchBuilder<'a>) -> LaunchBuilder<'a> {
-            match v { $(ScalarValue::$variant(x) => l.arg(x),)* }
+            match v {
+                $(ScalarValue::$variant(x) => l.arg(x),)*
+                $(ScalarValue::$bvariant(_) => unreachable!("passed as bytes: see dev_scalar"),)*
+            }
         }
     };
 }
@@ -278,7 +298,8 @@ device_bufs!(
     I16x2 Short2, I16x3 Short3, I16x4 Short4, U16x2 UShort2, U16x3 UShort3, U16x4 UShort4,
     I32x2 Int2, I32x3 Int3, I32x4 Int4, U32x2 UInt2, U32x3 UInt3, U32x4 UInt4,
     I64x2 Long2, I64x3 Long3, I64x4 Long4, U64x2 ULong2, U64x3 ULong3, U64x4 ULong4,
-    F32x2 Float2, F32x3 Float3, F32x4 Float4, F64x2 Double2, F64x3 Double3, F64x4 Double4
+    F32x2 Float2, F32x3 Float3, F32x4 Float4, F64x2 Double2, F64x3 Double3, F64x4 Double4;
+    as_bytes: F16 half::f16, BF16 half::bf16
 );
 
 enum DevArg {
@@ -298,7 +319,7 @@ impl DeviceTarget {
     fn upload(&self, args: &[LaunchArg<'_>]) -> Result<Vec<DevArg>, String> {
         args.iter()
             .map(|a| match a {
-                LaunchArg::Scalar(v) => Ok(DevArg::Scalar(*v)),
+                LaunchArg::Scalar(v) => Ok(dev_scalar(v)),
                 LaunchArg::Struct(v) => Ok(DevArg::Struct(v.clone())),
                 LaunchArg::Buffer { data, .. } => {
                     DevBuf::upload(&self.device, data).map(DevArg::Buffer)

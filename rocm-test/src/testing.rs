@@ -77,6 +77,22 @@ fn saxpy_like(args: &mut [LaunchArg<'_>], bug: &str) {
     }
 }
 
+/// `y[i] = a * x[i]` over (n, a, x, y) as a half-precision kernel computes it: in f32, rounded
+/// once to the type; then moved `ulps` values up (a planted bug).
+fn scale_half<T: gen::Rounding>(args: &mut [LaunchArg<'_>], ulps: usize) {
+    let n = scalar::<i32>(&args[0]) as usize;
+    let a = scalar::<f32>(&args[1]);
+    let x = buf::<T>(&mut args[2]).to_vec();
+    let y = buf::<T>(&mut args[3]);
+    for i in 0..n {
+        let mut v = T::round_f32(a * x[i].to_f64() as f32);
+        for _ in 0..ulps {
+            v = v.step(true);
+        }
+        y[i] = v;
+    }
+}
+
 fn target() -> Arc<dyn Target> {
     let mut m: HashMap<&'static str, RustKernel> = HashMap::new();
     m.insert("saxpy", |_, a| saxpy_like(a, ""));
@@ -85,6 +101,9 @@ fn target() -> Arc<dyn Target> {
         saxpy_like(a, "over-tolerance")
     });
     m.insert("saxpy_nan", |_, a| saxpy_like(a, "nan"));
+    m.insert("scale_bf16", |_, a| scale_half::<half::bf16>(a, 0));
+    m.insert("scale_bf16_two_ulps", |_, a| scale_half::<half::bf16>(a, 2));
+    m.insert("scale_f16", |_, a| scale_half::<half::f16>(a, 0));
     m.insert("copy_unwritten", |_, a| {
         let x = buf::<u32>(&mut a[0]).to_vec();
         let y = buf::<u32>(&mut a[1]);
@@ -129,6 +148,9 @@ static LIB: KernelLibrary = KernelLibrary {
         decl("saxpy_over_tolerance"),
         decl("saxpy_nan"),
         decl("copy_unwritten"),
+        decl("scale_bf16"),
+        decl("scale_bf16_two_ulps"),
+        decl("scale_f16"),
         decl("helper"),
         decl("orphan"),
     ],
@@ -202,7 +224,30 @@ fn all_kernels(s: &mut Suite) {
         .output::<u32>("y", 4)
         .launch(Launch::new(1, 4))
         .reference(|i, o| o.buf::<u32>("y").copy_from_slice(i.buf::<u32>("x")));
+    for k in ["scale_bf16", "scale_bf16_two_ulps"] {
+        scale_half_check::<half::bf16>(s, k);
+    }
+    scale_half_check::<half::f16>(s, "scale_f16");
     s.untested("helper", "inlined into saxpy");
+}
+
+/// A check of `scale_half`: half-precision buffers drawn by `gen::rounded`, the reference in f64
+/// rounded once, the type's default tolerance.
+fn scale_half_check<T: gen::Rounding>(s: &mut Suite, kernel: &str) {
+    s.check(kernel)
+        .size("n", 1..=300)
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("a", gen::value(-4.0f32..4.0))
+        .input("x", gen::vec("n", gen::rounded::<T>(-1.0..1.0)))
+        .output::<T>("y", "n")
+        .launch_with(|i| Launch::cover(i.size("n"), 64))
+        .reference(|i, o| {
+            let a = f64::from(i.scalar::<f32>("a"));
+            for (y, x) in o.buf::<T>("y").iter_mut().zip(i.buf::<T>("x")) {
+                // a * x is exact in f64 (24 + 11 significant bits at most).
+                *y = T::round_f32((a * x.to_f64()) as f32);
+            }
+        });
 }
 
 #[test]
@@ -262,8 +307,27 @@ fn planted_bugs_fail_with_actionable_reports() {
         "no AMD GPU with gfx90a on this machine"
     );
     assert_eq!(ev["saxpy::amd/gfx90a"].backend.as_deref(), Some("amd"));
-    // 5 checks × 2 targets + no-check + untested.
-    assert_eq!(ev.len(), 12, "{:?}", ev.keys());
+
+    // Half precision: rounding once like the reference passes; two ulps off fails, naming the
+    // type as the kernel knows it and its default rule.
+    for ok in ["scale_bf16::cpu/w64", "scale_f16::cpu/w64"] {
+        assert_eq!(ev[ok].outcome, TrialOutcome::Passed, "{}", msg(ok));
+    }
+    let m = msg("scale_bf16_two_ulps::cpu/w64");
+    assert_eq!(
+        ev["scale_bf16_two_ulps::cpu/w64"].outcome,
+        TrialOutcome::Failed
+    );
+    assert!(
+        m.contains("output `y` (bf16 = __hip_bfloat16, 1 elements)"),
+        "shrunk to one element:\n{m}"
+    );
+    assert!(
+        m.contains("tolerance: |got-want| <= 1e-5 + 7.8125e-3*|want|"),
+        "{m}"
+    );
+    // 8 checks × 2 targets + no-check + untested.
+    assert_eq!(ev.len(), 18, "{:?}", ev.keys());
 }
 
 #[test]

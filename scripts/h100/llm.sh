@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Issue 18 on the H100 box: the `llm` template's crate (examples/llm, the rendered template) on
-# nvidia, one run, results into $OUT (run from the repository root):
-#   1. every check on nvidia (`--require-backend nvidia`: a missing GPU fails), with the
-#      bandwidth checks' GB/s against a device-to-device copy of as many bytes;
-#   2. the benches: each kernel's GB/s or TFLOP/s, the tiled matmul next to cuBLAS SGEMM at
-#      2048^3 and 4096^3, the FlashAttention kernels next to an unfused cuBLAS attention;
-#   3. a table of it all ($OUT/table.txt).
+# Issue 18 on the H100 (or H200) box: the `llm` template's crate (examples/llm, the rendered
+# template) on nvidia, one run, results into $OUT (run from the repository root):
+#   0. the stream bandwidth of this GPU: gpu-benches' gpu-stream port, the best triad over block
+#      sizes (STREAM_GBS=... instead skips it);
+#   1. every check on nvidia (`--require-backend nvidia`: a missing GPU fails), f32, f16 and bf16,
+#      with the bandwidth checks' GB/s against a device-to-device copy of as many bytes;
+#   2. the benches: each kernel's GB/s or TFLOP/s in f32, f16 and bf16, the tiled matmul next to
+#      cuBLAS SGEMM at 2048^3 and 4096^3, the f32 FlashAttention kernels next to an unfused cuBLAS
+#      attention;
+#   3. a table of it all ($OUT/table.txt): the memory-bound kernels' GB/s in each type and their
+#      share of the stream triad.
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm
@@ -14,7 +18,7 @@
 # cuBLAS comes from the machine's CUDA 13.0 (/usr/local/cuda/lib64/libcublas.so.13): the pinned
 # wheel (nvidia-cublas 13.0.2.14) is 421 MB, too large to carry. NVRTC (the kernels' CUDA source
 # is compiled at load time: no nvcc on the dev machine) comes from the same place.
-# Budget: about 5 minutes (each step is cut off by `timeout`).
+# Budget: about 6 minutes, at most 9 (each step is cut off by `timeout`: 60 + 200 + 280 s).
 set -uo pipefail
 CARRY=${CARRY:-.carry/h100/llm}
 
@@ -32,7 +36,9 @@ for l in sys.stdin:
   export ROCM_NVIDIA_ARCH=sm_90 ROCM_BACKENDS=cpu,nvidia
   cp "$(exe_of test --release -p llm-kernels --test kernels --no-run)" "$CARRY/kernels-test"
   cp "$(exe_of bench -p llm-kernels --bench kernels --no-run)" "$CARRY/kernels-bench"
-  strip "$CARRY/kernels-test" "$CARRY/kernels-bench"
+  # The stream bandwidth to compare with: gpu-benches' bench binary (gpu-stream).
+  cp "$(exe_of bench -p gpu-benches --bench gpu-benches --no-run)" "$CARRY/gpu-benches"
+  strip "$CARRY/kernels-test" "$CARRY/kernels-bench" "$CARRY/gpu-benches"
   du -sh "$CARRY"
   exit 0
 fi
@@ -50,9 +56,16 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 done
 ls /usr/local/cuda/lib64/libcublas.so* 2>/dev/null | tee "$OUT/cublas.txt"
 
-# 1. Every check on nvidia; the bandwidth checks at 2^26 floats (256 MiB a buffer).
+# 0. The stream triad of this GPU (the goal: memory-bound kernels at >= 80% of it).
+if [ -z "${STREAM_GBS:-}" ] && [ -x "$CARRY/gpu-benches" ]; then
+  log "gpu-stream on nvidia"
+  ROCM_BENCH_BACKEND=nvidia timeout 60 "$CARRY/gpu-benches" gpu-stream > "$OUT/stream.txt" 2>&1
+  echo "exit $?" >> "$OUT/stream.txt"
+fi
+
+# 1. Every check on nvidia; the bandwidth checks at 2^26 elements (256 MiB a buffer of f32).
 log "checks on nvidia"
-LLM_BANDWIDTH_N=$((1 << 26)) timeout 150 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
+LLM_BANDWIDTH_N=$((1 << 26)) timeout 200 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
   --events "$OUT/test-events.jsonl" > "$OUT/test.txt" 2>&1
 echo "exit $?" >> "$OUT/test.txt"
 tail -3 "$OUT/test.txt"
@@ -61,14 +74,26 @@ tail -3 "$OUT/test.txt"
 log "benches on nvidia"
 ROCM_BENCH_BACKEND=nvidia ROCM_BENCH_EVENTS="$OUT/bench-events.jsonl" ROCM_BENCH_SAMPLES=20 \
   ROCM_BENCH_WARMUP_MS=300 ROCM_BENCH_MEASURE_MS=1500 \
-  timeout 240 "$CARRY/kernels-bench" --bench > "$OUT/bench.txt" 2>&1
+  timeout 280 "$CARRY/kernels-bench" --bench > "$OUT/bench.txt" 2>&1
 echo "exit $?" >> "$OUT/bench.txt"
 grep -i "vendor\|largest difference\|skipping\|panicked" "$OUT/bench.txt" | tee -a "$OUT/llm.log"
 
 # 3. The table.
-python3 - "$OUT" <<'EOF' | tee "$OUT/table.txt"
-import json, statistics, sys, os
+python3 - "$OUT" "${STREAM_GBS:-}" <<'EOF' | tee "$OUT/table.txt"
+import json, re, statistics, sys, os
 out = sys.argv[1]
+# The stream triad: given, or the best of gpu-stream's block sizes (its 4th GB/s column).
+triad = float(sys.argv[2]) if sys.argv[2] else None
+if triad is None:
+    try:
+        for l in open(os.path.join(out, "stream.txt")):
+            if "GB/s:" in l:
+                cols = l.split("GB/s:")[1].split()
+                if len(cols) >= 4:
+                    triad = max(triad or 0.0, float(cols[3]))
+    except (FileNotFoundError, ValueError):
+        pass
+print(f"stream triad: {triad:.0f} GB/s" if triad else "stream triad: not measured (STREAM_GBS=... to give it)")
 print("checks (nvidia):")
 bw = []
 try:
@@ -104,6 +129,27 @@ try:
         print(f"  {r['id']:<58} {ns/1e3:>10.1f} us {value:>9.2f} {unit}")
 except FileNotFoundError:
     print("  no bench events")
+# The memory-bound kernels side by side in each element type, as a share of the stream triad.
+types = ["f32", "f16", "bf16"]
+by_kernel = {}
+for id_, (ns, v, u) in rows.items():
+    group, rest = id_.split("/", 1)
+    m = re.match(r"(.*?)(_f16|_bf16)?$", group)
+    base, t = m.group(1), (m.group(2) or "_f32")[1:]
+    shape = rest.split("/")[-1]
+    by_kernel.setdefault((base, shape, u), {})[t] = v
+share = lambda v: f" ({100 * v / triad:3.0f}%)" if triad else ""
+print("\nmemory-bound kernels, GB/s" + (f" (share of the {triad:.0f} GB/s triad)" if triad else "") + ":")
+print(f"  {'kernel':<16} {'shape':<14}" + "".join(f"{t:>17}" for t in types))
+for (base, shape, u), vs in sorted(by_kernel.items()):
+    if u != "GB/s":
+        continue
+    cells = "".join(f"{(f'{vs[t]:.0f}' + share(vs[t])) if t in vs else '-':>17}" for t in types)
+    print(f"  {base:<16} {shape:<14}{cells}")
+print("\nattention, TFLOP/s:")
+for (base, shape, u), vs in sorted(by_kernel.items()):
+    if base == "flash_attention":
+        print(f"  {base:<16} {shape:<22}" + "".join(f"{t} {vs[t]:6.2f}  " for t in types if t in vs))
 print("\nthe template's kernels against cuBLAS at the same shapes:")
 for mine, theirs in [("matmul", "sgemm_vendor"), ("flash_attention", "attention_vendor")]:
     for id_, (ns, v, u) in rows.items():

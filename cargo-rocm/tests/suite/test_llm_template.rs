@@ -1,7 +1,8 @@
-//! `cargo rocm new --template llm`: a fresh crate passes every check on the cpu backend at both
-//! wave sizes with every launch under the race detector, and the bugs people write in these
-//! kernels (an off-by-one in the causal mask, a missing rescale in the online softmax, RoPE's
-//! pair swapped) each fail their checks with the element that differs named.
+//! `cargo rocm new --template llm`: a fresh crate passes every check (f32, f16 and bf16) on the
+//! cpu backend at both wave sizes with every launch under the race detector, and the bugs people
+//! write in these kernels (an off-by-one in the causal mask, a missing rescale in the online
+//! softmax, RoPE's pair swapped) each fail their checks with the element that differs named, in
+//! every element type (the kernels are templates over it).
 
 use crate::harness_common;
 
@@ -76,6 +77,18 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         "attention_d128_full",
         "attention_d128_decode",
         "matmul",
+        "scale_f16",
+        "scale_bf16",
+        "causal_mask_bf16",
+        "softmax_long_rows_f16",
+        "rmsnorm_bf16",
+        "swiglu_f16",
+        "rope_d64_bf16",
+        "rope_d6_f16",
+        "rope_kv_append_bf16",
+        "attention_d64_causal_f16",
+        "attention_d128_full_bf16",
+        "attention_d128_decode_f16",
     ] {
         for w in ["w32", "w64"] {
             let name = format!("{check}::cpu/{w}");
@@ -94,8 +107,8 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         ("if (c > r + offset)", "if (c >= r + offset)"),
         ("float a = acc[j] * alpha;", "float a = acc[j];"),
         (
-            "float x1 = in[i];\n    float x2 = in[i + half];",
-            "float x1 = in[i + half];\n    float x2 = in[i];",
+            "rotated(float x1, float x2, float c, float s)",
+            "rotated(float x2, float x1, float c, float s)",
         ),
     ] {
         assert!(
@@ -118,22 +131,29 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         }
     };
     // The mask hides the diagonal: a score the reference keeps is -inf.
-    expect(
-        "causal_mask::cpu/w64",
-        TrialOutcome::Failed,
-        &[
-            "kernel `causal_mask`",
-            "worst: scores[",
-            "got -inf, want",
-            "input (shrunk)",
-        ],
-    );
+    for (check, kernel) in [
+        ("causal_mask", "causal_mask"),
+        ("causal_mask_bf16", "causal_mask_bf16"),
+    ] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[
+                format!("kernel `{kernel}`").as_str(),
+                "worst: scores[",
+                "got -inf, want",
+                "input (shrunk)",
+            ],
+        );
+    }
     // Without the rescale, every tile after the first adds to an unscaled sum: wrong as soon as
     // there are more keys than one tile (32); one key over one tile still passes.
     for check in [
         "attention_d64_full",
         "attention_d64_causal",
         "attention_d128_decode",
+        "attention_d64_full_f16",
+        "attention_d128_decode_bf16",
     ] {
         expect(
             &format!("{check}::cpu/w64"),
@@ -146,19 +166,40 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         );
     }
     expect("attention_d64_one::cpu/w64", TrialOutcome::Passed, &[]);
-    // The pair swapped: x1 and x2 trade places.
-    expect(
-        "rope_d64::cpu/w64",
-        TrialOutcome::Failed,
-        &["kernel `rope`", "worst: x["],
-    );
-    expect(
-        "rope_kv_append::cpu/w64",
-        TrialOutcome::Failed,
-        &["kernel `rope_kv_append`", "worst: k_cache["],
-    );
+    expect("attention_d64_one_bf16::cpu/w64", TrialOutcome::Passed, &[]);
+    // The pair swapped: x1 and x2 trade places, on the 16-byte path (head_dim 64) and the
+    // element-wise one (head_dim 6: three pairs).
+    for (check, kernel) in [
+        ("rope_d64", "rope"),
+        ("rope_d6", "rope"),
+        ("rope_d128_f16", "rope_f16"),
+        ("rope_d6_bf16", "rope_bf16"),
+    ] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[format!("kernel `{kernel}`").as_str(), "worst: x["],
+        );
+    }
+    for check in ["rope_kv_append", "rope_kv_append_f16"] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[format!("kernel `{check}`").as_str(), "worst: k_cache["],
+        );
+    }
     // The other kernels are untouched.
-    for check in ["scale", "softmax_rows", "rmsnorm", "swiglu", "matmul"] {
+    for check in [
+        "scale",
+        "softmax_rows",
+        "rmsnorm",
+        "swiglu",
+        "matmul",
+        "scale_bf16",
+        "softmax_rows_f16",
+        "rmsnorm_bf16",
+        "swiglu_f16",
+    ] {
         expect(&format!("{check}::cpu/w64"), TrialOutcome::Passed, &[]);
     }
 }

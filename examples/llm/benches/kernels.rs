@@ -2,14 +2,17 @@
 //! launches), on every device found: `cargo rocm bench` records them in a history and compares
 //! runs; `cargo bench` works too. Memory-bound kernels report bytes/s (each input read once, each
 //! output written once); attention and matmul report FLOP/s (criterion's "elements" are FLOPs).
-//! The tiled matmul and the attention are measured next to the vendor BLAS at the same shapes
-//! (cuBLAS on nvidia, rocBLAS on amd; skipped with the reason when it is missing): `sgemm`, and
-//! an unfused attention of two batched GEMMs around this crate's softmax.
+//! The memory-bound kernels and the attention are measured in f32 and in the half types (groups
+//! `scale_f16`, `rmsnorm_bf16`, `flash_attention_bf16`...) at the same shapes: half the bytes an
+//! element. The tiled matmul and the f32 attention are measured next to the vendor BLAS at the
+//! same shapes (cuBLAS on nvidia, rocBLAS on amd; skipped with the reason when it is missing):
+//! `sgemm`, and an unfused attention of two batched GEMMs around this crate's softmax.
 //!
 //! On the cpu backend (and with `ROCM_BENCH_SMALL=1`) the sizes are small: a smoke test.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use llm::vendor::{Operand, VendorBlas};
+use llm::{bf16, f16, Dtype};
 use llm_kernels as llm;
 use rocm_bench::{BenchTarget, DeviceGroup};
 use rocm_kernels::runtime::{Backend, Buffer, Device, Module, Stream};
@@ -52,16 +55,16 @@ impl Bench {
         self.target.device()
     }
 
-    fn buf(&self, n: usize, v: f32) -> Buffer<f32> {
+    fn buf<T: Dtype>(&self, n: usize, v: f32) -> Buffer<T> {
         self.device()
-            .upload(&vec![v; n])
+            .upload(&vec![T::nearest(v.into()); n])
             .expect("device memory for the bench")
     }
 
     /// A buffer of values in [-1, 1) (a fixed pattern: what matters here is the time).
-    fn data(&self, n: usize) -> Buffer<f32> {
-        let v: Vec<f32> = (0..n)
-            .map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0)
+    fn data<T: Dtype>(&self, n: usize) -> Buffer<T> {
+        let v: Vec<T> = (0..n)
+            .map(|i| T::nearest(((i * 7919) % 2000) as f64 / 1000.0 - 1.0))
             .collect();
         self.device()
             .upload(&v)
@@ -78,138 +81,161 @@ impl Bench {
     }
 }
 
-fn bytes(floats: usize) -> Throughput {
-    Throughput::Bytes((floats * 4) as u64)
+/// `elems` elements of `T`, in bytes.
+fn bytes<T: Dtype>(elems: usize) -> Throughput {
+    Throughput::Bytes((elems * std::mem::size_of::<T>()) as u64)
 }
 
 fn memory_bound(c: &mut Criterion) {
     for b in Bench::all() {
-        let n = if b.small { 1 << 16 } else { 1 << 26 };
-        let (x, gate, up) = (b.data(n), b.data(n), b.data(n));
-        let mut y = b.buf(n, 0.0);
-        let k = |name| b.module.kernel(name).expect("the kernel is in the library");
-        let n32 = n as i32;
-
-        let scale = k("scale");
-        let mut g = b.group(c, "scale", bytes(2 * n));
-        g.bench_launches(&format!("n={n}"), &b.stream, |s| {
-            scale
-                .launch(llm::vec_launch("scale", n).unwrap())
-                .arg(&n32)
-                .arg(&0.5f32)
-                .arg(&x)
-                .arg(&mut y)
-                .run(s)
-        });
-        g.finish();
-
-        let swiglu = k("swiglu");
-        let mut g = b.group(c, "swiglu", bytes(3 * n));
-        g.bench_launches(&format!("n={n}"), &b.stream, |s| {
-            swiglu
-                .launch(llm::vec_launch("swiglu", n).unwrap())
-                .arg(&n32)
-                .arg(&gate)
-                .arg(&up)
-                .arg(&mut y)
-                .run(s)
-        });
-        g.finish();
-
-        // Scores of `rows` queries over `cols` keys: the mask reads and writes every element.
-        let (rows, cols) = if b.small { (64, 1024) } else { (16384, 4096) };
-        let mut scores = b.data(rows * cols);
-        let mask = k("causal_mask");
-        let mut g = b.group(c, "causal_mask", bytes(2 * rows * cols));
-        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
-            mask.launch(llm::elementwise_launch("causal_mask", rows * cols).unwrap())
-                .arg(&1i32)
-                .arg(&(rows as i32))
-                .arg(&(cols as i32))
-                .arg(&((cols - rows) as i32))
-                .arg(&mut scores)
-                .run(s)
-        });
-        g.finish();
-
-        let x = b.data(rows * cols);
-        let w = b.data(cols);
-        let mut y = b.buf(rows * cols, 0.0);
-        let softmax = k("softmax_rows");
-        let mut g = b.group(c, "softmax_rows", bytes(2 * rows * cols));
-        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
-            softmax
-                .launch(llm::rows_launch("softmax_rows", rows, cols).unwrap())
-                .arg(&(rows as i32))
-                .arg(&(cols as i32))
-                .arg(&x)
-                .arg(&mut y)
-                .run(s)
-        });
-        g.finish();
-        let rmsnorm = k("rmsnorm");
-        let mut g = b.group(c, "rmsnorm", bytes(2 * rows * cols + cols));
-        g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
-            rmsnorm
-                .launch(llm::rows_launch("rmsnorm", rows, cols).unwrap())
-                .arg(&(rows as i32))
-                .arg(&(cols as i32))
-                .arg(&1e-5f32)
-                .arg(&x)
-                .arg(&w)
-                .arg(&mut y)
-                .run(s)
-        });
-        g.finish();
-
-        // RoPE on q of a prefill: tokens × 32 heads × 128, and the fused K append (8 KV heads).
-        let (tokens, heads, kv_heads, d) = if b.small {
-            (64, 4, 2, 128)
-        } else {
-            (4096, 32, 8, 128)
-        };
-        let inv_freq = b
-            .device()
-            .upload(&llm::rope_inv_freq(500_000.0, d))
-            .unwrap();
-        let mut q = b.data(tokens * heads * d);
-        let rope = k("rope");
-        let mut g = b.group(c, "rope", bytes(2 * tokens * heads * d));
-        g.bench_launches(&format!("{tokens}x{heads}x{d}"), &b.stream, |s| {
-            rope.launch(llm::rope_launch("rope", tokens, heads, d).unwrap())
-                .arg(&(tokens as i32))
-                .arg(&(heads as i32))
-                .arg(&(d as i32))
-                .arg(&0i32)
-                .arg(&inv_freq)
-                .arg(&mut q)
-                .run(s)
-        });
-        g.finish();
-        let (kk, vv) = (b.data(tokens * kv_heads * d), b.data(tokens * kv_heads * d));
-        let (mut kc, mut vc) = (
-            b.buf(tokens * kv_heads * d, 0.0),
-            b.buf(tokens * kv_heads * d, 0.0),
-        );
-        let append = k("rope_kv_append");
-        let mut g = b.group(c, "rope_kv_append", bytes(4 * tokens * kv_heads * d));
-        g.bench_launches(&format!("{tokens}x{kv_heads}x{d}"), &b.stream, |s| {
-            append
-                .launch(llm::rope_kv_append_launch(tokens, kv_heads, d, 0, tokens).unwrap())
-                .arg(&(tokens as i32))
-                .arg(&(kv_heads as i32))
-                .arg(&(d as i32))
-                .arg(&0i32)
-                .arg(&(tokens as i32))
-                .arg(&inv_freq)
-                .arg(&kk)
-                .arg(&vv)
-                .arg(&mut kc)
-                .arg(&mut vc)
-                .run(s)
-        });
-        g.finish();
+        memory_bound_in::<f32>(c, &b);
+        memory_bound_in::<f16>(c, &b);
+        memory_bound_in::<bf16>(c, &b);
     }
+}
+
+/// The memory-bound kernels in `T` (groups named by the kernel: `scale`, `scale_bf16`).
+fn memory_bound_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
+    let n = if b.small { 1 << 16 } else { 1 << 26 };
+    let (x, gate, up) = (b.data::<T>(n), b.data::<T>(n), b.data::<T>(n));
+    let mut y = b.buf::<T>(n, 0.0);
+    let name = |base: &str| T::kernel(base);
+    let k = |base: &str| {
+        b.module
+            .kernel(&name(base))
+            .expect("the kernel is in the library")
+    };
+    let n32 = n as i32;
+
+    let scale = k("scale");
+    let mut g = b.group(c, &name("scale"), bytes::<T>(2 * n));
+    g.bench_launches(&format!("n={n}"), &b.stream, |s| {
+        scale
+            .launch(llm::vec_launch::<T>("scale", n).unwrap())
+            .arg(&n32)
+            .arg(&0.5f32)
+            .arg(&x)
+            .arg(&mut y)
+            .run(s)
+    });
+    g.finish();
+
+    let swiglu = k("swiglu");
+    let mut g = b.group(c, &name("swiglu"), bytes::<T>(3 * n));
+    g.bench_launches(&format!("n={n}"), &b.stream, |s| {
+        swiglu
+            .launch(llm::vec_launch::<T>("swiglu", n).unwrap())
+            .arg(&n32)
+            .arg(&gate)
+            .arg(&up)
+            .arg(&mut y)
+            .run(s)
+    });
+    g.finish();
+    drop((x, gate, up, y));
+
+    // Scores of `rows` queries over `cols` keys: the mask reads and writes every element.
+    let (rows, cols) = if b.small { (64, 1024) } else { (16384, 4096) };
+    let mut scores = b.data::<T>(rows * cols);
+    let mask = k("causal_mask");
+    let mut g = b.group(c, &name("causal_mask"), bytes::<T>(2 * rows * cols));
+    g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+        mask.launch(llm::mask_launch::<T>(1, rows, cols).unwrap())
+            .arg(&1i32)
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .arg(&((cols - rows) as i32))
+            .arg(&mut scores)
+            .run(s)
+    });
+    g.finish();
+    drop(scores);
+
+    let x = b.data::<T>(rows * cols);
+    let w = b.data::<T>(cols);
+    let mut y = b.buf::<T>(rows * cols, 0.0);
+    let softmax = k("softmax_rows");
+    let mut g = b.group(c, &name("softmax_rows"), bytes::<T>(2 * rows * cols));
+    g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+        softmax
+            .launch(llm::rows_launch::<T>("softmax_rows", rows, cols).unwrap())
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .arg(&x)
+            .arg(&mut y)
+            .run(s)
+    });
+    g.finish();
+    let rmsnorm = k("rmsnorm");
+    let mut g = b.group(c, &name("rmsnorm"), bytes::<T>(2 * rows * cols + cols));
+    g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
+        rmsnorm
+            .launch(llm::rows_launch::<T>("rmsnorm", rows, cols).unwrap())
+            .arg(&(rows as i32))
+            .arg(&(cols as i32))
+            .arg(&1e-5f32)
+            .arg(&x)
+            .arg(&w)
+            .arg(&mut y)
+            .run(s)
+    });
+    g.finish();
+    drop((x, w, y));
+
+    // RoPE on q of a prefill: tokens × 32 heads × 128, and the fused K append (8 KV heads).
+    let (tokens, heads, kv_heads, d) = if b.small {
+        (64, 4, 2, 128)
+    } else {
+        (4096, 32, 8, 128)
+    };
+    let inv_freq = b
+        .device()
+        .upload(&llm::rope_inv_freq(500_000.0, d))
+        .unwrap();
+    let mut q = b.data::<T>(tokens * heads * d);
+    let rope = k("rope");
+    let mut g = b.group(c, &name("rope"), bytes::<T>(2 * tokens * heads * d));
+    g.bench_launches(&format!("{tokens}x{heads}x{d}"), &b.stream, |s| {
+        rope.launch(llm::rope_launch::<T>("rope", tokens, heads, d).unwrap())
+            .arg(&(tokens as i32))
+            .arg(&(heads as i32))
+            .arg(&(d as i32))
+            .arg(&0i32)
+            .arg(&inv_freq)
+            .arg(&mut q)
+            .run(s)
+    });
+    g.finish();
+    let (kk, vv) = (
+        b.data::<T>(tokens * kv_heads * d),
+        b.data::<T>(tokens * kv_heads * d),
+    );
+    let (mut kc, mut vc) = (
+        b.buf::<T>(tokens * kv_heads * d, 0.0),
+        b.buf::<T>(tokens * kv_heads * d, 0.0),
+    );
+    let append = k("rope_kv_append");
+    let mut g = b.group(
+        c,
+        &name("rope_kv_append"),
+        bytes::<T>(4 * tokens * kv_heads * d),
+    );
+    g.bench_launches(&format!("{tokens}x{kv_heads}x{d}"), &b.stream, |s| {
+        append
+            .launch(llm::rope_kv_append_launch::<T>(tokens, kv_heads, d, 0, tokens).unwrap())
+            .arg(&(tokens as i32))
+            .arg(&(kv_heads as i32))
+            .arg(&(d as i32))
+            .arg(&0i32)
+            .arg(&(tokens as i32))
+            .arg(&inv_freq)
+            .arg(&kk)
+            .arg(&vv)
+            .arg(&mut kc)
+            .arg(&mut vc)
+            .run(s)
+    });
+    g.finish();
 }
 
 fn matmul(c: &mut Criterion) {
@@ -221,8 +247,8 @@ fn matmul(c: &mut Criterion) {
         }
         let matmul = b.module.kernel("matmul").unwrap();
         for &n in sizes {
-            let (a, bm) = (b.data(n * n), b.data(n * n));
-            let mut out = b.buf(n * n, 0.0);
+            let (a, bm) = (b.data::<f32>(n * n), b.data::<f32>(n * n));
+            let mut out = b.buf::<f32>(n * n, 0.0);
             let flops = Throughput::Elements((2 * n * n * n) as u64);
             let mut g = b.group(c, "matmul", flops.clone());
             let n32 = n as i32;
@@ -240,7 +266,7 @@ fn matmul(c: &mut Criterion) {
             g.finish();
             let Ok(blas) = &blas else { continue };
             let mine = out.to_vec().unwrap();
-            let mut theirs = b.buf(n * n, 0.0);
+            let mut theirs = b.buf::<f32>(n * n, 0.0);
             // Safety: three n × n device buffers of this device.
             let run = |out: &mut Buffer<f32>| unsafe {
                 blas.sgemm((n, n, n), a.device_ptr(), bm.device_ptr(), out.device_ptr())
@@ -270,103 +296,114 @@ fn matmul(c: &mut Criterion) {
 
 fn attention(c: &mut Criterion) {
     for b in Bench::all() {
-        let (heads, seq) = if b.small { (2, 128) } else { (32, 2048) };
-        let blas = VendorBlas::load(b.target.backend());
-        for d in [64, 128] {
-            let (q, k, v) = (
-                b.data(heads * seq * d),
-                b.data(heads * seq * d),
-                b.data(heads * seq * d),
+        attention_in::<f32>(c, &b, true);
+        attention_in::<f16>(c, &b, false);
+        attention_in::<bf16>(c, &b, false);
+    }
+}
+
+/// The attention kernels in `T` (groups `flash_attention`, `flash_attention_bf16`...), and with
+/// `vendor` the unfused vendor attention (f32) beside them.
+fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench, vendor: bool) {
+    let (heads, seq) = if b.small { (2, 128) } else { (32, 2048) };
+    let blas = vendor.then(|| VendorBlas::load(b.target.backend()));
+    for d in [64, 128] {
+        let (q, k, v) = (
+            b.data::<T>(heads * seq * d),
+            b.data::<T>(heads * seq * d),
+            b.data::<T>(heads * seq * d),
+        );
+        let mut o = b.buf::<T>(heads * seq * d, 0.0);
+        let kernel = b
+            .module
+            .kernel(&llm::attention_kernel::<T>(d).unwrap())
+            .unwrap();
+        let scale = 1.0 / (d as f32).sqrt();
+        for causal in [false, true] {
+            // Q K^T and P V: 4 seq^2 d per head, half of it under a causal mask.
+            let full = 4 * heads * seq * seq * d;
+            let flops = Throughput::Elements((if causal { full / 2 } else { full }) as u64);
+            let id = format!(
+                "d{d}_{}_{heads}x{seq}",
+                if causal { "causal" } else { "full" }
             );
-            let mut o = b.buf(heads * seq * d, 0.0);
-            let kernel = b.module.kernel(llm::attention_kernel(d).unwrap()).unwrap();
-            let scale = 1.0 / (d as f32).sqrt();
-            for causal in [false, true] {
-                // Q K^T and P V: 4 seq^2 d per head, half of it under a causal mask.
-                let full = 4 * heads * seq * seq * d;
-                let flops = Throughput::Elements((if causal { full / 2 } else { full }) as u64);
-                let id = format!(
-                    "d{d}_{}_{heads}x{seq}",
-                    if causal { "causal" } else { "full" }
-                );
-                let mut g = b.group(c, "flash_attention", flops.clone());
-                g.bench_launches(&id, &b.stream, |s| {
-                    kernel
-                        .launch(llm::attention_launch(heads, seq, seq, d, causal).unwrap())
+            let mut g = b.group(c, &T::kernel("flash_attention"), flops.clone());
+            g.bench_launches(&id, &b.stream, |s| {
+                kernel
+                    .launch(llm::attention_launch::<T>(heads, seq, seq, d, causal).unwrap())
+                    .arg(&(seq as i32))
+                    .arg(&(seq as i32))
+                    .arg(&i32::from(causal))
+                    .arg(&scale)
+                    .arg(&q)
+                    .arg(&k)
+                    .arg(&v)
+                    .arg(&mut o)
+                    .run(s)
+            });
+            g.finish();
+            let Some(Ok(blas)) = &blas else { continue };
+            // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor).
+            let mut scores = b.buf::<f32>(heads * seq * seq, 0.0);
+            let mut probs = b.buf::<f32>(heads * seq * seq, 0.0);
+            let o2 = b.buf::<f32>(heads * seq * d, 0.0);
+            let (mask, softmax) = (
+                b.module.kernel("causal_mask").unwrap(),
+                b.module.kernel("softmax_rows").unwrap(),
+            );
+            let rows = heads * seq;
+            let mut g = b.group(c, "attention_vendor", flops);
+            g.note(format!(
+                "unfused: {} batched sgemm + this crate's softmax",
+                blas.path()
+            ));
+            g.bench_launches(&id, &b.stream, |s| {
+                let op = |ptr, stride| Operand { ptr, stride };
+                // Safety: buffers of this device, sized for the shapes.
+                unsafe {
+                    blas.sgemm_batched(
+                        (seq, seq, d),
+                        scale,
+                        op(q.device_ptr(), seq * d),
+                        op(k.device_ptr(), seq * d),
+                        true,
+                        op(scores.device_ptr(), seq * seq),
+                        heads,
+                    )
+                }
+                .unwrap_or_else(|e| panic!("{e}"));
+                if causal {
+                    mask.launch(llm::mask_launch::<f32>(heads, seq, seq).unwrap())
+                        .arg(&(heads as i32))
                         .arg(&(seq as i32))
                         .arg(&(seq as i32))
-                        .arg(&i32::from(causal))
-                        .arg(&scale)
-                        .arg(&q)
-                        .arg(&k)
-                        .arg(&v)
-                        .arg(&mut o)
-                        .run(s)
-                });
-                g.finish();
-                let Ok(blas) = &blas else { continue };
-                // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor).
-                let mut scores = b.buf(heads * seq * seq, 0.0);
-                let mut probs = b.buf(heads * seq * seq, 0.0);
-                let o2 = b.buf(heads * seq * d, 0.0);
-                let (mask, softmax) = (
-                    b.module.kernel("causal_mask").unwrap(),
-                    b.module.kernel("softmax_rows").unwrap(),
-                );
-                let rows = heads * seq;
-                let mut g = b.group(c, "attention_vendor", flops);
-                g.note(format!(
-                    "unfused: {} batched sgemm + this crate's softmax",
-                    blas.path()
-                ));
-                g.bench_launches(&id, &b.stream, |s| {
-                    let op = |ptr, stride| Operand { ptr, stride };
-                    // Safety: buffers of this device, sized for the shapes.
-                    unsafe {
-                        blas.sgemm_batched(
-                            (seq, seq, d),
-                            scale,
-                            op(q.device_ptr(), seq * d),
-                            op(k.device_ptr(), seq * d),
-                            true,
-                            op(scores.device_ptr(), seq * seq),
-                            heads,
-                        )
-                    }
-                    .unwrap_or_else(|e| panic!("{e}"));
-                    if causal {
-                        mask.launch(llm::elementwise_launch("causal_mask", rows * seq).unwrap())
-                            .arg(&(heads as i32))
-                            .arg(&(seq as i32))
-                            .arg(&(seq as i32))
-                            .arg(&0i32)
-                            .arg(&mut scores)
-                            .run(s)?;
-                    }
-                    softmax
-                        .launch(llm::rows_launch("softmax_rows", rows, seq).unwrap())
-                        .arg(&(rows as i32))
-                        .arg(&(seq as i32))
-                        .arg(&scores)
-                        .arg(&mut probs)
+                        .arg(&0i32)
+                        .arg(&mut scores)
                         .run(s)?;
-                    // Safety: as above.
-                    unsafe {
-                        blas.sgemm_batched(
-                            (seq, d, seq),
-                            1.0,
-                            op(probs.device_ptr(), seq * seq),
-                            op(v.device_ptr(), seq * d),
-                            false,
-                            op(o2.device_ptr(), seq * d),
-                            heads,
-                        )
-                    }
-                    .unwrap_or_else(|e| panic!("{e}"));
-                    Ok(())
-                });
-                g.finish();
-            }
+                }
+                softmax
+                    .launch(llm::rows_launch::<f32>("softmax_rows", rows, seq).unwrap())
+                    .arg(&(rows as i32))
+                    .arg(&(seq as i32))
+                    .arg(&scores)
+                    .arg(&mut probs)
+                    .run(s)?;
+                // Safety: as above.
+                unsafe {
+                    blas.sgemm_batched(
+                        (seq, d, seq),
+                        1.0,
+                        op(probs.device_ptr(), seq * seq),
+                        op(v.device_ptr(), seq * d),
+                        false,
+                        op(o2.device_ptr(), seq * d),
+                        heads,
+                    )
+                }
+                .unwrap_or_else(|e| panic!("{e}"));
+                Ok(())
+            });
+            g.finish();
         }
     }
 }

@@ -1,7 +1,12 @@
-// The inference kernels of a decoder-only transformer layer, in f32. Each one has a Rust
-// reference in src/lib.rs (f64 accumulation), a check in tests/kernels.rs and a bench in
-// benches/kernels.rs. Launch them through the functions in src/lib.rs: they refuse the shapes a
-// kernel does not support (with the reason) and compute the grid.
+// The inference kernels of a decoder-only transformer layer, in f32 and in the half-precision
+// types models keep activations, weights and caches in: f16 (`__half`) and bf16
+// (`__hip_bfloat16`). A half variant (`scale_f16`, `rmsnorm_bf16`, `flash_attention_d128_bf16`)
+// reads and writes its type and computes in f32 (the attention accumulates in f32 and keeps its
+// online-softmax state in f32). Each kernel is written once, as a template over the element type;
+// a `__global__` function per type names it. Each one has a Rust reference in src/lib.rs (f64,
+// rounded once to the type), a check in tests/kernels.rs and a bench in benches/kernels.rs.
+// Launch them through the functions in src/lib.rs: they refuse the shapes a kernel does not
+// support (with the reason) and compute the grid.
 //
 // Layouts (row-major, innermost last):
 //   activations  x[rows][cols]                 (softmax, RMSNorm: one row per block)
@@ -9,6 +14,22 @@
 //   RoPE input   x[tokens][heads][head_dim]    (rotate-half: pairs (i, i + head_dim/2))
 //   KV cache     cache[max_seq][kv_heads][head_dim], contiguous (not paged)
 #include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#if defined(__HIP_PLATFORM_AMD__)
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+#else
+// ROCm before hip_bf16.h (Debian's ROCm 5.2) has bfloat16 as `hip_bfloat16`: the same 16 bits (the
+// upper half of an IEEE float, rounded to nearest even), under another name and without the
+// conversion functions HIP and CUDA share.
+#include <hip/hip_bfloat16.h>
+typedef hip_bfloat16 __hip_bfloat16;
+__device__ inline float __bfloat162float(__hip_bfloat16 x) { return float(x); }
+__device__ inline __hip_bfloat16 __float2bfloat16(float x) { return __hip_bfloat16(x); }
+#endif
+#else
+#include <hip/hip_bf16.h>  // CUDA's __nv_bfloat16 under HIP's name, or the cpu backend's
+#endif
 
 // -infinity, and 64-bit offsets, without the standard headers (NVRTC has none: no INFINITY, no
 // index_t); __int_as_float is in HIP, CUDA and the cpu backend alike.
@@ -18,45 +39,79 @@ typedef long long index_t;
 // Threads per block of the row kernels (ROW_BLOCK in src/lib.rs).
 #define ROW_BLOCK 256
 
-// Elements per thread of `scale` and `swiglu` (VEC in src/lib.rs): one 16-byte load per input
-// and one store where the buffers are 16-byte aligned (device allocations are), else one element
-// at a time (a sub-slice at an odd offset; the cpu backend's checked mode, which ends a buffer at
-// a guard page); the last n % 4 elements one at a time.
-#define VEC 4
+// f32 from and to the element types: the kernels compute in f32 whatever they store.
+__device__ inline float to_f32(float x) { return x; }
+__device__ inline float to_f32(__half x) { return __half2float(x); }
+__device__ inline float to_f32(__hip_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ inline T from_f32(float x);
+template <>
+__device__ inline float from_f32<float>(float x) { return x; }
+template <>
+__device__ inline __half from_f32<__half>(float x) { return __float2half(x); }
+template <>
+__device__ inline __hip_bfloat16 from_f32<__hip_bfloat16>(float x) { return __float2bfloat16(x); }
+
+// N = 16 / sizeof(T) elements of T, moved by one 16-byte load or store: 4 floats or 8 halves a
+// thread in `scale`, `swiglu` and RoPE (`Dtype::VEC` in src/lib.rs), where the addresses are
+// 16-byte aligned (device allocations are), else one element at a time (a sub-slice at an odd
+// offset; the cpu backend's checked mode, which ends a buffer at a guard page).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+    T v[N];
+};
 
 __device__ bool aligned16(const void* a, const void* b, const void* c) {
     return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c) & 15) == 0;
 }
 
 // y[i] = s * x[i]
-__global__ void scale(int n, float s, const float* x, float* y) {
-    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
-    if (i + VEC <= n && aligned16(x, y, y)) {
-        float4 v = *(const float4*)(x + i);
-        v.x *= s;
-        v.y *= s;
-        v.z *= s;
-        v.w *= s;
-        *(float4*)(y + i) = v;
+template <typename T>
+__device__ void scale_elems(int n, float s, const T* x, T* y) {
+    constexpr int N = 16 / sizeof(T);
+    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
+    if (i + N <= n && aligned16(x, y, y)) {
+        Pack<T, N> v = *(const Pack<T, N>*)(x + i);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            v.v[j] = from_f32<T>(s * to_f32(v.v[j]));
+        }
+        *(Pack<T, N>*)(y + i) = v;
     } else {
-        for (index_t end = i + VEC < n ? i + VEC : n; i < end; i++) {
-            y[i] = s * x[i];
+        for (index_t end = i + N < n ? i + N : n; i < end; i++) {
+            y[i] = from_f32<T>(s * to_f32(x[i]));
         }
     }
 }
 
+__global__ void scale(int n, float s, const float* x, float* y) { scale_elems(n, s, x, y); }
+__global__ void scale_f16(int n, float s, const __half* x, __half* y) { scale_elems(n, s, x, y); }
+__global__ void scale_bf16(int n, float s, const __hip_bfloat16* x, __hip_bfloat16* y) { scale_elems(n, s, x, y); }
+
 // In place on scores[batch][rows][cols] (batch: heads, each the same pattern): -inf where key
 // `c` lies after query `r`, i.e. c > r + offset (offset = cols - rows when the queries are the
-// last `rows` positions of `cols`).
-__global__ void causal_mask(int batch, int rows, int cols, int offset, float* scores) {
-    index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (index_t)batch * rows * cols) {
-        int r = (int)((i / cols) % rows);
-        int c = (int)(i % cols);
+// last `rows` positions of `cols`). One block per row of scores (batch * rows blocks), its
+// threads over the row's columns (`mask_launch` in src/lib.rs): no division per element, which
+// would cost more than the memory traffic of a half-precision row.
+template <typename T>
+__device__ void causal_mask_row(int rows, int cols, int offset, T* scores) {
+    const int r = blockIdx.x % rows;
+    T* row = scores + (index_t)blockIdx.x * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
         if (c > r + offset) {
-            scores[i] = NEG_INF;
+            row[c] = from_f32<T>(NEG_INF);
         }
     }
+}
+
+__global__ void causal_mask(int batch, int rows, int cols, int offset, float* scores) {
+    causal_mask_row(rows, cols, offset, scores);
+}
+__global__ void causal_mask_f16(int batch, int rows, int cols, int offset, __half* scores) {
+    causal_mask_row(rows, cols, offset, scores);
+}
+__global__ void causal_mask_bf16(int batch, int rows, int cols, int offset, __hip_bfloat16* scores) {
+    causal_mask_row(rows, cols, offset, scores);
 }
 
 // Block-wide reductions over ROW_BLOCK threads through shared memory `red` (ROW_BLOCK floats);
@@ -98,21 +153,21 @@ __device__ float block_sum(float v, float* red) {
 
 // Numerically stable softmax of each row: y = exp(x - max) / sum(exp(x - max)). Masked entries
 // (-inf) become 0. One block of ROW_BLOCK threads per row.
-__global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, const float* x, float* y) {
-    __shared__ float red[ROW_BLOCK];
-    const float* xr = x + (index_t)blockIdx.x * cols;
-    float* yr = y + (index_t)blockIdx.x * cols;
+template <typename T>
+__device__ void softmax_row(int cols, const T* x, T* y, float* red) {
+    const T* xr = x + (index_t)blockIdx.x * cols;
+    T* yr = y + (index_t)blockIdx.x * cols;
     const int rest = ROW_BLOCK * ROW_CACHE;
     float v[ROW_CACHE];
     float m = NEG_INF;
 #pragma unroll
     for (int k = 0; k < ROW_CACHE; k++) {
         int c = threadIdx.x + k * ROW_BLOCK;
-        v[k] = c < cols ? xr[c] : NEG_INF;
+        v[k] = c < cols ? to_f32(xr[c]) : NEG_INF;
         m = fmaxf(m, v[k]);
     }
     for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
-        m = fmaxf(m, xr[c]);
+        m = fmaxf(m, to_f32(xr[c]));
     }
     m = block_max(m, red);
     float s = 0.0f;
@@ -123,7 +178,7 @@ __global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, co
         s += v[k];
     }
     for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
-        s += expf(xr[c] - m);
+        s += expf(to_f32(xr[c]) - m);
     }
     s = block_sum(s, red);
     float inv = 1.0f / s;
@@ -131,30 +186,44 @@ __global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, co
     for (int k = 0; k < ROW_CACHE; k++) {
         int c = threadIdx.x + k * ROW_BLOCK;
         if (c < cols) {
-            yr[c] = v[k] * inv;
+            yr[c] = from_f32<T>(v[k] * inv);
         }
     }
     for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
-        yr[c] = expf(xr[c] - m) * inv;
+        yr[c] = from_f32<T>(expf(to_f32(xr[c]) - m) * inv);
     }
 }
 
-// RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w. One block of ROW_BLOCK threads per row.
-__global__ void __launch_bounds__(ROW_BLOCK) rmsnorm(int rows, int cols, float eps, const float* x, const float* w, float* y) {
+__global__ void __launch_bounds__(ROW_BLOCK) softmax_rows(int rows, int cols, const float* x, float* y) {
     __shared__ float red[ROW_BLOCK];
-    const float* xr = x + (index_t)blockIdx.x * cols;
-    float* yr = y + (index_t)blockIdx.x * cols;
+    softmax_row(cols, x, y, red);
+}
+__global__ void __launch_bounds__(ROW_BLOCK) softmax_rows_f16(int rows, int cols, const __half* x, __half* y) {
+    __shared__ float red[ROW_BLOCK];
+    softmax_row(cols, x, y, red);
+}
+__global__ void __launch_bounds__(ROW_BLOCK) softmax_rows_bf16(int rows, int cols, const __hip_bfloat16* x, __hip_bfloat16* y) {
+    __shared__ float red[ROW_BLOCK];
+    softmax_row(cols, x, y, red);
+}
+
+// RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * w. One block of ROW_BLOCK threads per row.
+template <typename T>
+__device__ void rmsnorm_row(int cols, float eps, const T* x, const T* w, T* y, float* red) {
+    const T* xr = x + (index_t)blockIdx.x * cols;
+    T* yr = y + (index_t)blockIdx.x * cols;
     const int rest = ROW_BLOCK * ROW_CACHE;
     float v[ROW_CACHE];
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < ROW_CACHE; k++) {
         int c = threadIdx.x + k * ROW_BLOCK;
-        v[k] = c < cols ? xr[c] : 0.0f;
+        v[k] = c < cols ? to_f32(xr[c]) : 0.0f;
         ss += v[k] * v[k];
     }
     for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
-        ss += xr[c] * xr[c];
+        float xc = to_f32(xr[c]);
+        ss += xc * xc;
     }
     ss = block_sum(ss, red);
     float inv = 1.0f / sqrtf(ss / cols + eps);
@@ -162,98 +231,214 @@ __global__ void __launch_bounds__(ROW_BLOCK) rmsnorm(int rows, int cols, float e
     for (int k = 0; k < ROW_CACHE; k++) {
         int c = threadIdx.x + k * ROW_BLOCK;
         if (c < cols) {
-            yr[c] = v[k] * inv * w[c];
+            yr[c] = from_f32<T>(v[k] * inv * to_f32(w[c]));
         }
     }
     for (int c = threadIdx.x + rest; c < cols; c += ROW_BLOCK) {
-        yr[c] = xr[c] * inv * w[c];
+        yr[c] = from_f32<T>(to_f32(xr[c]) * inv * to_f32(w[c]));
     }
+}
+
+__global__ void __launch_bounds__(ROW_BLOCK) rmsnorm(int rows, int cols, float eps, const float* x, const float* w, float* y) {
+    __shared__ float red[ROW_BLOCK];
+    rmsnorm_row(cols, eps, x, w, y, red);
+}
+__global__ void __launch_bounds__(ROW_BLOCK) rmsnorm_f16(int rows, int cols, float eps, const __half* x, const __half* w, __half* y) {
+    __shared__ float red[ROW_BLOCK];
+    rmsnorm_row(cols, eps, x, w, y, red);
+}
+__global__ void __launch_bounds__(ROW_BLOCK) rmsnorm_bf16(int rows, int cols, float eps, const __hip_bfloat16* x, const __hip_bfloat16* w, __hip_bfloat16* y) {
+    __shared__ float red[ROW_BLOCK];
+    rmsnorm_row(cols, eps, x, w, y, red);
 }
 
 __device__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
-// SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)); VEC elements a thread, as `scale`.
-__global__ void swiglu(int n, const float* gate, const float* up, float* y) {
-    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
-    if (i + VEC <= n && aligned16(gate, up, y)) {
-        float4 g = *(const float4*)(gate + i);
-        float4 u = *(const float4*)(up + i);
-        float4 r;
-        r.x = silu_times(g.x, u.x);
-        r.y = silu_times(g.y, u.y);
-        r.z = silu_times(g.z, u.z);
-        r.w = silu_times(g.w, u.w);
-        *(float4*)(y + i) = r;
+// SwiGLU: y = silu(gate) * up, silu(g) = g / (1 + exp(-g)); 16 bytes a thread, as `scale`.
+template <typename T>
+__device__ void swiglu_elems(int n, const T* gate, const T* up, T* y) {
+    constexpr int N = 16 / sizeof(T);
+    index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
+    if (i + N <= n && aligned16(gate, up, y)) {
+        Pack<T, N> g = *(const Pack<T, N>*)(gate + i);
+        Pack<T, N> u = *(const Pack<T, N>*)(up + i);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            g.v[j] = from_f32<T>(silu_times(to_f32(g.v[j]), to_f32(u.v[j])));
+        }
+        *(Pack<T, N>*)(y + i) = g;
     } else {
-        for (index_t end = i + VEC < n ? i + VEC : n; i < end; i++) {
-            y[i] = silu_times(gate[i], up[i]);
+        for (index_t end = i + N < n ? i + N : n; i < end; i++) {
+            y[i] = from_f32<T>(silu_times(to_f32(gate[i]), to_f32(up[i])));
         }
     }
 }
 
-// Rotates the pair (x1, x2) = (x[i], x[i + half]) of one head by angle pos * inv_freq[i].
-__device__ void rotate_pair(const float* in, float* out, int i, int half, float angle) {
-    float c = cosf(angle);
-    float s = sinf(angle);
-    float x1 = in[i];
-    float x2 = in[i + half];
-    out[i] = x1 * c - x2 * s;
-    out[i + half] = x2 * c + x1 * s;
+__global__ void swiglu(int n, const float* gate, const float* up, float* y) { swiglu_elems(n, gate, up, y); }
+__global__ void swiglu_f16(int n, const __half* gate, const __half* up, __half* y) { swiglu_elems(n, gate, up, y); }
+__global__ void swiglu_bf16(int n, const __hip_bfloat16* gate, const __hip_bfloat16* up, __hip_bfloat16* y) {
+    swiglu_elems(n, gate, up, y);
 }
 
-// RoPE in place, rotate-half layout, on x[tokens][heads][head_dim]; token t is at position
-// pos0 + t. inv_freq[i] = theta^(-2i/head_dim) (head_dim/2 of them, from `rope_inv_freq` in
-// src/lib.rs: the base theta is the caller's). The angle is pos * inv_freq[i] in f32, as models
-// compute it. One thread per pair.
-__global__ void rope(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, float* x) {
-    int half = head_dim / 2;
-    index_t p = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < (index_t)tokens * heads * half) {
-        int i = (int)(p % half);
-        index_t th = p / half;  // token * heads + head
-        int t = (int)(th / heads);
-        float* xh = x + th * head_dim;
-        rotate_pair(xh, xh, i, half, (float)(pos0 + t) * inv_freq[i]);
+// RoPE, rotate-half: the pair (x1, x2) = (x[i], x[i + head_dim/2]) of a head at position `pos`
+// turns by the angle pos * inv_freq[i], computed in f32 as models do (inv_freq[i] =
+// theta^(-2i/head_dim), from `rope_inv_freq` in src/lib.rs: the base theta is the caller's).
+//
+// A thread rotates N = 16 / sizeof(T) pairs (i0 .. i0 + N) of ROPE_HEADS heads of one token: it
+// computes their N sines and cosines once for all those heads, and moves each half of a head's
+// pairs with one 16-byte load and store where the rows allow (head_dim a multiple of 2N and the
+// buffers aligned), else one element at a time. Blocks are (pair groups, tokens): ROPE_THREADS
+// threads, threadIdx.x over the groups of pairs of a head, threadIdx.y over tokens; gridDim.y
+// over the heads, ROPE_HEADS a block (`rope_launch` in src/lib.rs). No 64-bit division anywhere.
+#define ROPE_HEADS 4
+#define ROPE_THREADS 256
+
+// The rotation of one pair by the angle whose cosine and sine are c and s.
+__device__ inline float2 rotated(float x1, float x2, float c, float s) {
+    return make_float2(x1 * c - x2 * s, x2 * c + x1 * s);
+}
+
+// Pairs i0 .. i0 + N of heads h0 .. h0 + ROPE_HEADS (those below `heads`) of one token at `pos`:
+// `k` rotated into `k_out` (the same buffer for RoPE in place) and, when `v` is given, `v` copied
+// into `v_out` (the KV-cache append). The pointers are the token's first head.
+template <typename T>
+__device__ void rope_pairs(int heads, int h0, int head_dim, int i0, float pos, const float* inv_freq,
+                           const T* k, T* k_out, const T* v, T* v_out) {
+    constexpr int N = 16 / sizeof(T);
+    const int half = head_dim / 2;
+    const int n = min(N, half - i0);
+    float c[N], s[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        c[j] = 1.0f;
+        s[j] = 0.0f;
+        if (j < n) {
+            sincosf(pos * inv_freq[i0 + j], &s[j], &c[j]);
+        }
     }
+    const bool vec = n == N && head_dim % (2 * N) == 0 && aligned16(k, k_out, k_out) &&
+                     (v == nullptr || aligned16(v, v_out, v_out));
+#pragma unroll
+    for (int hh = 0; hh < ROPE_HEADS; ++hh) {
+        const int h = h0 + hh;
+        if (h >= heads) {
+            break;
+        }
+        const index_t lo = (index_t)h * head_dim + i0;
+        const index_t hi = lo + half;
+        if (vec) {
+            // Every load before any store: the compiler must assume the buffers overlap (k is
+            // k_out for RoPE in place), and would otherwise wait for each store before a load.
+            Pack<T, N> a = *(const Pack<T, N>*)(k + lo);
+            Pack<T, N> b = *(const Pack<T, N>*)(k + hi);
+            Pack<T, N> va, vb;
+            if (v != nullptr) {
+                va = *(const Pack<T, N>*)(v + lo);
+                vb = *(const Pack<T, N>*)(v + hi);
+            }
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                float2 r = rotated(to_f32(a.v[j]), to_f32(b.v[j]), c[j], s[j]);
+                a.v[j] = from_f32<T>(r.x);
+                b.v[j] = from_f32<T>(r.y);
+            }
+            *(Pack<T, N>*)(k_out + lo) = a;
+            *(Pack<T, N>*)(k_out + hi) = b;
+            if (v != nullptr) {
+                *(Pack<T, N>*)(v_out + lo) = va;
+                *(Pack<T, N>*)(v_out + hi) = vb;
+            }
+        } else {
+            for (int j = 0; j < n; ++j) {
+                float2 r = rotated(to_f32(k[lo + j]), to_f32(k[hi + j]), c[j], s[j]);
+                k_out[lo + j] = from_f32<T>(r.x);
+                k_out[hi + j] = from_f32<T>(r.y);
+                if (v != nullptr) {
+                    v_out[lo + j] = v[lo + j];
+                    v_out[hi + j] = v[hi + j];
+                }
+            }
+        }
+    }
+}
+
+// RoPE in place on x[tokens][heads][head_dim]; token t is at position pos0 + t.
+template <typename T>
+__device__ void rope_tokens(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, T* x) {
+    constexpr int N = 16 / sizeof(T);
+    const int t = blockIdx.x * blockDim.y + threadIdx.y;
+    if (t >= tokens) {
+        return;
+    }
+    T* xt = x + (index_t)t * heads * head_dim;
+    for (int i0 = threadIdx.x * N; i0 < head_dim / 2; i0 += blockDim.x * N) {
+        rope_pairs(heads, blockIdx.y * ROPE_HEADS, head_dim, i0, (float)(pos0 + t), inv_freq, xt, xt,
+                   (const T*)nullptr, (T*)nullptr);
+    }
+}
+
+__global__ void __launch_bounds__(ROPE_THREADS) rope(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, float* x) {
+    rope_tokens(tokens, heads, head_dim, pos0, inv_freq, x);
+}
+__global__ void __launch_bounds__(ROPE_THREADS) rope_f16(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, __half* x) {
+    rope_tokens(tokens, heads, head_dim, pos0, inv_freq, x);
+}
+__global__ void __launch_bounds__(ROPE_THREADS) rope_bf16(int tokens, int heads, int head_dim, int pos0, const float* inv_freq, __hip_bfloat16* x) {
+    rope_tokens(tokens, heads, head_dim, pos0, inv_freq, x);
 }
 
 // RoPE fused with the KV-cache append (contiguous cache): k and v are [tokens][kv_heads][head_dim]
 // for positions pos0 .. pos0 + tokens; the rotated k and the unchanged v are written at those rows
 // of k_cache and v_cache ([max_seq][kv_heads][head_dim]). Rows outside are left as they are.
-// One thread per pair.
-__global__ void rope_kv_append(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
-                               const float* inv_freq, const float* k, const float* v,
-                               float* k_cache, float* v_cache) {
-    int half = head_dim / 2;
-    index_t p = (index_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < (index_t)tokens * kv_heads * half) {
-        int i = (int)(p % half);
-        index_t th = p / half;
-        int t = (int)(th / kv_heads);
-        if (pos0 + t >= max_seq) {
-            return;
-        }
-        index_t dst = ((index_t)pos0 * kv_heads + th) * head_dim;
-        rotate_pair(k + th * head_dim, k_cache + dst, i, half, (float)(pos0 + t) * inv_freq[i]);
-        v_cache[dst + i] = v[th * head_dim + i];
-        v_cache[dst + i + half] = v[th * head_dim + i + half];
+template <typename T>
+__device__ void rope_kv_append_tokens(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
+                                      const float* inv_freq, const T* k, const T* v, T* k_cache, T* v_cache) {
+    constexpr int N = 16 / sizeof(T);
+    const int t = blockIdx.x * blockDim.y + threadIdx.y;
+    if (t >= tokens || pos0 + t >= max_seq) {
+        return;
     }
+    const index_t src = (index_t)t * kv_heads * head_dim;
+    const index_t dst = (index_t)(pos0 + t) * kv_heads * head_dim;
+    for (int i0 = threadIdx.x * N; i0 < head_dim / 2; i0 += blockDim.x * N) {
+        rope_pairs(kv_heads, blockIdx.y * ROPE_HEADS, head_dim, i0, (float)(pos0 + t), inv_freq, k + src,
+                   k_cache + dst, v + src, v_cache + dst);
+    }
+}
+
+__global__ void __launch_bounds__(ROPE_THREADS) rope_kv_append(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
+                                                               const float* inv_freq, const float* k, const float* v,
+                                                               float* k_cache, float* v_cache) {
+    rope_kv_append_tokens(tokens, kv_heads, head_dim, pos0, max_seq, inv_freq, k, v, k_cache, v_cache);
+}
+__global__ void __launch_bounds__(ROPE_THREADS) rope_kv_append_f16(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
+                                                                   const float* inv_freq, const __half* k, const __half* v,
+                                                                   __half* k_cache, __half* v_cache) {
+    rope_kv_append_tokens(tokens, kv_heads, head_dim, pos0, max_seq, inv_freq, k, v, k_cache, v_cache);
+}
+__global__ void __launch_bounds__(ROPE_THREADS) rope_kv_append_bf16(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
+                                                                    const float* inv_freq, const __hip_bfloat16* k,
+                                                                    const __hip_bfloat16* v, __hip_bfloat16* k_cache,
+                                                                    __hip_bfloat16* v_cache) {
+    rope_kv_append_tokens(tokens, kv_heads, head_dim, pos0, max_seq, inv_freq, k, v, k_cache, v_cache);
 }
 
 // FlashAttention forward: o = softmax(scale * q k^T [+ causal mask]) v, without the score matrix.
 // A block computes FA_BM query rows of one head; it walks the keys in tiles of FA_BN, keeping for
 // each row the running max m, the running sum l and the unnormalised output, rescaled by
 // exp(m_old - m_new) when the max grows (the online softmax). Causal: query r (of seq_q, the
-// last seq_q of seq_k positions) sees keys c <= r + seq_k - seq_q.
+// last seq_q of seq_k positions) sees keys c <= r + seq_k - seq_q. q, k, v and o are of the
+// element type T; the tiles in shared memory, the scores, the running state and the output's
+// accumulators are f32 whatever T is.
 // Grid (ceil(seq_q / FA_BM), heads), FA_THREADS threads (FA_* in src/lib.rs).
 #define FA_BM 16
 #define FA_BN 32
 #define FA_THREADS 128
 #define FA_LANES (FA_THREADS / FA_BM)
 
-template <int D>
+template <int D, typename T>
 __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float scale,
-                                      const float* q, const float* k, const float* v, float* o,
+                                      const T* q, const T* k, const T* v, T* o,
                                       float (*qs)[D], float (*ks)[D + 1], float (*vs)[D],
                                       float (*ps)[FA_BN], float* row_m, float* row_l,
                                       float* row_alpha) {
@@ -268,7 +453,7 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
 
     for (int e = t; e < FA_BM * D; e += FA_THREADS) {
         int r = e / D, c = e % D;
-        qs[r][c] = q0 + r < seq_q ? q[(index_t)(q0 + r) * D + c] * scale : 0.0f;
+        qs[r][c] = q0 + r < seq_q ? to_f32(q[(index_t)(q0 + r) * D + c]) * scale : 0.0f;
     }
     if (t < FA_BM) {
         row_m[t] = NEG_INF;
@@ -289,8 +474,8 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
         for (int e = t; e < FA_BN * D; e += FA_THREADS) {
             int r = e / D, c = e % D;
             bool in = k0 + r < seq_k;
-            ks[r][c] = in ? k[(index_t)(k0 + r) * D + c] : 0.0f;
-            vs[r][c] = in ? v[(index_t)(k0 + r) * D + c] : 0.0f;
+            ks[r][c] = in ? to_f32(k[(index_t)(k0 + r) * D + c]) : 0.0f;
+            vs[r][c] = in ? to_f32(v[(index_t)(k0 + r) * D + c]) : 0.0f;
         }
         __syncthreads();
         for (int e = t; e < FA_BM * FA_BN; e += FA_THREADS) {
@@ -346,28 +531,50 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
     if (q0 + my_row < seq_q) {
         const float inv = 1.0f / row_l[my_row];
         for (int j = 0; j < D / FA_LANES; ++j) {
-            o[(index_t)(q0 + my_row) * D + lane + j * FA_LANES] = acc[j] * inv;
+            o[(index_t)(q0 + my_row) * D + lane + j * FA_LANES] = from_f32<T>(acc[j] * inv);
         }
     }
 }
 
+// One kernel per head dimension and element type; each declares its tiles in f32 (D + 1 columns
+// of ks: padded, as a wave reads a column of it) and runs flash_attention_block.
+#define FA_SHARED(D)                          \
+    __shared__ float qs[FA_BM][D];            \
+    __shared__ float ks[FA_BN][D + 1];        \
+    __shared__ float vs[FA_BN][D];            \
+    __shared__ float ps[FA_BM][FA_BN];        \
+    __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM]
+
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale,
                                                                   const float* q, const float* k, const float* v, float* o) {
-    __shared__ float qs[FA_BM][64];
-    __shared__ float ks[FA_BN][64 + 1];  // padded: a wave reads a column of ks
-    __shared__ float vs[FA_BN][64];
-    __shared__ float ps[FA_BM][FA_BN];
-    __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM];
+    FA_SHARED(64);
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
 }
-
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, int seq_k, int causal, float scale,
                                                                    const float* q, const float* k, const float* v, float* o) {
-    __shared__ float qs[FA_BM][128];
-    __shared__ float ks[FA_BN][128 + 1];  // padded: a wave reads a column of ks
-    __shared__ float vs[FA_BN][128];
-    __shared__ float ps[FA_BM][FA_BN];
-    __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM];
+    FA_SHARED(128);
+    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+}
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale,
+                                                                      const __half* q, const __half* k, const __half* v, __half* o) {
+    FA_SHARED(64);
+    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+}
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale,
+                                                                       const __half* q, const __half* k, const __half* v, __half* o) {
+    FA_SHARED(128);
+    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+}
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale,
+                                                                       const __hip_bfloat16* q, const __hip_bfloat16* k,
+                                                                       const __hip_bfloat16* v, __hip_bfloat16* o) {
+    FA_SHARED(64);
+    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+}
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale,
+                                                                        const __hip_bfloat16* q, const __hip_bfloat16* k,
+                                                                        const __hip_bfloat16* v, __hip_bfloat16* o) {
+    FA_SHARED(128);
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
 }
 

@@ -718,6 +718,27 @@ mod tests {
     }
 
     #[test]
+    fn template_helpers_that_wait_keep_fibers_also_with_attributes() {
+        // `__device__` as the scan spells it: an attribute between `template <...>` and the
+        // return type. Inlined, the body would name `T`, which the kernel does not know.
+        let o = form(
+            "__attribute__((__rk_device__)) float block_max(float v, float* red) { \
+                 red[(rk_cur.thread_idx).x] = v; __syncthreads(); return red[0]; }\n\
+             template <typename T>\n\
+             __attribute__((__rk_device__)) void row(const T* x, T* y, float* red) { \
+                 T m = x[(rk_cur.thread_idx).x]; y[0] = block_max(m, red); }\n\
+             __rk_kernel__ void k(const float* x, float* y) { \
+                 thread_local float red[64]; row(x, y, red); }",
+        );
+        let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
+        assert_eq!(
+            why["k"], "it calls `row`, which waits for other threads inside another function",
+            "{o:?}"
+        );
+        assert!(o.forms.iter().all(|f| f.kernel != "k"), "{o:?}");
+    }
+
+    #[test]
     fn kernel_templates_instantiated_with_a_functor_that_waits_keep_fibers() {
         let o = form(
             "struct Max { int operator()(int v) const { return v + __shfl_xor(v, 1); } };\n\

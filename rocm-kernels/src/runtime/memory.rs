@@ -18,6 +18,9 @@ macro_rules! device_copy {
 }
 device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+// HIP's `__half` and `__hip_bfloat16`: two bytes, every bit pattern a value (NaNs included).
+#[cfg(feature = "half")]
+device_copy!(half::f16, half::bf16);
 
 /// `len` elements of `T` in the memory of one device. Dropping it frees the memory.
 ///

@@ -96,6 +96,27 @@ fn buffers_upload_download_fill_copy() {
 }
 
 #[testkit::test]
+fn half_precision_buffers_keep_every_bit() {
+    use rocm_kernels::half::{bf16, f16};
+    let d = cpu();
+    // Values, the largest finite ones, a subnormal and NaNs with payloads: copied, never converted.
+    let h: Vec<f16> = [0x3c00u16, 0x7bff, 0x0001, 0x7eab, 0xfc00]
+        .map(f16::from_bits)
+        .to_vec();
+    let b: Vec<bf16> = [0x3f80u16, 0x7f7f, 0x0001, 0x7feb, 0xff80]
+        .map(bf16::from_bits)
+        .to_vec();
+    let bits = |v: Vec<f16>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bbits = |v: Vec<bf16>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let on_device = d.upload(&h).unwrap();
+    assert_eq!(on_device.byte_len(), 10);
+    assert_eq!(bits(on_device.to_vec().unwrap()), bits(h));
+    let mut on_device = d.alloc::<bf16>(b.len()).unwrap();
+    on_device.upload(&b).unwrap();
+    assert_eq!(bbits(on_device.to_vec().unwrap()), bbits(b));
+}
+
+#[testkit::test]
 fn pinned_host_buffers_stage_copies_both_ways() {
     for checked in [true, false] {
         let d = Device::cpu(CpuOptions {

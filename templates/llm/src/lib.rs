@@ -1,22 +1,38 @@
-//! {{name}}: the inference kernels of a transformer layer in HIP (`kernels/llm.hip`), with their
-//! Rust references and launch configurations.
+//! {{name}}: the inference kernels of a transformer layer in HIP (`kernels/llm.hip`), in f32 and
+//! in the half-precision types models keep their tensors in ([`f16`], [`bf16`]), with their Rust
+//! references and launch configurations.
 //!
-//! The references (f64 accumulation) say what each kernel computes; `tests/kernels.rs` checks
-//! the kernels against them on every backend, `benches/kernels.rs` measures them (and the tiled
-//! matmul against the vendor BLAS, [`vendor`]). Launch the kernels with the `*_launch` functions:
-//! they refuse a shape the kernel does not support, with the reason, instead of a wrong result.
+//! The references (f64 arithmetic, rounded once to the element type) say what each kernel
+//! computes; `tests/kernels.rs` checks the kernels against them on every backend,
+//! `benches/kernels.rs` measures them (and the tiled matmul against the vendor BLAS, [`vendor`]).
+//! Launch the kernels with the `*_launch` functions: they refuse a shape the kernel does not
+//! support, with the reason, instead of a wrong result. The element type picks the kernel:
+//!
+//! ```no_run
+//! use {{crate_name}}::{bf16, Dtype};
+//! assert_eq!(bf16::kernel("rmsnorm"), "rmsnorm_bf16");
+//! let launch = {{crate_name}}::rows_launch::<bf16>("rmsnorm", 4096, 4096).unwrap();
+//! # let _ = launch;
+//! ```
 
 pub mod vendor;
 
 use rocm_kernels::runtime::LaunchConfig;
 
+/// IEEE binary16 (HIP's `__half`) and bfloat16 (`__hip_bfloat16`): the element types of the half
+/// variants, as the runtime's buffers hold them.
+pub use rocm_kernels::half::{bf16, f16};
+
 /// The compiled kernels (every backend `build.rs` built), for `rocm_test` and the runtime.
 pub static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels!("kernels");
 
-/// Threads per block of the elementwise kernels.
+/// Threads per block of the elementwise kernels (`scale`, `swiglu`, `causal_mask`).
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 /// Threads per block of the row kernels (`ROW_BLOCK` in `kernels/llm.hip`).
 pub const ROW_BLOCK: u32 = 256;
+/// Heads a RoPE thread rotates (`ROPE_HEADS`), and the threads of a RoPE block (`ROPE_THREADS`).
+pub const ROPE_HEADS: usize = 4;
+pub const ROPE_THREADS: usize = 256;
 /// Query rows per block of the attention kernels (`FA_BM`).
 pub const FA_BM: u32 = 16;
 /// Keys per tile of the attention kernels (`FA_BN`).
@@ -27,23 +43,111 @@ pub const FA_THREADS: u32 = 128;
 pub const MM_TILE: u32 = 128;
 pub const MM_THREADS: u32 = 256;
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for super::f16 {}
+    impl Sealed for super::bf16 {}
+}
+
+/// An element type the kernels come in: `f32`, [`f16`] (HIP's `__half`) or [`bf16`]
+/// (`__hip_bfloat16`). The half variants keep their tensors in half precision and compute in
+/// f32 (`kernels/llm.hip`); `matmul` is f32 only.
+pub trait Dtype:
+    rocm_kernels::runtime::DeviceCopy + Default + PartialEq + std::fmt::Debug + sealed::Sealed
+{
+    /// `f32`, `f16`, `bf16`.
+    const NAME: &'static str;
+    /// What its kernels' names end with: nothing (`rmsnorm`), `_f16`, `_bf16`.
+    const SUFFIX: &'static str;
+    /// Elements one 16-byte access moves (`16 / sizeof(T)` in `kernels/llm.hip`): a thread's
+    /// share of `scale` and `swiglu`, and the pairs a RoPE thread rotates.
+    const VEC: usize;
+    /// The relative error storing an f32 result as this type adds at most: none for f32, one
+    /// ulp for the half types (their machine epsilon: 2^-10 for f16, 2^-7 for bf16).
+    const STORE_ROUNDING: f64;
+    /// The exact value.
+    fn to_f64(self) -> f64;
+    /// The value of the type nearest to `x` (ties to even): `x` rounded once.
+    fn nearest(x: f64) -> Self;
+    /// The kernel `base` for this type: `bf16::kernel("rmsnorm")` is `rmsnorm_bf16`.
+    fn kernel(base: &str) -> String {
+        format!("{base}{}", Self::SUFFIX)
+    }
+}
+
+impl Dtype for f32 {
+    const NAME: &'static str = "f32";
+    const SUFFIX: &'static str = "";
+    const VEC: usize = 4;
+    const STORE_ROUNDING: f64 = 0.0;
+    fn to_f64(self) -> f64 {
+        self.into()
+    }
+    fn nearest(x: f64) -> Self {
+        x as f32
+    }
+}
+
+impl Dtype for f16 {
+    const NAME: &'static str = "f16";
+    const SUFFIX: &'static str = "_f16";
+    const VEC: usize = 8;
+    const STORE_ROUNDING: f64 = 1.0 / 1024.0;
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn nearest(x: f64) -> Self {
+        f16::from_f32(f32_rounded_to_odd(x))
+    }
+}
+
+impl Dtype for bf16 {
+    const NAME: &'static str = "bf16";
+    const SUFFIX: &'static str = "_bf16";
+    const VEC: usize = 8;
+    const STORE_ROUNDING: f64 = 1.0 / 128.0;
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn nearest(x: f64) -> Self {
+        bf16::from_f32(f32_rounded_to_odd(x))
+    }
+}
+
+/// `x` in f32, rounded to odd: exact where f32 holds it, else the neighbour whose last bit is 1.
+/// Rounded again to a type at least two bits narrower (f16, bf16) it gives exactly `x` rounded
+/// once to that type, where a plain f64 -> f32 -> f16 can round twice (a tie made by the first
+/// rounding).
+fn f32_rounded_to_odd(x: f64) -> f32 {
+    let r = x as f32;
+    if f64::from(r) == x || !r.is_finite() || r.to_bits() & 1 == 1 {
+        return r;
+    }
+    if f64::from(r) > x {
+        r.next_down()
+    } else {
+        r.next_up()
+    }
+}
+
 /// A shape a kernel does not support, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kernel}: {reason}")]
 pub struct ShapeError {
-    pub kernel: &'static str,
+    pub kernel: String,
     pub reason: String,
 }
 
-fn refuse(kernel: &'static str, reason: impl Into<String>) -> ShapeError {
+fn refuse(kernel: &str, reason: impl Into<String>) -> ShapeError {
     ShapeError {
-        kernel,
+        kernel: kernel.to_owned(),
         reason: reason.into(),
     }
 }
 
 /// Every count a kernel takes as `int` must fit in one.
-fn fits_int(kernel: &'static str, what: &str, n: usize) -> Result<(), ShapeError> {
+fn fits_int(kernel: &str, what: &str, n: usize) -> Result<(), ShapeError> {
     if n > i32::MAX as usize {
         return Err(refuse(
             kernel,
@@ -56,7 +160,7 @@ fn fits_int(kernel: &'static str, what: &str, n: usize) -> Result<(), ShapeError
     Ok(())
 }
 
-fn non_empty(kernel: &'static str, dims: &[(&str, usize)]) -> Result<(), ShapeError> {
+fn non_empty(kernel: &str, dims: &[(&str, usize)]) -> Result<(), ShapeError> {
     for (what, n) in dims {
         if *n == 0 {
             return Err(refuse(kernel, format!("{what} is 0: nothing to compute")));
@@ -66,61 +170,91 @@ fn non_empty(kernel: &'static str, dims: &[(&str, usize)]) -> Result<(), ShapeEr
     Ok(())
 }
 
-/// Launch of an elementwise kernel with one element per thread (`causal_mask`) over `n`
-/// elements.
-pub fn elementwise_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig, ShapeError> {
-    non_empty(kernel, &[("the element count", n)])?;
-    Ok(LaunchConfig::cover(n, ELEMENTWISE_BLOCK))
-}
-
-/// Elements per thread of `scale` and `swiglu` (`VEC` in `kernels/llm.hip`).
-pub const VEC: usize = 4;
-
-/// Launch of `scale` or `swiglu` over `n` elements: [`VEC`] a thread (16-byte loads where the
-/// buffers are 16-byte aligned, as device allocations are; one at a time where they are not).
-pub fn vec_launch(kernel: &'static str, n: usize) -> Result<LaunchConfig, ShapeError> {
-    non_empty(kernel, &[("the element count", n)])?;
-    Ok(LaunchConfig::cover(n.div_ceil(VEC), ELEMENTWISE_BLOCK))
-}
-
-/// Launch of a row kernel (`softmax_rows`, `rmsnorm`): one block per row.
-pub fn rows_launch(
-    kernel: &'static str,
+/// Launch of `causal_mask` for `T` on `scores[batch][rows][cols]`: one block of
+/// [`ELEMENTWISE_BLOCK`] threads per row (`batch * rows` blocks), the threads over its columns.
+pub fn mask_launch<T: Dtype>(
+    batch: usize,
     rows: usize,
     cols: usize,
 ) -> Result<LaunchConfig, ShapeError> {
-    non_empty(kernel, &[("rows", rows), ("cols", cols)])?;
+    let kernel = T::kernel("causal_mask");
+    non_empty(&kernel, &[("batch", batch), ("rows", rows), ("cols", cols)])?;
+    fits_int(&kernel, "batch * rows * cols", batch * rows * cols)?;
+    Ok(LaunchConfig::new(
+        ((batch * rows) as u32, 1, 1),
+        (ELEMENTWISE_BLOCK, 1, 1),
+    ))
+}
+
+/// Launch of `scale` or `swiglu` (`base`) for `T` over `n` elements: [`Dtype::VEC`] a thread
+/// (16-byte loads where the buffers are 16-byte aligned, as device allocations are; one at a
+/// time where they are not).
+pub fn vec_launch<T: Dtype>(base: &str, n: usize) -> Result<LaunchConfig, ShapeError> {
+    non_empty(&T::kernel(base), &[("the element count", n)])?;
+    Ok(LaunchConfig::cover(n.div_ceil(T::VEC), ELEMENTWISE_BLOCK))
+}
+
+/// Launch of a row kernel (`softmax_rows`, `rmsnorm`: `base`) for `T`: one block per row.
+pub fn rows_launch<T: Dtype>(
+    base: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<LaunchConfig, ShapeError> {
+    let kernel = T::kernel(base);
+    non_empty(&kernel, &[("rows", rows), ("cols", cols)])?;
     if rows > u32::MAX as usize {
-        return Err(refuse(kernel, "more rows than a grid has blocks"));
+        return Err(refuse(&kernel, "more rows than a grid has blocks"));
     }
     Ok(LaunchConfig::new((rows as u32, 1, 1), (ROW_BLOCK, 1, 1)))
 }
 
-/// Launch of `rope` (or `rope_kv_append`): one thread per rotated pair. The head dimension must
-/// be even (rotate-half pairs `i` with `i + head_dim / 2`).
-pub fn rope_launch(
-    kernel: &'static str,
+/// Launch of `rope` or `rope_kv_append` (`base`) for `T`: blocks of [`ROPE_THREADS`] threads,
+/// each thread [`Dtype::VEC`] pairs of [`ROPE_HEADS`] heads of one token (x over the pairs of a
+/// head, y over tokens; the grid's y over the heads). The head dimension must be even
+/// (rotate-half pairs `i` with `i + head_dim / 2`).
+pub fn rope_launch<T: Dtype>(
+    base: &str,
     tokens: usize,
     heads: usize,
     head_dim: usize,
 ) -> Result<LaunchConfig, ShapeError> {
+    let kernel = T::kernel(base);
     non_empty(
-        kernel,
+        &kernel,
         &[("tokens", tokens), ("heads", heads), ("head_dim", head_dim)],
     )?;
     if !head_dim.is_multiple_of(2) {
         return Err(refuse(
-            kernel,
+            &kernel,
             format!("head_dim = {head_dim} is odd: rotate-half RoPE pairs element i with i + head_dim/2"),
         ));
     }
-    let pairs = tokens * heads * head_dim / 2;
-    fits_int(kernel, "tokens * heads * head_dim", pairs * 2)?;
-    Ok(LaunchConfig::cover(pairs, ELEMENTWISE_BLOCK))
+    fits_int(
+        &kernel,
+        "tokens * heads * head_dim",
+        tokens * heads * head_dim,
+    )?;
+    let head_groups = heads.div_ceil(ROPE_HEADS);
+    if head_groups > 65_535 {
+        return Err(refuse(
+            &kernel,
+            format!(
+                "heads = {heads}: the grid's y dimension holds 65535 groups of {ROPE_HEADS} heads"
+            ),
+        ));
+    }
+    // Threads over a head's groups of VEC pairs (a loop covers the rest), then over tokens.
+    let x = (head_dim / 2).div_ceil(T::VEC).min(ROPE_THREADS);
+    let y = (ROPE_THREADS / x).min(tokens);
+    Ok(LaunchConfig::new(
+        (tokens.div_ceil(y) as u32, head_groups as u32, 1),
+        (x as u32, y as u32, 1),
+    ))
 }
 
-/// Launch of `rope_kv_append`: as [`rope_launch`], and the new tokens must fit in the cache.
-pub fn rope_kv_append_launch(
+/// Launch of `rope_kv_append` for `T`: as [`rope_launch`], and the new tokens must fit in the
+/// cache.
+pub fn rope_kv_append_launch<T: Dtype>(
     tokens: usize,
     kv_heads: usize,
     head_dim: usize,
@@ -129,7 +263,7 @@ pub fn rope_kv_append_launch(
 ) -> Result<LaunchConfig, ShapeError> {
     if pos0 + tokens > max_seq {
         return Err(refuse(
-            "rope_kv_append",
+            &T::kernel("rope_kv_append"),
             format!(
                 "positions {pos0}..{} do not fit a cache of {max_seq} positions: grow the cache \
                  (this cache is contiguous, not paged)",
@@ -137,16 +271,16 @@ pub fn rope_kv_append_launch(
             ),
         ));
     }
-    rope_launch("rope_kv_append", tokens, kv_heads, head_dim)
+    rope_launch::<T>("rope_kv_append", tokens, kv_heads, head_dim)
 }
 
-/// The attention kernel for a head dimension: `flash_attention_d64` or `flash_attention_d128`.
-pub fn attention_kernel(head_dim: usize) -> Result<&'static str, ShapeError> {
+/// The attention kernel for a head dimension and `T`: `flash_attention_d64`,
+/// `flash_attention_d128_bf16`...
+pub fn attention_kernel<T: Dtype>(head_dim: usize) -> Result<String, ShapeError> {
     match head_dim {
-        64 => Ok("flash_attention_d64"),
-        128 => Ok("flash_attention_d128"),
+        64 | 128 => Ok(T::kernel(&format!("flash_attention_d{head_dim}"))),
         d => Err(refuse(
-            "flash_attention",
+            &T::kernel("flash_attention"),
             format!(
                 "head_dim = {d} is not supported: the kernels are compiled for 64 and 128 \
                  (add an instance of flash_attention_block<D> in kernels/llm.hip for another)"
@@ -155,29 +289,29 @@ pub fn attention_kernel(head_dim: usize) -> Result<&'static str, ShapeError> {
     }
 }
 
-/// Launch of the attention kernel for `heads` heads (batch folded in) of `seq_q` queries over
-/// `seq_k` keys. Causal attention needs `seq_q <= seq_k` (the queries are the last positions).
-pub fn attention_launch(
+/// Launch of the attention kernel for `T` and `heads` heads (batch folded in) of `seq_q` queries
+/// over `seq_k` keys. Causal attention needs `seq_q <= seq_k` (the queries are the last
+/// positions).
+pub fn attention_launch<T: Dtype>(
     heads: usize,
     seq_q: usize,
     seq_k: usize,
     head_dim: usize,
     causal: bool,
 ) -> Result<LaunchConfig, ShapeError> {
-    let kernel = "flash_attention";
-    attention_kernel(head_dim)?;
+    let kernel = attention_kernel::<T>(head_dim)?;
     non_empty(
-        kernel,
+        &kernel,
         &[("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)],
     )?;
     fits_int(
-        kernel,
+        &kernel,
         "heads * seq * head_dim",
         heads * seq_q.max(seq_k) * head_dim,
     )?;
     if causal && seq_q > seq_k {
         return Err(refuse(
-            kernel,
+            &kernel,
             format!(
                 "causal with seq_q = {seq_q} > seq_k = {seq_k}: the first queries would see no key"
             ),
@@ -185,7 +319,7 @@ pub fn attention_launch(
     }
     if heads > 65_535 {
         return Err(refuse(
-            kernel,
+            &kernel,
             format!("heads = {heads}: the grid's y dimension holds 65535"),
         ));
     }
@@ -195,7 +329,7 @@ pub fn attention_launch(
     ))
 }
 
-/// Launch of `matmul` for c[m][n] = a[m][k] b[k][n].
+/// Launch of `matmul` (f32) for c[m][n] = a[m][k] b[k][n].
 pub fn matmul_launch(m: usize, n: usize, k: usize) -> Result<LaunchConfig, ShapeError> {
     non_empty("matmul", &[("m", m), ("n", n), ("k", k)])?;
     for (what, rows, cols) in [("a", m, k), ("b", k, n), ("c", m, n)] {
@@ -212,22 +346,23 @@ pub fn matmul_launch(m: usize, n: usize, k: usize) -> Result<LaunchConfig, Shape
 }
 
 // ---------------------------------------------------------------------------------------------
-// References. Each says exactly what its kernel computes, accumulating in f64.
+// References. Each says exactly what its kernel computes: in f64 on the exact input values,
+// rounded once to the element type at the end (the kernels compute in f32).
 
 /// Reference of `scale`: `y = s * x`.
-pub fn scale(s: f32, x: &[f32], y: &mut [f32]) {
+pub fn scale<T: Dtype>(s: f32, x: &[T], y: &mut [T]) {
     for (y, x) in y.iter_mut().zip(x) {
-        *y = s * x;
+        *y = T::nearest(f64::from(s) * x.to_f64());
     }
 }
 
 /// Reference of `causal_mask` on `scores[batch][rows][cols]`: `-inf` where `c > r + offset`.
-pub fn causal_mask(rows: usize, cols: usize, offset: i32, scores: &mut [f32]) {
+pub fn causal_mask<T: Dtype>(rows: usize, cols: usize, offset: i32, scores: &mut [T]) {
     for matrix in scores.chunks_mut(rows * cols) {
         for r in 0..rows {
             for c in 0..cols {
                 if c as i64 > r as i64 + i64::from(offset) {
-                    matrix[r * cols + c] = f32::NEG_INFINITY;
+                    matrix[r * cols + c] = T::nearest(f64::NEG_INFINITY);
                 }
             }
         }
@@ -235,39 +370,38 @@ pub fn causal_mask(rows: usize, cols: usize, offset: i32, scores: &mut [f32]) {
 }
 
 /// Reference of `softmax_rows`: each row of `x[rows][cols]`, `exp(x - max) / sum`.
-pub fn softmax_rows(cols: usize, x: &[f32], y: &mut [f32]) {
+pub fn softmax_rows<T: Dtype>(cols: usize, x: &[T], y: &mut [T]) {
     for (xr, yr) in x.chunks(cols).zip(y.chunks_mut(cols)) {
-        let m = xr
-            .iter()
-            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-        let sum: f64 = xr.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+        let m = xr.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v.to_f64()));
+        let sum: f64 = xr.iter().map(|&v| (v.to_f64() - m).exp()).sum();
         for (y, &x) in yr.iter_mut().zip(xr) {
-            *y = ((f64::from(x) - m).exp() / sum) as f32;
+            *y = T::nearest((x.to_f64() - m).exp() / sum);
         }
     }
 }
 
 /// Reference of `rmsnorm`: each row, `x / sqrt(mean(x^2) + eps) * w`.
-pub fn rmsnorm(cols: usize, eps: f32, x: &[f32], w: &[f32], y: &mut [f32]) {
+pub fn rmsnorm<T: Dtype>(cols: usize, eps: f32, x: &[T], w: &[T], y: &mut [T]) {
     for (xr, yr) in x.chunks(cols).zip(y.chunks_mut(cols)) {
-        let ms = xr.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / cols as f64;
+        let ms = xr.iter().map(|&v| v.to_f64() * v.to_f64()).sum::<f64>() / cols as f64;
         let inv = 1.0 / (ms + f64::from(eps)).sqrt();
         for ((y, &x), &w) in yr.iter_mut().zip(xr).zip(w) {
-            *y = (f64::from(x) * inv * f64::from(w)) as f32;
+            *y = T::nearest(x.to_f64() * inv * w.to_f64());
         }
     }
 }
 
 /// Reference of `swiglu`: `silu(gate) * up`.
-pub fn swiglu(gate: &[f32], up: &[f32], y: &mut [f32]) {
+pub fn swiglu<T: Dtype>(gate: &[T], up: &[T], y: &mut [T]) {
     for ((y, &g), &u) in y.iter_mut().zip(gate).zip(up) {
-        let g = f64::from(g);
-        *y = (g / (1.0 + (-g).exp()) * f64::from(u)) as f32;
+        let g = g.to_f64();
+        *y = T::nearest(g / (1.0 + (-g).exp()) * u.to_f64());
     }
 }
 
 /// RoPE's inverse frequencies for base `theta`: `theta^(-2i / head_dim)` for `i < head_dim / 2`
-/// (10000 in the original RoPE, 500000 in Llama 3), computed in f64 and rounded once.
+/// (10000 in the original RoPE, 500000 in Llama 3), computed in f64 and rounded once. They stay
+/// f32 for every element type, as models keep them.
 pub fn rope_inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
     (0..head_dim / 2)
         .map(|i| theta.powf(-2.0 * i as f64 / head_dim as f64) as f32)
@@ -277,19 +411,19 @@ pub fn rope_inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
 /// The rotation of one head (rotate-half) at `pos`, from `src` into `dst`. The angle is
 /// `pos * inv_freq[i]` rounded to f32 (what the kernel computes, and what models do); its sine and
 /// cosine and the rotation are in f64.
-fn rotate_head(src: &[f32], dst: &mut [f32], pos: usize, inv_freq: &[f32]) {
+fn rotate_head<T: Dtype>(src: &[T], dst: &mut [T], pos: usize, inv_freq: &[f32]) {
     let half = src.len() / 2;
     for (i, &f) in inv_freq.iter().enumerate().take(half) {
         let angle = f64::from(pos as f32 * f);
         let (s, c) = angle.sin_cos();
-        let (x1, x2) = (f64::from(src[i]), f64::from(src[i + half]));
-        dst[i] = (x1 * c - x2 * s) as f32;
-        dst[i + half] = (x2 * c + x1 * s) as f32;
+        let (x1, x2) = (src[i].to_f64(), src[i + half].to_f64());
+        dst[i] = T::nearest(x1 * c - x2 * s);
+        dst[i + half] = T::nearest(x2 * c + x1 * s);
     }
 }
 
 /// Reference of `rope` on `x[tokens][heads][head_dim]`, token `t` at position `pos0 + t`.
-pub fn rope(heads: usize, head_dim: usize, pos0: usize, inv_freq: &[f32], x: &mut [f32]) {
+pub fn rope<T: Dtype>(heads: usize, head_dim: usize, pos0: usize, inv_freq: &[f32], x: &mut [T]) {
     for (th, head) in x.chunks_mut(head_dim).enumerate() {
         let src = head.to_vec();
         rotate_head(&src, head, pos0 + th / heads, inv_freq);
@@ -299,15 +433,15 @@ pub fn rope(heads: usize, head_dim: usize, pos0: usize, inv_freq: &[f32], x: &mu
 /// Reference of `rope_kv_append`: rotated `k` and unchanged `v` written at rows `pos0..` of the
 /// contiguous caches `[max_seq][kv_heads][head_dim]`.
 #[allow(clippy::too_many_arguments)]
-pub fn rope_kv_append(
+pub fn rope_kv_append<T: Dtype>(
     kv_heads: usize,
     head_dim: usize,
     pos0: usize,
     inv_freq: &[f32],
-    k: &[f32],
-    v: &[f32],
-    k_cache: &mut [f32],
-    v_cache: &mut [f32],
+    k: &[T],
+    v: &[T],
+    k_cache: &mut [T],
+    v_cache: &mut [T],
 ) {
     let row = kv_heads * head_dim;
     let max_seq = k_cache.len() / row;
@@ -335,7 +469,7 @@ pub struct AttentionShape {
 
 /// Reference of the attention kernels: `o = softmax(scale * q k^T + mask) v`, the mask hiding
 /// keys `c > r + seq_k - seq_q` when causal.
-pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32], o: &mut [f32]) {
+pub fn attention<T: Dtype>(s: AttentionShape, scale: f32, q: &[T], k: &[T], v: &[T], o: &mut [T]) {
     let d = s.head_dim;
     let shift = s.seq_k as i64 - s.seq_q as i64;
     let mut p = vec![0f64; s.seq_k];
@@ -356,7 +490,7 @@ pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32],
                     f64::from(scale)
                         * qr.iter()
                             .zip(kc)
-                            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                            .map(|(&a, &b)| a.to_f64() * b.to_f64())
                             .sum::<f64>()
                 };
                 m = m.max(*pc);
@@ -371,9 +505,9 @@ pub fn attention(s: AttentionShape, scale: f32, q: &[f32], k: &[f32], v: &[f32],
                 let acc: f64 = p
                     .iter()
                     .enumerate()
-                    .map(|(c, &pc)| pc * f64::from(v[c * d + j]))
+                    .map(|(c, &pc)| pc * v[c * d + j].to_f64())
                     .sum();
-                *out = (acc / sum) as f32;
+                *out = T::nearest(acc / sum);
             }
         }
     }
@@ -397,7 +531,7 @@ mod tests {
 
     #[test]
     fn references_on_small_cases() {
-        let mut y = [0.0; 3];
+        let mut y = [0.0f32; 3];
         softmax_rows(3, &[0.0, 0.0, f32::NEG_INFINITY], &mut y);
         assert_eq!(y, [0.5, 0.5, 0.0]);
         let mut s = [1.0f32; 12];
@@ -414,6 +548,32 @@ mod tests {
         let mut c = [0.0; 4];
         matmul(2, 2, 1, &[1.0, 2.0], &[3.0, 4.0], &mut c);
         assert_eq!(c, [3.0, 4.0, 6.0, 8.0]);
+        // In bf16 the same turn: 1 and a cosine that rounds to 0 at the end, not before.
+        let mut x = [bf16::ONE, bf16::ZERO];
+        rope(1, 2, 1, &[std::f32::consts::FRAC_PI_2], &mut x);
+        assert_eq!(x, [bf16::from_f32(-4.371139e-8), bf16::ONE]);
+        let mut h = [f16::from_f32(1.0); 2];
+        softmax_rows(2, &[f16::ONE, f16::NEG_INFINITY], &mut h);
+        assert_eq!(h, [f16::ONE, f16::ZERO]);
+    }
+
+    #[test]
+    fn half_references_round_once() {
+        // 1 + 2^-8 + 2^-30 is above the midpoint of bf16's 1 and 1 + 2^-7: it rounds up. Through
+        // a plain f32 it would become the midpoint 1 + 2^-8 (the 2^-30 lost), then round to even: 1.
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        assert_eq!(bf16::nearest(x), bf16::from_f32(1.0 + 1.0 / 128.0));
+        assert_eq!(bf16::from_f32(x as f32), bf16::ONE, "double rounding");
+        let y = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(f16::nearest(y), f16::from_bits(0x3c01));
+        // Exact values, ties (to even), infinities and NaN pass through.
+        assert_eq!(f16::nearest(1.0 + 2f64.powi(-11)), f16::ONE);
+        assert_eq!(bf16::nearest(f64::NEG_INFINITY), bf16::NEG_INFINITY);
+        assert!(f16::nearest(f64::NAN).is_nan());
+        assert_eq!(f16::nearest(-1e-30), -f16::ZERO);
+        let mut y = [bf16::ZERO; 2];
+        scale(3.0, &[bf16::from_f32(1.5), bf16::from_f32(-0.25)], &mut y);
+        assert_eq!(y, [bf16::from_f32(4.5), bf16::from_f32(-0.75)]);
     }
 
     #[test]
@@ -425,28 +585,85 @@ mod tests {
             head_dim: 2,
             causal: true,
         };
-        let mut o = [0.0; 2];
+        let mut o = [0.0f32; 2];
         attention(s, 1.0, &[1.0, 1.0], &[0.5, 0.5], &[3.0, -1.0], &mut o);
         assert_eq!(o, [3.0, -1.0]);
     }
 
     #[test]
+    fn kernels_are_named_by_their_type() {
+        assert_eq!(f32::kernel("rmsnorm"), "rmsnorm");
+        assert_eq!(f16::kernel("rope"), "rope_f16");
+        assert_eq!(
+            attention_kernel::<bf16>(128).unwrap(),
+            "flash_attention_d128_bf16"
+        );
+        for k in [
+            "scale",
+            "causal_mask",
+            "softmax_rows",
+            "rmsnorm",
+            "swiglu",
+            "rope",
+            "rope_kv_append",
+            "flash_attention_d64",
+            "flash_attention_d128",
+        ] {
+            for name in [f32::kernel(k), f16::kernel(k), bf16::kernel(k)] {
+                assert!(KERNELS.kernel(&name).is_some(), "no kernel {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn rope_launches_cover_every_pair_and_token() {
+        // head_dim 128 in f32: 16 threads of 4 pairs a head, 16 tokens a block, 8 groups of heads.
+        let l = rope_launch::<f32>("rope", 4096, 32, 128).unwrap();
+        assert_eq!((l.block.x, l.block.y, l.grid.x, l.grid.y), (16, 16, 256, 8));
+        // In bf16: 8 threads of 8 pairs, 32 tokens a block; one token: one row of threads.
+        let l = rope_launch::<bf16>("rope", 4096, 32, 128).unwrap();
+        assert_eq!((l.block.x, l.block.y, l.grid.x), (8, 32, 128));
+        let l = rope_kv_append_launch::<f16>(1, 8, 64, 100, 101).unwrap();
+        assert_eq!((l.block.x, l.block.y, l.grid.x, l.grid.y), (4, 1, 1, 2));
+        // A head wider than a block: the threads loop over its pairs.
+        let l = rope_launch::<f32>("rope", 2, 1, 4096).unwrap();
+        assert_eq!((l.block.x, l.block.y), (256, 1));
+    }
+
+    #[test]
     fn unsupported_shapes_are_refused_with_the_reason() {
-        let e = attention_launch(8, 16, 16, 96, false).unwrap_err();
+        let e = attention_launch::<f32>(8, 16, 16, 96, false).unwrap_err();
         assert!(
             e.to_string().contains("head_dim = 96 is not supported"),
             "{e}"
         );
-        let e = attention_launch(8, 32, 16, 64, true).unwrap_err();
-        assert!(e.to_string().contains("seq_q = 32 > seq_k = 16"), "{e}");
-        let e = rope_launch("rope", 4, 2, 7).unwrap_err();
-        assert!(e.to_string().contains("head_dim = 7 is odd"), "{e}");
-        let e = rope_kv_append_launch(4, 2, 64, 10, 12).unwrap_err();
+        let e = attention_launch::<bf16>(8, 32, 16, 64, true).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("flash_attention_d64_bf16: causal with seq_q = 32 > seq_k = 16"),
+            "{e}"
+        );
+        let e = rope_launch::<f16>("rope", 4, 2, 7).unwrap_err();
+        assert!(
+            e.to_string().starts_with("rope_f16: head_dim = 7 is odd"),
+            "{e}"
+        );
+        let e = rope_kv_append_launch::<f32>(4, 2, 64, 10, 12).unwrap_err();
         assert!(
             e.to_string().contains("do not fit a cache of 12 positions"),
             "{e}"
         );
+        let e = rope_launch::<f32>("rope", 1, 300_000, 2).unwrap_err();
+        assert!(e.to_string().contains("65535 groups of 4 heads"), "{e}");
         assert!(matmul_launch(0, 4, 4).is_err());
-        assert!(attention_launch(8, 100, 100, 128, true).is_ok());
+        assert!(vec_launch::<bf16>("scale", 0).is_err());
+        let e = mask_launch::<f16>(2, 0, 8).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "causal_mask_f16: rows is 0: nothing to compute"
+        );
+        let l = mask_launch::<f32>(32, 2048, 2048).unwrap();
+        assert_eq!((l.grid.x, l.block.x), (65536, 256));
+        assert!(attention_launch::<f32>(8, 100, 100, 128, true).is_ok());
     }
 }

@@ -100,7 +100,16 @@ fn helper_at(src: &Tokens, f: &FnBody) -> Option<Helper> {
     {
         return None;
     }
-    if r > 0 && src.is(r - 1, ">") {
+    // A template: `template <...>` before the return type, attributes between them (the scan
+    // spells `__device__` as `__attribute__((__rk_device__))`).
+    let mut before = r;
+    while before > 0 && src.is(before - 1, ")") {
+        match src.open_of(before - 1) {
+            Some(open) if open >= 1 && src.is(open - 1, "__attribute__") => before = open - 1,
+            _ => break,
+        }
+    }
+    if before > 0 && src.is(before - 1, ">") {
         return None; // a template
     }
     let mut params = Vec::new();
