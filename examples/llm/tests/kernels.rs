@@ -105,6 +105,16 @@ fn checks<T: Elem>(s: &mut Suite) {
     // in kernels/llm.hip): the columns past them are read again in each pass.
     row_check::<T>(s, "softmax_rows", "softmax_long_rows", 1..=2, 4000..=4500);
     row_check::<T>(s, "rmsnorm", "rmsnorm_long_rows", 1..=2, 4000..=4500);
+    // Multiples of 4 columns: the half kernels move 4 columns a load there (8-byte aligned rows),
+    // short rows and rows past the registers.
+    for (kernel, check) in [
+        ("softmax_rows", "softmax_quads"),
+        ("rmsnorm", "rmsnorm_quads"),
+    ] {
+        row_check_by::<T>(s, kernel, check, 1..=5, ("col_quads", 1..=200, 4));
+        let long = format!("{check}_long");
+        row_check_by::<T>(s, kernel, &long, 1..=2, ("col_quads", 1000..=1130, 4));
+    }
 
     s.check(&name("swiglu"))
         .size("n", 1..=5000)
@@ -397,40 +407,47 @@ fn row_check<T: Elem>(
     rows: std::ops::RangeInclusive<usize>,
     cols: std::ops::RangeInclusive<usize>,
 ) {
+    row_check_by::<T>(s, kernel, name, rows, ("cols", cols, 1));
+}
+
+/// [`row_check`] with the columns drawn as `(size name, range, step)`: `cols = size * step`
+/// (rows of multiples of 4 columns take the half kernels' 8-byte path).
+fn row_check_by<T: Elem>(
+    s: &mut Suite,
+    kernel: &'static str,
+    name: &str,
+    rows: std::ops::RangeInclusive<usize>,
+    (size, range, step): (&'static str, std::ops::RangeInclusive<usize>, usize),
+) {
+    let cols_of = move |i: &Inputs| i.size(size) * step;
     let c = s.check(&T::kernel(kernel));
     c.named(&T::kernel(name))
         .size("rows", rows)
-        .size("cols", cols)
+        .size(size, range)
         .scalar("rows", gen::size::<i32>("rows"))
-        .scalar("cols", gen::size::<i32>("cols"));
-    let len = |i: &Inputs| i.size("rows") * i.size("cols");
+        .scalar("cols", gen::from_sizes(move |i| cols_of(i) as i32));
+    let len = move |i: &Inputs| i.size("rows") * cols_of(i);
     if kernel == "rmsnorm" {
         c.scalar("eps", 1e-5f32)
             .input("x", gen::vec(len, values::<T>(-2.0, 2.0)))
-            .input("w", gen::vec("cols", values::<T>(-2.0, 2.0)));
+            .input("w", gen::vec(cols_of, values::<T>(-2.0, 2.0)));
     } else {
         c.input("x", gen::vec(len, values::<T>(-8.0, 8.0)));
     }
     c.output::<T>("y", len)
-        .launch_with(move |i| {
-            launch(llm::rows_launch::<T>(
-                kernel,
-                i.size("rows"),
-                i.size("cols"),
-            ))
-        })
+        .launch_with(move |i| launch(llm::rows_launch::<T>(kernel, i.size("rows"), cols_of(i))))
         .tolerance(tolerance::<T>())
         .reference(move |i, o| {
             if kernel == "rmsnorm" {
                 llm::rmsnorm::<T>(
-                    i.size("cols"),
+                    cols_of(i),
                     i.scalar("eps"),
                     i.buf("x"),
                     i.buf("w"),
                     o.buf("y"),
                 )
             } else {
-                llm::softmax_rows::<T>(i.size("cols"), i.buf("x"), o.buf("y"))
+                llm::softmax_rows::<T>(cols_of(i), i.buf("x"), o.buf("y"))
             }
         });
 }

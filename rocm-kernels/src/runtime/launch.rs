@@ -155,6 +155,9 @@ macro_rules! value_arg {
     )*};
 }
 value_arg!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64);
+// HIP's `__half` and `__hip_bfloat16` by value (`.arg(&bf16::from_f32(0.5))`).
+#[cfg(feature = "half")]
+value_arg!(half::f16, half::bf16);
 
 /// A by-value argument of any [`DeviceCopy`] type (a `#[repr(C)]` struct, an array).
 #[derive(Debug, Clone, Copy)]

@@ -515,6 +515,23 @@ fn template_instantiations_and_namespaces() {
         .run(&s)
         .unwrap();
     assert_eq!(dd.to_vec().unwrap(), vec![-3.0, 3.0]);
+    // A bfloat16 by value (`KernelArg` for `half::bf16`), its buffer round trip.
+    use rocm_kernels::half::bf16;
+    let mut b = d
+        .upload(&[bf16::from_f32(1.5), bf16::from_f32(-2.0)])
+        .unwrap();
+    m.kernel("scale<__hip_bfloat16>")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 2))
+        .arg(&mut b)
+        .arg(&bf16::from_f32(0.5))
+        .arg(&2i32)
+        .run(&s)
+        .unwrap();
+    assert_eq!(
+        b.to_vec().unwrap(),
+        vec![bf16::from_f32(0.75), bf16::from_f32(-1.0)]
+    );
     let mut iota = d.alloc::<i32>(64).unwrap();
     m.kernel("corpus::fill_iota")
         .unwrap()

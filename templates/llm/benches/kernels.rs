@@ -134,11 +134,15 @@ fn memory_bound_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
     g.finish();
     drop((x, gate, up, y));
 
-    // Scores of `rows` queries over `cols` keys: the mask reads and writes every element.
+    // Scores of `rows` queries over `cols` keys, the queries the last `rows` positions: the mask
+    // reads nothing and writes the masked elements (c > r + cols - rows) only.
     let (rows, cols) = if b.small { (64, 1024) } else { (16384, 4096) };
     let mut scores = b.data::<T>(rows * cols);
     let mask = k("causal_mask");
-    let mut g = b.group(c, &name("causal_mask"), bytes::<T>(2 * rows * cols));
+    let masked: usize = (0..rows)
+        .map(|r| cols - (r + 1 + cols).saturating_sub(rows).min(cols))
+        .sum();
+    let mut g = b.group(c, &name("causal_mask"), bytes::<T>(masked));
     g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
         mask.launch(llm::mask_launch::<T>(1, rows, cols).unwrap())
             .arg(&1i32)
@@ -182,11 +186,12 @@ fn memory_bound_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
     g.finish();
     drop((x, w, y));
 
-    // RoPE on q of a prefill: tokens × 32 heads × 128, and the fused K append (8 KV heads).
+    // RoPE on q of a prefill: tokens × 32 heads × 128 (2^26 elements, as the kernels above),
+    // and the fused K append (8 KV heads).
     let (tokens, heads, kv_heads, d) = if b.small {
         (64, 4, 2, 128)
     } else {
-        (4096, 32, 8, 128)
+        (16384, 32, 8, 128)
     };
     let inv_freq = b
         .device()

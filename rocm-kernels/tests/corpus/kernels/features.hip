@@ -166,6 +166,7 @@ __global__ void scale(T* x, T factor, int n) {
 template __global__ void scale<float>(float*, float, int);
 template __global__ void scale<int>(int*, int, int);
 template __global__ void scale<double>(double*, double, int);
+template __global__ void scale<__hip_bfloat16>(__hip_bfloat16*, __hip_bfloat16, int);
 
 namespace corpus {
 __global__ void fill_iota(int* out, int start) {
