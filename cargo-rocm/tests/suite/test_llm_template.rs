@@ -104,7 +104,11 @@ fn llm_template_passes_and_planted_bugs_are_named() {
     let hip = krate.join("kernels/llm.hip");
     let mut src = std::fs::read_to_string(&hip).unwrap();
     for (correct, planted) in [
-        ("if (c > r + offset)", "if (c >= r + offset)"),
+        // The first masked key one too early: the diagonal masked.
+        (
+            "const int first = max(r + offset + 1, 0);",
+            "const int first = max(r + offset, 0);",
+        ),
         ("float a = acc[j] * alpha;", "float a = acc[j];"),
         (
             "rotated(float x1, float x2, float c, float s)",

@@ -90,17 +90,36 @@ __global__ void scale_bf16(int n, float s, const __hip_bfloat16* x, __hip_bfloat
 
 // In place on scores[batch][rows][cols] (batch: heads, each the same pattern): -inf where key
 // `c` lies after query `r`, i.e. c > r + offset (offset = cols - rows when the queries are the
-// last `rows` positions of `cols`). One block per row of scores (batch * rows blocks), its
-// threads over the row's columns (`mask_launch` in src/lib.rs): no division per element, which
-// would cost more than the memory traffic of a half-precision row.
+// last `rows` positions of `cols`). One block per row of scores (batch * rows blocks,
+// `mask_launch` in src/lib.rs). The masked keys of a row are one run of columns, `first` to the
+// end: its threads fill that run with -inf, 16 bytes a store from its first 16-byte boundary on
+// (the elements before it and after the last whole pack one at a time), and read nothing.
 template <typename T>
 __device__ void causal_mask_row(int rows, int cols, int offset, T* scores) {
     const int r = blockIdx.x % rows;
     T* row = scores + (index_t)blockIdx.x * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-        if (c > r + offset) {
-            row[c] = from_f32<T>(NEG_INF);
-        }
+    const int first = max(r + offset + 1, 0);
+    if (first >= cols) {
+        return;
+    }
+    constexpr int N = 16 / sizeof(T);
+    const T inf = from_f32<T>(NEG_INF);
+    T* run = row + first;
+    const int n = cols - first;
+    const int head = min((int)(((16 - ((unsigned long long)run & 15)) & 15) / sizeof(T)), n);
+    const int packs = (n - head) / N;
+    for (int c = threadIdx.x; c < head; c += blockDim.x) {
+        run[c] = inf;
+    }
+    Pack<T, N> all;
+#pragma unroll
+    for (int j = 0; j < N; ++j) all.v[j] = inf;
+    Pack<T, N>* body = (Pack<T, N>*)(run + head);
+    for (int p = threadIdx.x; p < packs; p += blockDim.x) {
+        body[p] = all;
+    }
+    for (int c = head + packs * N + threadIdx.x; c < n; c += blockDim.x) {
+        run[c] = inf;
     }
 }
 
@@ -114,34 +133,40 @@ __global__ void causal_mask_bf16(int batch, int rows, int cols, int offset, __hi
     causal_mask_row(rows, cols, offset, scores);
 }
 
-// Block-wide reductions over ROW_BLOCK threads through shared memory `red` (ROW_BLOCK floats);
-// every thread gets the result.
+// Block-wide reductions: each wave reduces its lanes with shuffles, then every thread combines
+// the waves' results through shared memory `red` (ROW_BLOCK floats; one a wave is used). Two
+// barriers a reduction: a shared-memory tree took nine, which held the half-precision rows (half
+// the bytes of an f32 row for the same barriers) to about two thirds of the stream bandwidth.
 __device__ float block_max(float v, float* red) {
-    int t = threadIdx.x;
-    red[t] = v;
-    __syncthreads();
-    for (int s = ROW_BLOCK / 2; s > 0; s /= 2) {
-        if (t < s) {
-            red[t] = fmaxf(red[t], red[t + s]);
-        }
-        __syncthreads();
+    for (int o = warpSize / 2; o > 0; o /= 2) {
+        v = fmaxf(v, __shfl_xor(v, o));
     }
+    const int waves = blockDim.x / warpSize;
+    if (threadIdx.x % warpSize == 0) {
+        red[threadIdx.x / warpSize] = v;
+    }
+    __syncthreads();
     float r = red[0];
+    for (int w = 1; w < waves; ++w) {
+        r = fmaxf(r, red[w]);
+    }
     __syncthreads();  // `red` is reused by the next reduction
     return r;
 }
 
 __device__ float block_sum(float v, float* red) {
-    int t = threadIdx.x;
-    red[t] = v;
-    __syncthreads();
-    for (int s = ROW_BLOCK / 2; s > 0; s /= 2) {
-        if (t < s) {
-            red[t] += red[t + s];
-        }
-        __syncthreads();
+    for (int o = warpSize / 2; o > 0; o /= 2) {
+        v += __shfl_xor(v, o);
     }
+    const int waves = blockDim.x / warpSize;
+    if (threadIdx.x % warpSize == 0) {
+        red[threadIdx.x / warpSize] = v;
+    }
+    __syncthreads();
     float r = red[0];
+    for (int w = 1; w < waves; ++w) {
+        r += red[w];
+    }
     __syncthreads();
     return r;
 }
