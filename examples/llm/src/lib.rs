@@ -369,6 +369,19 @@ pub fn causal_mask<T: Dtype>(rows: usize, cols: usize, offset: i32, scores: &mut
     }
 }
 
+/// How many scores of one `rows × cols` matrix `causal_mask` sets (keys `c > r + offset`): what it
+/// writes, and all it moves (it reads nothing), for bandwidth figures.
+///
+/// ```
+/// // Queries at the last 4 of 6 positions (offset 2): 3 + 2 + 1 + 0 keys masked.
+/// assert_eq!(llm_kernels::masked_count(4, 6, 2), 6);
+/// ```
+pub fn masked_count(rows: usize, cols: usize, offset: i64) -> usize {
+    (0..rows)
+        .map(|r| cols - (r as i64 + offset + 1).clamp(0, cols as i64) as usize)
+        .sum()
+}
+
 /// Reference of `softmax_rows`: each row of `x[rows][cols]`, `exp(x - max) / sum`.
 pub fn softmax_rows<T: Dtype>(cols: usize, x: &[T], y: &mut [T]) {
     for (xr, yr) in x.chunks(cols).zip(y.chunks_mut(cols)) {

@@ -139,9 +139,7 @@ fn memory_bound_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
     let (rows, cols) = if b.small { (64, 1024) } else { (16384, 4096) };
     let mut scores = b.data::<T>(rows * cols);
     let mask = k("causal_mask");
-    let masked: usize = (0..rows)
-        .map(|r| cols - (r + 1 + cols).saturating_sub(rows).min(cols))
-        .sum();
+    let masked = llm::masked_count(rows, cols, cols as i64 - rows as i64);
     let mut g = b.group(c, &name("causal_mask"), bytes::<T>(masked));
     g.bench_launches(&format!("{rows}x{cols}"), &b.stream, |s| {
         mask.launch(llm::mask_launch::<T>(1, rows, cols).unwrap())
