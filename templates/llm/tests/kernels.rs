@@ -332,7 +332,7 @@ fn bandwidth_checks<T: Elem>(s: &mut Suite) {
         .scalar("rows", gen::size::<i32>("rows"))
         .scalar("cols", gen::size::<i32>("cols"))
         // As the bench: offset cols - rows, 7/8 of the scores masked (whole rows, then a triangle).
-        .scalar("offset", (cols - rows) as i32)
+        .scalar("offset", (cols as i64 - rows as i64) as i32)
         .inout(
             "scores",
             gen::vec(move |_: &Inputs| rows * cols, values::<T>(-4.0, 4.0)),
