@@ -863,8 +863,15 @@ void on_signal(int sig, siginfo_t *info, void *uctx) {
                 } else {
                     w->abort_status = RK_MEMORY_FAULT;
                     w->fault_address = addr;
-                    // x86 page-fault error code: bit 1 set for a write.
-                    w->fault_access = sig == SIGSEGV ? ((uc->uc_mcontext.gregs[REG_ERR] & 2) ? 2 : 1) : 0;
+                    if (sig == SIGSEGV && info->si_code == SI_KERNEL) {
+                        // A general-protection fault, not a page fault: no address is known
+                        // (an aligned vector access to a misaligned address, most often).
+                        w->fault_access = 3;
+                    } else {
+                        // x86 page-fault error code: bit 1 set for a write.
+                        w->fault_access =
+                            sig == SIGSEGV ? ((uc->uc_mcontext.gregs[REG_ERR] & 2) ? 2 : 1) : 0;
+                    }
                 }
             }
             // Continue in rk_abort_trampoline at the top of this fiber's stack (it is abandoned).

@@ -130,6 +130,31 @@ fn out_of_bounds_read_is_a_read() {
 }
 
 #[testkit::test]
+fn misaligned_vector_access_is_explained() {
+    let m = module(32);
+    let d = m.device();
+    // 256 bytes: in checked mode the buffer starts 16-byte aligned, so `in + 1` is not.
+    let input = d.upload(&[1.0f32; 64]).unwrap();
+    let mut out = d.alloc::<rocm_kernels::vector::Float4>(8).unwrap();
+    let err = m
+        .kernel("misaligned_float4")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 8))
+        .arg(&input)
+        .arg(&mut out)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("kernel `misaligned_float4`")
+            && text.contains("general-protection fault")
+            && text.contains("aligned vector load or store"),
+        "{text}"
+    );
+    still_works(d);
+}
+
+#[testkit::test]
 fn partial_barrier_is_reported_not_hung() {
     for (kernel, first_waiting, first_returned) in [
         ("partial_barrier", [0, 0, 0], "(32,0,0)"),

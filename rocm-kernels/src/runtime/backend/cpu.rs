@@ -195,6 +195,16 @@ impl Shared {
     }
 }
 
+/// What a general-protection fault in a kernel (x86 reports no address for one) most likely is.
+const GENERAL_PROTECTION: &str = "general-protection fault (the processor names no address): \
+    most often an aligned vector load or store (float4, double2, int4...) at an address that is \
+    not a multiple of its size, as when a float buffer is read as float4 from an element that is \
+    not a multiple of 4 (a GPU faults there too), or from a buffer start that is not 16-byte \
+    aligned: in checked mode (the default) the cpu backend ends each buffer at a guard page, so a \
+    buffer starts aligned only to its byte length's largest power of two, where GPUs align \
+    allocations to 256 bytes. Check the alignment before the vector access (and take the element \
+    path where it fails), or size such buffers in multiples of 16 bytes";
+
 /// One cpu "device": a worker pool and the options it runs kernels with.
 #[derive(Debug)]
 pub(crate) struct CpuDevice {
@@ -543,6 +553,10 @@ impl CpuFunction {
         let message = ffi::c_text(&result.message);
         let site = self.site(result);
         match result.status {
+            ffi::RK_MEMORY_FAULT if result.access == 3 => RuntimeError::KernelFault {
+                site,
+                message: GENERAL_PROTECTION.to_string(),
+            },
             ffi::RK_MEMORY_FAULT => {
                 let access = match result.access {
                     1 => "read",

@@ -201,3 +201,8 @@ __global__ void faults_once(int* flag, float* out, int n) {
         if (first == 0) out[n + 10] = 1.0f;
     }
 }
+
+// A float buffer read as float4 from element 1: a misaligned vector access (a GPU faults too).
+__global__ void misaligned_float4(const float* in, float4* out) {
+    out[threadIdx.x] = reinterpret_cast<const float4*>(in + 1)[threadIdx.x];
+}

@@ -198,7 +198,7 @@ typedef struct rk_launch_result {
     uint32_t status;
     uint32_t block[3];
     uint32_t thread[3];
-    uint32_t access; /* 0 unknown, 1 read, 2 write */
+    uint32_t access; /* 0 unknown, 1 read, 2 write, 3 general-protection fault (no address) */
     uint64_t address;
     char message[512];
     /* The watch (rk_launch_desc::watch_addr): how many times a thread's run between two
