@@ -27,27 +27,3 @@ pub const ALL: &[Bench] = &[
     ("gpu-roofline", roofline::run),
     ("cuda-memcpy", memcpy::run),
 ];
-
-/// `n` with every `step`-th point of a geometric series from `lo` to `hi` (both included).
-pub fn geometric(lo: u64, hi: u64, factor: f64) -> Vec<u64> {
-    let mut v = Vec::new();
-    let mut x = lo as f64;
-    while (x as u64) < hi {
-        let n = x as u64;
-        if v.last() != Some(&n) {
-            v.push(n);
-        }
-        x = (x * factor).max(x + 1.0);
-    }
-    v.push(hi);
-    v
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn geometric_series() {
-        assert_eq!(super::geometric(1, 10, 2.0), [1, 2, 4, 8, 10]);
-        assert_eq!(super::geometric(3, 4, 1.01), [3, 4]);
-    }
-}

@@ -306,11 +306,18 @@ pub fn compiler_identity(req: &CpuBuildRequest) -> Result<String, CpuBuildError>
 /// The cpu kernel-language headers (`rocm-kernels-core`'s `include/cpu`, or a copy of them where
 /// that folder is gone or holds other headers: [`rocm_kernels_core::headers::cpu_dir`]).
 pub fn cpu_include_dir() -> PathBuf {
-    rocm_kernels_core::headers::cpu_dir().unwrap_or_else(|e| {
-        // No copy could be written (temp not writable): the compiler names what is missing.
-        println!("cargo:warning=rocm-kernels: cannot write the cpu kernel-language headers: {e}");
-        rocm_kernels_core::headers::cpu_source_dir()
+    // Found once: the region rewrite asks for every line marker, and the warning is said once.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        rocm_kernels_core::headers::cpu_dir().unwrap_or_else(|e| {
+            // No copy could be written (temp not writable): the compiler names what is missing.
+            println!(
+                "cargo:warning=rocm-kernels: cannot write the cpu kernel-language headers: {e}"
+            );
+            rocm_kernels_core::headers::cpu_source_dir()
+        })
     })
+    .clone()
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CpuBuildError + '_ {

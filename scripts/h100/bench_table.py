@@ -95,19 +95,23 @@ def latency_points(text):
     return points
 
 
-def small_kernels_64k(text):
-    """Best GB/s over block sizes on the row of 4096 doubles (64 kB)."""
+def small_kernels_row(text, doubles=4096):
+    """GB/s by block size on the row of `doubles` (the original's and the port's tables)."""
     for line in (text or "").splitlines():
         s = line.strip()
-        if not s.startswith("4096 "):
+        if not s.startswith(f"{doubles} "):
             continue
         if "|" in s:  # the port: `4096  64 |  g g g ...  X µs`
             values = numbers(s.split("|")[1].split("µs")[0])
-            values = values[:-1] if "µs" in s else values
-        else:  # the original: `4096  64kB  g g g ...`
-            values = numbers(s.split("kB", 1)[1])
-        return max(values) if values else None
+            return values[:-1] if "µs" in s else values
+        return numbers(s.split("kB", 1)[1])  # the original: `4096  64kB  g g g ...`
     return None
+
+
+def small_kernels_64k(text):
+    """Best GB/s over block sizes on the row of 4096 doubles (64 kB)."""
+    values = small_kernels_row(text)
+    return max(values) if values else None
 
 
 def memcpy_orig(text):

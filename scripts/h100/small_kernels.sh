@@ -36,24 +36,21 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 rm -rf "$OUT/bin"
-python3 - "$OUT" "$ROUNDS" original gpu-benches ${EXTRA:-} <<'EOF'
-import re, statistics, sys
-out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+python3 - "$here/scripts/h100" "$OUT" "$ROUNDS" original gpu-benches ${EXTRA:-} <<'EOF'
+import statistics, sys
+sys.path.insert(0, sys.argv[1])
+from bench_table import small_kernels_row  # the table's own parser of these rows
+out, rounds, names = sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 for who in names:
     bests = []
     for r in range(1, rounds + 1):
         try:
-            text = open(f"{out}/small-{who}-{r}.txt").read()
+            v = small_kernels_row(open(f"{out}/small-{who}-{r}.txt").read())
         except OSError:
             continue
-        for line in text.splitlines():
-            s = line.strip()
-            if s.startswith("4096 "):
-                body = s.split("|")[1].split("µs")[0] if "|" in s else s.split("kB", 1)[1]
-                v = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", body)]
-                v = v[:-1] if "µs" in s else v
-                bests.append(max(v))
-                print(f"{who:<24} round {r}: 64 kB row {v}  best {max(v):.0f} GB/s")
+        if v:
+            bests.append(max(v))
+            print(f"{who:<24} round {r}: 64 kB row {v}  best {max(v):.0f} GB/s")
     if bests:
         print(f"{who:<24} median of the bests: {statistics.median(bests):.1f} GB/s")
 EOF

@@ -61,8 +61,9 @@ struct alignas(sizeof(T) * N) Pack {
     T v[N];
 };
 
-__device__ bool aligned16(const void* a, const void* b, const void* c) {
-    return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c) & 15) == 0;
+// Whether a, b and c are all `bytes`-aligned (a power of two).
+__device__ bool aligned_to(const void* a, const void* b, const void* c, unsigned bytes) {
+    return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c) & (bytes - 1)) == 0;
 }
 
 // y[i] = s * x[i]
@@ -70,7 +71,7 @@ template <typename T>
 __device__ void scale_elems(int n, float s, const T* x, T* y) {
     constexpr int N = 16 / sizeof(T);
     index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
-    if (i + N <= n && aligned16(x, y, y)) {
+    if (i + N <= n && aligned_to(x, y, y, 16)) {
         Pack<T, N> v = *(const Pack<T, N>*)(x + i);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
@@ -204,10 +205,6 @@ template <typename T>
 struct RowVec {
     static constexpr int V = sizeof(T) == 2 ? 4 : 1;
 };
-
-__device__ bool aligned_to(const void* a, const void* b, const void* c, unsigned bytes) {
-    return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c) & (bytes - 1)) == 0;
-}
 
 // The row's columns as packs of V: pack p holds columns V*p .. V*p + V - 1.
 template <typename T, int V>
@@ -397,7 +394,7 @@ template <typename T>
 __device__ void swiglu_elems(int n, const T* gate, const T* up, T* y) {
     constexpr int N = 16 / sizeof(T);
     index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) * N;
-    if (i + N <= n && aligned16(gate, up, y)) {
+    if (i + N <= n && aligned_to(gate, up, y, 16)) {
         Pack<T, N> g = *(const Pack<T, N>*)(gate + i);
         Pack<T, N> u = *(const Pack<T, N>*)(up + i);
 #pragma unroll
@@ -454,8 +451,8 @@ __device__ void rope_pairs(int heads, int h0, int head_dim, int i0, float pos, c
             sincosf(pos * inv_freq[i0 + j], &s[j], &c[j]);
         }
     }
-    const bool vec = n == N && head_dim % (2 * N) == 0 && aligned16(k, k_out, k_out) &&
-                     (v == nullptr || aligned16(v, v_out, v_out));
+    const bool vec = n == N && head_dim % (2 * N) == 0 && aligned_to(k, k_out, k_out, 16) &&
+                     (v == nullptr || aligned_to(v, v_out, v_out, 16));
 #pragma unroll
     for (int hh = 0; hh < ROPE_HEADS; ++hh) {
         const int h = h0 + hh;

@@ -25,8 +25,10 @@ fn cycle(len: usize, seed: u64) -> Vec<usize> {
     order
 }
 
+/// Words (8 bytes) between two entries of the chain: an entry a 64-byte line.
+const SKIP: usize = 8;
+
 pub fn run(ctx: &mut Ctx) -> Result<()> {
-    const SKIP: usize = 8;
     let device = ctx.target.device().clone();
     let kernel = ctx.kernel("pchase")?;
     let clock = ctx.clock_mhz.unwrap_or(0.0);
@@ -107,7 +109,7 @@ pub fn run(ctx: &mut Ctx) -> Result<()> {
 fn next_len(len: usize, small: bool) -> usize {
     let factor = if small { 2.0 } else { 1.04 };
     let mut len = (len as f64 * factor) as usize + 32;
-    if !small && len * 64 > 120 * 1024 * 1024 {
+    if !small && len * SKIP * 8 > 120 * 1024 * 1024 {
         len = (len as f64 * 1.5) as usize;
     }
     len

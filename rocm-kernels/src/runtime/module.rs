@@ -289,10 +289,11 @@ impl Kernel {
         // with its type's alignment (a float4 with an aligned vector load on the cpu backend),
         // and the caller's value need not have it. Inline for the usual few arguments: this is
         // every launch's path, and small back-to-back kernels are bound by it.
+        let slots_of = |a: &ArgRef<'_>| a.size.div_ceil(16).max(1);
         let slots: usize = args
             .iter()
             .filter(|a| a.kind == ArgKind::Value)
-            .map(|a| a.size.div_ceil(16).max(1))
+            .map(slots_of)
             .sum();
         let mut storage: SmallVec<[u128; INLINE_ARGS]> = SmallVec::from_elem(0, slots);
         let mut raw: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::with_capacity(args.len());
@@ -306,7 +307,7 @@ impl Kernel {
                 let slot = unsafe { base.add(at) };
                 unsafe { std::ptr::copy_nonoverlapping(a.ptr.cast::<u8>(), slot.cast(), a.size) };
                 raw.push(slot.cast());
-                at += a.size.div_ceil(16).max(1);
+                at += slots_of(a);
             } else {
                 raw.push(a.ptr as *mut c_void);
             }
