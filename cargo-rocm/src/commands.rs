@@ -37,7 +37,7 @@ pub enum Command {
     New(new::NewArgs),
     /// Search kernels' launch and compile-time parameters, verifying every candidate, and keep
     /// the best per device and problem size
-    Tune(tune::TuneArgs),
+    Tune(Box<tune::TuneArgs>),
     /// Run a bench, test, example or command under the backend's profiler and show each kernel's
     /// times, stability, registers, occupancy and throughput
     Profile(Box<profile::ProfileArgs>),
@@ -53,7 +53,7 @@ pub fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Toolchain(args) => toolchain::run(&global, args, out),
         Command::Test(args) => test::run(&global, args, out),
         Command::New(args) => new::run(&global, args, out),
-        Command::Tune(args) => tune::run(&global, args, out),
+        Command::Tune(args) => tune::run(&global, *args, out),
         Command::Profile(args) => profile::run(&global, *args, out),
         Command::Bench(args) => bench::run(&global, args, out),
     }

@@ -3,7 +3,8 @@
 //! Each usable device is one [`BenchTarget`], named by its trial place as `rocm-test` names test
 //! trials (`cpu/w64`, `nvidia/sm_90`, `amd/gfx90a`), so `saxpy/nvidia/sm_90/n=1M` is the
 //! benchmark of the trial `saxpy::nvidia/sm_90`. `cargo rocm bench --backend/--device` narrow the
-//! list through `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`.
+//! list through `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`. On a machine with several GPUs of
+//! one architecture each has ids of its own (`saxpy/nvidia/sm_90#1/n=1M`).
 
 use rocm_kernels::runtime::{CpuOptions, Device};
 use rocm_kernels::Backend;
@@ -21,10 +22,17 @@ pub struct BenchTarget {
 impl BenchTarget {
     /// The target for a device: its backend and its architecture (`w32`/`w64` on cpu).
     pub fn new(device: Device) -> Self {
+        BenchTarget::numbered(device, None)
+    }
+
+    /// The target for GPU `ordinal` of its backend on a machine with several of its
+    /// architecture: `nvidia/sm_90#1`, as the test trials of that device are named.
+    pub fn numbered(device: Device, ordinal: Option<usize>) -> Self {
         let info = device.info();
-        let target = match info.backend {
-            Backend::Cpu => format!("w{}", info.wave_size),
-            _ => info.arch.clone(),
+        let target = match (info.backend, ordinal) {
+            (Backend::Cpu, _) => format!("w{}", info.wave_size),
+            (_, Some(i)) => rocm_test_events::device_target(&info.arch, i, true),
+            (_, None) => info.arch.clone(),
         };
         BenchTarget {
             place: TrialPlace {
@@ -133,14 +141,31 @@ pub fn targets() -> Vec<BenchTarget> {
             eprintln!("rocm-bench: no {backend} device: {why}");
         }
     }
-    probe
+    // Ordinals count each backend's devices; ids carry one where an architecture has several.
+    let mut ordinals: Vec<(Backend, usize)> = Vec::new();
+    let numbered: Vec<(Device, usize)> = probe
         .available
         .into_iter()
         .map(|d| {
+            let ordinal = ordinals.iter().filter(|(b, _)| *b == d.backend()).count();
+            ordinals.push((d.backend(), ordinal));
+            (d, ordinal)
+        })
+        .collect();
+    let twins = |d: &Device| {
+        numbered
+            .iter()
+            .filter(|(o, _)| o.backend() == d.backend() && o.info().arch == d.info().arch)
+            .count()
+            > 1
+    };
+    numbered
+        .iter()
+        .map(|(d, ordinal)| {
             if d.backend() == Backend::Cpu {
                 BenchTarget::new(cpu_device())
             } else {
-                BenchTarget::new(d)
+                BenchTarget::numbered(d.clone(), twins(d).then_some(*ordinal))
             }
         })
         .filter(|t| selection.admits(t))

@@ -77,6 +77,121 @@ pub mod env {
     pub const CPU_EXEC: &str = "ROCM_CPU_EXEC";
     /// `0` runs trials in the harness's process instead of one process each.
     pub const ISOLATE: &str = "ROCM_TEST_ISOLATE";
+    /// Which GPUs of each backend get trials: `all` (default), `N` (the first N), `0,2` or `#1`
+    /// (ordinals). See [`super::DeviceSelection`].
+    pub const DEVICES: &str = "ROCM_TEST_DEVICES";
+}
+
+/// Which devices of a backend to use (`--devices`): ordinals count each backend's devices from 0
+/// in the driver's order (`cargo rocm detect` lists them).
+///
+/// ```
+/// use rocm_test_events::DeviceSelection;
+/// let s = DeviceSelection::parse("0,2").unwrap();
+/// assert_eq!(s.pick(4), vec![0, 2]);
+/// assert_eq!(DeviceSelection::parse("2").unwrap().pick(4), vec![0, 1]);
+/// assert_eq!(DeviceSelection::parse("#1").unwrap().pick(4), vec![1]);
+/// assert_eq!(DeviceSelection::All.pick(3), vec![0, 1, 2]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceSelection {
+    /// Every device.
+    #[default]
+    All,
+    /// The first N devices.
+    First(usize),
+    /// These ordinals.
+    Ordinals(Vec<usize>),
+}
+
+impl DeviceSelection {
+    /// `all`, `N` (the first N devices), `I,J,…` or `#I` (ordinals).
+    pub fn parse(text: &str) -> Result<DeviceSelection, String> {
+        let t = text.trim();
+        let bad = || {
+            format!(
+                "`{text}` is not a device selection: `all`, a count (`2`: the first two), or \
+                 ordinals (`0,1`; one ordinal is `#1`)"
+            )
+        };
+        if t.eq_ignore_ascii_case("all") {
+            return Ok(DeviceSelection::All);
+        }
+        if let Some(one) = t.strip_prefix('#') {
+            return one
+                .trim()
+                .parse()
+                .map(|i| DeviceSelection::Ordinals(vec![i]))
+                .map_err(|_| bad());
+        }
+        if t.contains(',') {
+            let mut ids: Vec<usize> = t
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.trim_start_matches('#').parse().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?;
+            if ids.is_empty() {
+                return Err(bad());
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            return Ok(DeviceSelection::Ordinals(ids));
+        }
+        match t.parse::<usize>() {
+            Ok(0) | Err(_) => Err(bad()),
+            Ok(n) => Ok(DeviceSelection::First(n)),
+        }
+    }
+
+    /// The ordinals selected among `available` devices (ordinals past the end are left out).
+    pub fn pick(&self, available: usize) -> Vec<usize> {
+        match self {
+            DeviceSelection::All => (0..available).collect(),
+            DeviceSelection::First(n) => (0..available.min(*n)).collect(),
+            DeviceSelection::Ordinals(ids) => {
+                ids.iter().copied().filter(|&i| i < available).collect()
+            }
+        }
+    }
+
+    /// The ordinals asked for that do not exist among `available` devices.
+    pub fn missing(&self, available: usize) -> Vec<usize> {
+        match self {
+            DeviceSelection::Ordinals(ids) => {
+                ids.iter().copied().filter(|&i| i >= available).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSelection::All => f.write_str("all"),
+            DeviceSelection::First(n) => write!(f, "{n}"),
+            DeviceSelection::Ordinals(ids) if ids.len() == 1 => write!(f, "#{}", ids[0]),
+            DeviceSelection::Ordinals(ids) => f.write_str(
+                &ids.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        }
+    }
+}
+
+/// The target part of a trial place for one GPU: its architecture, with `#ordinal` when several
+/// devices of that backend and architecture take part (`sm_90#1`), so each gets trials (and
+/// benchmark ids) of its own.
+pub fn device_target(arch: &str, ordinal: usize, several: bool) -> String {
+    if several {
+        format!("{arch}#{ordinal}")
+    } else {
+        arch.to_owned()
+    }
 }
 
 /// What a check measured of its kernel: the kernel and a device-to-device copy moving the same
@@ -197,6 +312,32 @@ impl RaceCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_selections() {
+        assert_eq!(DeviceSelection::parse("all"), Ok(DeviceSelection::All));
+        assert_eq!(DeviceSelection::parse(" 3 "), Ok(DeviceSelection::First(3)));
+        assert_eq!(
+            DeviceSelection::parse("2,0,2"),
+            Ok(DeviceSelection::Ordinals(vec![0, 2]))
+        );
+        assert_eq!(
+            DeviceSelection::parse("#1"),
+            Ok(DeviceSelection::Ordinals(vec![1]))
+        );
+        for bad in ["", "0", "x", "1,y", "#", ","] {
+            assert!(DeviceSelection::parse(bad).is_err(), "{bad}");
+        }
+        let s = DeviceSelection::parse("1,5").unwrap();
+        assert_eq!(s.pick(2), vec![1]);
+        assert_eq!(s.missing(2), vec![5]);
+        assert_eq!(DeviceSelection::First(4).pick(2), vec![0, 1]);
+        for text in ["all", "3", "#1", "0,2"] {
+            assert_eq!(DeviceSelection::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(device_target("sm_90", 1, true), "sm_90#1");
+        assert_eq!(device_target("sm_90", 1, false), "sm_90");
+    }
 
     #[test]
     fn events_round_trip_through_a_file() {

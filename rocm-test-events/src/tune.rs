@@ -67,6 +67,13 @@ pub struct TuneRequest {
     pub wave_size: Option<u32>,
     /// Only list the tunables and their spaces; tune nothing.
     pub list: bool,
+    /// Which GPUs of the backend to tune on at once (`None`: the first). Devices of one model
+    /// split the space between them (each evaluates its own slice, every candidate compiled
+    /// once) and their results are pooled into one run; other models are tuned each in full.
+    pub devices: Option<crate::DeviceSelection>,
+    /// Only slice `K/N` of each space (`rocm_tune::Partition`): one job of a Slurm array or a CI
+    /// matrix; `cargo rocm tune merge` joins the jobs' caches.
+    pub partition: Option<String>,
 }
 
 /// Progress while tuning runs (one JSON object per line).
@@ -214,6 +221,13 @@ pub struct TuneRun {
     pub trace: Vec<TraceStep>,
     /// The append-only cache this run read and wrote.
     pub cache_file: Option<PathBuf>,
+    /// The GPUs whose measurements this run pools (`nvidia/sm_90#0`, …), when several devices
+    /// of one model tuned at once (`--devices`); empty for one device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+    /// The slice of the space this run covered (`2/3`), with `--partition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
 }
 
 /// A tunable that could not be tuned, and why.

@@ -12,6 +12,7 @@
 //! | `--race-check[=WHEN]`     | `ROCM_TEST_RACE_CHECK=WHEN`  | which cpu launches run under the race detector (`CpuOptions::race_check`): `first` (default: the first 3 cases of each trial, and every launch once a case failed), `N` first cases, `all`, `off` (`--no-race-check`); `--race-check` alone is `all` |
 //! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
+//! | `--devices SEL`           | `ROCM_TEST_DEVICES`          | which GPUs of each backend get trials: `all` (default), `N` (the first N), `0,2` or `#1` (ordinals); with several devices of one architecture the trials are named per device (`saxpy::nvidia/sm_90#1`) |
 //!
 //! A flag wins over its environment variable.
 
@@ -22,7 +23,7 @@ use rocm_test_events::env as var;
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
 
-pub use rocm_test_events::{RaceCheck, DEFAULT_RACE_CASES};
+pub use rocm_test_events::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
 pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
@@ -58,9 +59,12 @@ pub struct HarnessOptions {
     pub events: Option<PathBuf>,
     /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
     pub isolate: bool,
+    /// Which GPUs of each backend get trials.
+    pub devices: DeviceSelection,
 }
 
-const FLAGS: [(&str, &str); 8] = [
+const FLAGS: [(&str, &str); 9] = [
+    ("--devices", var::DEVICES),
     ("--race-check", var::RACE_CHECK),
     ("--cpu-exec", var::CPU_EXEC),
     ("--backend", var::BACKEND),
@@ -194,6 +198,13 @@ impl HarnessOptions {
                     })
                 })
                 .transpose()?,
+            devices: last("--devices", var::DEVICES)
+                .map(|v| {
+                    DeviceSelection::parse(&v)
+                        .map_err(|e| format!("--devices / {}: {e}", var::DEVICES))
+                })
+                .transpose()?
+                .unwrap_or_default(),
             isolate: !no_isolate_flag
                 && env(var::ISOLATE)
                     .map(|v| env_switch(Some(v), var::ISOLATE))
@@ -283,6 +294,9 @@ mod tests {
         assert!(o.selects(Backend::Nvidia));
         assert_eq!(o.race_check, RaceCheck::First(DEFAULT_RACE_CASES));
         assert_eq!(o.reproduce_flags(), "");
+        assert_eq!(o.devices, DeviceSelection::All);
+        let (o, _) = HarnessOptions::parse(args(&["bin", "--devices=0,1"]), |_| None).unwrap();
+        assert_eq!(o.devices, DeviceSelection::Ordinals(vec![0, 1]));
         let (o, rest) =
             HarnessOptions::parse(args(&["bin", "--race-check", "saxpy"]), |_| None).unwrap();
         assert_eq!(o.race_check, RaceCheck::All);
@@ -354,5 +368,6 @@ mod tests {
         assert!(err(&["b", "--seed"]).contains("`--seed` needs a value"));
         assert!(err(&["b", "--cpu-exec", "threads"]).contains("not regions, fibers or blocks"));
         assert!(err(&["b", "--race-check=sometimes"]).contains("not first, all, off"));
+        assert!(err(&["b", "--devices", "none"]).contains("not a device selection"));
     }
 }

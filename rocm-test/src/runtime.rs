@@ -57,26 +57,42 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
             .filter(|o| !is_jit(o.format))
             .map(|o| o.target.to_owned())
             .collect();
-        let devices: Vec<&Device> = probe
+        let all: Vec<&Device> = probe
             .available
             .iter()
             .filter(|d| d.backend() == backend)
             .collect();
+        // (ordinal, device) of the devices `--devices` selects.
+        let devices: Vec<(usize, &Device)> = opts
+            .devices
+            .pick(all.len())
+            .into_iter()
+            .map(|i| (i, all[i]))
+            .collect();
         if archs.is_empty() && !objects.is_empty() {
             // Only PTX or source: the driver (or NVRTC) compiles for whatever device is here.
-            archs = devices.iter().map(|d| d.info().arch.clone()).collect();
+            archs = devices.iter().map(|(_, d)| d.info().arch.clone()).collect();
             if archs.is_empty() {
                 archs.push(String::new());
             }
         }
         archs.sort();
         archs.dedup();
-        let why_none = probe
-            .unavailable
-            .iter()
-            .find(|(b, _)| *b == backend)
-            .map(|(_, r)| r.clone())
-            .unwrap_or_else(|| format!("no {backend} device found"));
+        let why_none = if !all.is_empty() && devices.is_empty() {
+            format!(
+                "--devices {} selects none of the {} {backend} device(s) here (ordinals 0 to {})",
+                opts.devices,
+                all.len(),
+                all.len() - 1
+            )
+        } else {
+            probe
+                .unavailable
+                .iter()
+                .find(|(b, _)| *b == backend)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_else(|| format!("no {backend} device found"))
+        };
         if archs.is_empty() {
             slots.push(TargetSlot {
                 id: TrialPlace {
@@ -97,28 +113,43 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
             continue;
         }
         for arch in archs {
-            let device = devices
+            let matching: Vec<&(usize, &Device)> = devices
                 .iter()
-                .find(|d| arch_matches(backend, &d.info().arch, &arch));
-            let target: Result<Arc<dyn Target>, String> = match device {
-                Some(d) => Ok(Arc::new(DeviceTarget::new((*d).clone(), lib))),
-                None if devices.is_empty() => Err(why_none.clone()),
-                None => Err(format!(
-                    "no {backend} device with {arch} here (found: {})",
-                    devices
-                        .iter()
-                        .map(|d| d.info().arch.clone())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            };
-            slots.push(TargetSlot {
-                id: TrialPlace {
-                    backend,
-                    target: arch,
-                },
-                target,
-            });
+                .filter(|(_, d)| arch_matches(backend, &d.info().arch, &arch))
+                .collect();
+            if matching.is_empty() {
+                let target = if devices.is_empty() {
+                    why_none.clone()
+                } else {
+                    format!(
+                        "no {backend} device with {arch} here (found: {})",
+                        devices
+                            .iter()
+                            .map(|(_, d)| d.info().arch.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                slots.push(TargetSlot {
+                    id: TrialPlace {
+                        backend,
+                        target: arch,
+                    },
+                    target: Err(target),
+                });
+                continue;
+            }
+            // Several devices of one architecture: trials of their own for each (`sm_90#1`).
+            let several = matching.len() > 1;
+            for (ordinal, device) in matching {
+                slots.push(TargetSlot {
+                    id: TrialPlace {
+                        backend,
+                        target: rocm_test_events::device_target(&arch, *ordinal, several),
+                    },
+                    target: Ok(Arc::new(DeviceTarget::new((*device).clone(), lib))),
+                });
+            }
         }
     }
     slots

@@ -45,6 +45,7 @@ use crate::{Inputs, Launch};
 pub use rocm_tune::space::Assignment;
 pub use rocm_tune::{Config, Value};
 
+pub use session::wisdom_entry;
 pub(crate) use session::{run as run_tune_mode, validate};
 
 type TuneLaunchFn = Arc<dyn Fn(&Config, &Inputs<'_>) -> Launch + Send + Sync>;

@@ -55,7 +55,7 @@ pub use strategy::{
     SimulatedAnnealing, Strategy,
 };
 pub use tuner::{
-    Budget, Outcome, Session, StabilityGate, Stop, TuneError, TuneOptions, TuneResult, Tuner,
-    Warning,
+    Budget, Outcome, Partition, Session, StabilityGate, Stop, TuneError, TuneOptions, TuneResult,
+    Tuner, Warning,
 };
 pub use value::Value;

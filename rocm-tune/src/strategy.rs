@@ -40,7 +40,8 @@ impl Strategy for BruteForce {
     }
     fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
         let space = session.space();
-        let ids: Vec<ConfigId> = space.ids().collect();
+        // With a partition, only this run's slice: the other jobs evaluate the rest.
+        let ids: Vec<ConfigId> = space.ids().filter(|id| session.in_slice(*id)).collect();
         for (i, &id) in ids.iter().enumerate() {
             if i % PREFETCH == 0 {
                 session.prefetch(&ids[i..(i + PREFETCH).min(ids.len())]);
@@ -62,6 +63,10 @@ impl Strategy for RandomSampling {
     }
     fn run(&mut self, session: &mut Session<'_>) -> Result<(), Stop> {
         loop {
+            // With a partition, random sampling covers this run's slice and no more.
+            if session.partition().is_some() && session.slice_exhausted() {
+                return Err(Stop::SpaceExhausted);
+            }
             let n = session.remaining().unwrap_or(PREFETCH).min(PREFETCH);
             let batch = session.random_unevaluated_batch(n.max(1));
             if batch.is_empty() {

@@ -146,6 +146,10 @@ pub struct TuneOptions {
     pub stability: StabilityGate,
     /// How samples reduce to one value (lower is better).
     pub objective: Objective,
+    /// Only this slice of the space for brute force and random sampling, and for the random
+    /// seed phase of the model-based strategies (jobs of a Slurm array or a CI matrix, or the
+    /// GPUs of one host, each take one slice; `cargo rocm tune merge` joins their caches).
+    pub partition: Option<Partition>,
 }
 
 impl Default for TuneOptions {
@@ -155,7 +159,68 @@ impl Default for TuneOptions {
             seed: 0,
             stability: StabilityGate::default(),
             objective: Objective::Mean,
+            partition: None,
         }
+    }
+}
+
+/// Slice `index` (0-based) of `count`: the configurations whose position in the space's
+/// enumeration order is `index` modulo `count`. The enumeration order depends only on the
+/// space's declaration, so every machine of a job array agrees on the slices, and taking every
+/// `count`-th configuration spreads each slice over the whole space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// 0-based.
+    pub index: u32,
+    /// At least 1.
+    pub count: u32,
+}
+
+impl Partition {
+    /// `K/N` with 1 ≤ K ≤ N (1-based, as `SLURM_ARRAY_TASK_ID` ranges and nextest's
+    /// `--partition count:K/N` are written).
+    pub fn parse(text: &str) -> Result<Partition, String> {
+        let bad = || format!("`{text}` is not a partition K/N with 1 <= K <= N (`2/3`)");
+        let (k, n) = text.trim().split_once('/').ok_or_else(bad)?;
+        let k: u32 = k.trim().parse().map_err(|_| bad())?;
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Partition {
+            index: k - 1,
+            count: n,
+        })
+    }
+
+    /// Whether configuration `id` is in this slice.
+    pub fn contains(&self, id: ConfigId) -> bool {
+        id.0 % self.count as usize == self.index as usize
+    }
+
+    /// Slice `local` of `count` within this slice: how one job of an array spreads its slice
+    /// over the GPUs of its host (`2/3` on two GPUs: `3/6` and `4/6`).
+    pub fn split(&self, local: u32, count: u32) -> Partition {
+        Partition {
+            index: self.index * count + local,
+            count: self.count * count,
+        }
+    }
+
+    /// How many configurations of a space of `len` are in this slice.
+    pub fn len_of(&self, len: usize) -> usize {
+        let (i, n) = (self.index as usize, self.count as usize);
+        if i >= len {
+            0
+        } else {
+            (len - i).div_ceil(n)
+        }
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index + 1, self.count)
     }
 }
 
@@ -391,6 +456,12 @@ impl<'a> Tuner<'a> {
         self
     }
 
+    /// Restricts the run to one slice of the space ([`TuneOptions::partition`]).
+    pub fn partition(mut self, partition: Option<Partition>) -> Self {
+        self.options.partition = partition;
+        self
+    }
+
     /// Records every evaluation in `cache`, and answers configurations already in it without
     /// evaluating them (resumption).
     pub fn cache(mut self, cache: &'a mut JsonlCache) -> Self {
@@ -566,40 +637,61 @@ impl<'a> Session<'a> {
             || self.time_up()
     }
 
-    /// A uniformly random configuration not evaluated yet; `None` when all are.
-    pub fn random_unevaluated(&mut self) -> Option<ConfigId> {
-        let n = self.space.len();
-        let done = self.results.len();
-        if done >= n {
-            return None;
-        }
-        if done * 2 < n {
-            for _ in 0..64 {
-                let id = ConfigId(self.rng.below(n));
-                if !self.results.contains_key(&id) {
-                    return Some(id);
-                }
+    /// The slice of the space this run draws from ([`TuneOptions::partition`]).
+    pub fn partition(&self) -> Option<Partition> {
+        self.options.partition
+    }
+
+    /// Whether `id` is in this run's slice (every id is, without a partition).
+    pub fn in_slice(&self, id: ConfigId) -> bool {
+        self.options.partition.is_none_or(|p| p.contains(id))
+    }
+
+    /// Whether every configuration of this run's slice has been evaluated (with a partition;
+    /// without one, whether the whole space has).
+    pub fn slice_exhausted(&self) -> bool {
+        match self.options.partition {
+            None => self.results.len() >= self.space.len(),
+            Some(p) => {
+                let done = self.results.keys().filter(|id| p.contains(**id)).count();
+                done >= p.len_of(self.space.len())
             }
         }
-        let left: Vec<ConfigId> = self
-            .space
-            .ids()
-            .filter(|id| !self.results.contains_key(id))
-            .collect();
-        let i = self.rng.below(left.len());
-        left.get(i).copied()
+    }
+
+    /// The slice random draws come from: the partition while any of it is unevaluated (the
+    /// seed phase of model-based strategies stays in its slice), then the whole space.
+    fn draw_slice(&self) -> Option<Partition> {
+        self.options
+            .partition
+            .filter(|p| p.count > 1 && !self.slice_exhausted())
+    }
+
+    /// A uniformly random configuration not evaluated yet (from this run's slice while it
+    /// has any, see [`Session::partition`]); `None` when all are.
+    pub fn random_unevaluated(&mut self) -> Option<ConfigId> {
+        self.random_unevaluated_batch(1).pop()
     }
 
     /// Up to `n` distinct random configurations not evaluated yet (fewer when fewer are left),
     /// for strategies that pick several at once and can announce them ([`Session::prefetch`]).
+    /// With a partition they come from this run's slice while it has unevaluated ones.
     pub fn random_unevaluated_batch(&mut self, n: usize) -> Vec<ConfigId> {
+        let slice = self.draw_slice();
+        // Positions within the slice map to ids: position j is id `index + j * count`.
+        let (offset, stride) = slice.map_or((0, 1), |p| (p.index as usize, p.count as usize));
+        let total = slice.map_or(self.space.len(), |p| p.len_of(self.space.len()));
+        let done = match slice {
+            None => self.results.len(),
+            Some(p) => self.results.keys().filter(|id| p.contains(**id)).count(),
+        };
+        let at = |j: usize| ConfigId(offset + j * stride);
         let mut out: Vec<ConfigId> = Vec::with_capacity(n);
-        let total = self.space.len();
-        while out.len() < n && self.results.len() + out.len() < total {
-            let left = total - self.results.len() - out.len();
-            let pick = if (self.results.len() + out.len()) * 2 < total {
+        while out.len() < n && done + out.len() < total {
+            let left = total - done - out.len();
+            let pick = if (done + out.len()) * 2 < total {
                 (0..64)
-                    .map(|_| ConfigId(self.rng.below(total)))
+                    .map(|_| at(self.rng.below(total)))
                     .find(|id| !self.results.contains_key(id) && !out.contains(id))
             } else {
                 None
@@ -608,9 +700,8 @@ impl<'a> Session<'a> {
                 Some(id) => id,
                 None => {
                     let k = self.rng.below(left);
-                    match self
-                        .space
-                        .ids()
+                    match (0..total)
+                        .map(at)
                         .filter(|id| !self.results.contains_key(id) && !out.contains(id))
                         .nth(k)
                     {

@@ -28,6 +28,7 @@ Examples:
   cargo rocm test                          test the package here on every backend that can run
   cargo rocm test --backend cpu -- saxpy   only cpu trials of checks matching `saxpy`
   cargo rocm test --require-backend amd    fail (not skip) when the AMD GPU cannot run
+  cargo rocm test --devices 0,1            trials on GPUs 0 and 1 (default: every GPU)
   cargo rocm test --message-format json --junit target/junit.xml
 
 Exit codes: 0 all trials passed or were skipped, 1 a trial failed, 2 usage error,
@@ -68,6 +69,12 @@ pub struct TestArgs {
     /// How cpu trials run a block's threads: regions (default), fibers, blocks
     #[arg(long, value_name = "MODE", value_parser = clap::builder::PossibleValuesParser::new(["regions", "fibers", "blocks"]))]
     pub cpu_exec: Option<String>,
+
+    /// GPUs that get trials: all (default), N (the first N), ordinals (0,1; one is #1). With
+    /// several of one architecture each has trials of its own (`saxpy::nvidia/sm_90#1`), run
+    /// at the same time
+    #[arg(long, value_name = "SEL", value_parser = rocm_test_events::DeviceSelection::parse)]
+    pub devices: Option<rocm_test_events::DeviceSelection>,
 
     #[command(flatten)]
     pub format: FormatArgs,
@@ -311,6 +318,9 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     }
     if let Some(mode) = &args.cpu_exec {
         env.push((var::CPU_EXEC, mode.clone()));
+    }
+    if let Some(devices) = &args.devices {
+        env.push((var::DEVICES, devices.to_string()));
     }
     env
 }

@@ -9,6 +9,7 @@
 //! which becomes the table, `--message-format json` and `<target-dir>/rocm/tune/report.html`.
 
 mod command;
+mod merge;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,9 @@ Examples:
   cargo rocm tune --backend cpu --budget 30 -- matmul
   cargo rocm tune --strategy bayes --strategy random --seed 7 --problem n=2048
   cargo rocm tune --cmd-template './app --bm {BM}' --param BM=32,64,128 --time-key time_ms
+  cargo rocm tune --backend nvidia --devices all    every GPU at once, each on a slice of the space
+  cargo rocm tune --partition $SLURM_ARRAY_TASK_ID/8 --target-dir /scratch/job-$SLURM_ARRAY_TASK_ID
+  cargo rocm tune merge /scratch/job-*/rocm/tune     join the jobs' caches, write the wisdom file
 
 Strategies: brute_force, random, annealing, genetic, bayes, regression_prune (default).
 Results: the crate's tune/wisdom.json (the best configuration per device and problem size,
@@ -47,8 +51,27 @@ Exit codes: 0 tuned, 1 a tunable could not be tuned (bad declaration, empty spac
 that panics, a kernel past the time limit), 2 usage error, 3 no device or compiler for the
 backend asked for, 4 the crate did not build, 5 no harness or tunable found.")]
 pub struct TuneArgs {
+    #[command(subcommand)]
+    pub action: Option<TuneAction>,
+
     #[command(flatten)]
     pub cargo: CargoFlags,
+
+    /// GPUs to tune on at once: all, N (the first N) or ordinals (0,1; one is #1). Devices of
+    /// one model split each space between them and their results are pooled (default: the first)
+    #[arg(long, value_name = "SEL", value_parser = rocm_test_events::DeviceSelection::parse)]
+    pub devices: Option<rocm_test_events::DeviceSelection>,
+
+    /// Where the caches, results.json and report.html go (default: <target-dir>/rocm/tune);
+    /// one per job when jobs share a target folder
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Only slice K of N of each space (1 <= K <= N): one job of a Slurm array or CI matrix.
+    /// Brute force and random sampling cover their slice; model-based strategies draw their
+    /// random seed configurations from it. Join the jobs with `cargo rocm tune merge`
+    #[arg(long, value_name = "K/N", value_parser = parse_partition)]
+    pub partition: Option<String>,
 
     /// Backends to tune on: cpu, amd, nvidia (default: the first GPU found, else cpu)
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
@@ -163,6 +186,18 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
     s.parse()
 }
 
+fn parse_partition(s: &str) -> Result<String, String> {
+    rocm_tune::Partition::parse(s).map(|p| p.to_string())
+}
+
+/// `cargo rocm tune`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TuneAction {
+    /// Join the caches of partitioned runs (the jobs of a Slurm array or a CI matrix, each
+    /// with `--partition K/N`) and write the best configurations to the wisdom file
+    Merge(merge::MergeArgs),
+}
+
 const STRATEGIES: [&str; 6] = [
     "brute_force",
     "random",
@@ -218,6 +253,9 @@ fn parse_problem(s: &str) -> Result<std::collections::BTreeMap<String, i64>, Str
 
 pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<u8> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    if let Some(TuneAction::Merge(merge)) = &args.action {
+        return merge::run(merge, out);
+    }
     if args.cmd_template.is_some() {
         // No crate needed: results go to its target directory when there is one.
         let target_dir = match &args.cargo.target_dir {
@@ -228,8 +266,12 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
                 .map(|m| m.target_directory.into_std_path_buf())
                 .unwrap_or_else(|| PathBuf::from("target")),
         };
-        let report = tune_command(&args, &target_dir.join("rocm").join("tune"), out)?;
-        return present(&args, &target_dir.join("rocm").join("tune"), report, out);
+        let out_dir = args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
+        let report = tune_command(&args, &out_dir, out)?;
+        return present(&args, &out_dir, report, out);
     }
     if !args.harness.is_empty() {
         let target_dir = args
@@ -237,7 +279,10 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
             .target_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("target"));
-        let out_dir = target_dir.join("rocm").join("tune");
+        let out_dir = args
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
         std::fs::create_dir_all(&out_dir)
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
         let root = std::env::current_dir()?;
@@ -284,7 +329,10 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         .target_dir
         .clone()
         .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
-    let out_dir = target_dir.join("rocm").join("tune");
+    let out_dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
 
@@ -391,6 +439,25 @@ fn present(
     report: TuneReport,
     out: &Output,
 ) -> anyhow::Result<u8> {
+    present_report(
+        out_dir,
+        args.html.as_deref(),
+        &args.format,
+        args.list,
+        report,
+        out,
+    )
+}
+
+/// [`present`] for any report (`tune merge`'s too).
+pub(crate) fn present_report(
+    out_dir: &Path,
+    html_copy: Option<&Path>,
+    format: &FormatArgs,
+    list: bool,
+    report: TuneReport,
+    out: &Output,
+) -> anyhow::Result<u8> {
     use std::io::Write;
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(
@@ -401,13 +468,13 @@ fn present(
     let html_path = out_dir.join("report.html");
     std::fs::write(&html_path, &html)
         .with_context(|| format!("cannot write {}", html_path.display()))?;
-    if let Some(p) = &args.html {
+    if let Some(p) = html_copy {
         std::fs::write(p, &html).with_context(|| format!("cannot write {}", p.display()))?;
     }
     let mut stdout = out.stdout();
-    if args.format.json() {
+    if format.json() {
         writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
-    } else if args.list {
+    } else if list {
         for t in &report.listed {
             let space = match &t.space {
                 Ok(n) => format!("{n} configurations"),
@@ -503,6 +570,8 @@ fn request(
         export_kt: args.export_kt,
         wave_size: args.wave_size.as_deref().and_then(|w| w.parse().ok()),
         list: args.list,
+        devices: args.devices.clone(),
+        partition: args.partition.clone(),
     }
 }
 
@@ -747,6 +816,11 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
             rocm_tune::Tuner::new(&space, &mut evaluator)
                 .budget(budget)
                 .seed(args.seed)
+                .partition(
+                    args.partition
+                        .as_deref()
+                        .and_then(|p| rocm_tune::Partition::parse(p).ok()),
+                )
                 .cache(&mut cache)
                 .observe(&mut observe)
                 .run(strategy.as_mut())
@@ -851,6 +925,8 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
                 })
                 .collect(),
             cache_file: Some(cache_path.clone()),
+            devices: Vec::new(),
+            partition: args.partition.clone(),
         });
     }
     Ok(report)

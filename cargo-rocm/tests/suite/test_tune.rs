@@ -292,3 +292,104 @@ fn an_external_program_is_tuned_through_its_command_template() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("{Y}"), "{}", text(&out).1);
 }
+
+/// `--partition K/N` (the jobs of a Slurm array, `SLURM_ARRAY_TASK_ID` set by hand) splits a
+/// brute force into three caches that, merged by `cargo rocm tune merge`, hold exactly the
+/// unsplit run's configurations with the same outcomes, and give a wisdom entry.
+#[testkit::test(needs = [CXX])]
+fn a_space_split_in_three_jobs_and_merged_equals_the_unsplit_brute_force() {
+    let scratch = tempfile::tempdir().unwrap();
+    let job = |partition: Option<&str>, name: &str| {
+        let dir = scratch.path().join(name);
+        let mut args = vec![
+            "--fresh",
+            "--strategy",
+            "brute_force",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ];
+        if let Some(p) = partition {
+            args.extend(["--partition", p]);
+        }
+        args.extend(["--", "scale"]);
+        let (code, report, stderr) = tune(&args);
+        assert_eq!(code, Some(0), "{name}: {stderr}");
+        (dir, report.runs[0].clone())
+    };
+    let (_, whole) = job(None, "whole");
+    let outcome = |r: &rocm_test_events::tune::TuneRun| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = r
+            .trace
+            .iter()
+            .map(|s| (format!("{:?}", s.config), s.outcome.clone()))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut union = Vec::new();
+    let mut dirs = Vec::new();
+    for k in 1..=3 {
+        let (dir, run) = job(Some(&format!("{k}/3")), &format!("job{k}"));
+        assert_eq!(run.partition.as_deref(), Some(format!("{k}/3").as_str()));
+        // The default configuration is measured by every job (the speed-up is against it);
+        // everything else by exactly one.
+        union.extend(outcome(&run));
+        dirs.push(dir);
+    }
+    let default = whole.default.as_ref().unwrap().config.clone();
+    let default_key = format!("{default:?}");
+    union.retain(|(c, _)| *c != default_key);
+    union.sort();
+    let mut expected = outcome(&whole);
+    expected.retain(|(c, _)| *c != default_key);
+    assert_eq!(
+        union, expected,
+        "each configuration exactly once, same outcome"
+    );
+
+    let merged_dir = scratch.path().join("merged");
+    let wisdom = scratch.path().join("wisdom.json");
+    let mut args = vec!["tune", "merge"];
+    let dir_texts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    args.extend(dir_texts.iter().map(String::as_str));
+    args.extend([
+        "--out",
+        merged_dir.to_str().unwrap(),
+        "--wisdom",
+        wisdom.to_str().unwrap(),
+        "--message-format",
+        "json",
+    ]);
+    let out = cargo_rocm(&args, &fixture());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let merged: TuneReport = serde_json::from_str(stdout.trim()).unwrap();
+    let m = &merged.runs[0];
+    assert_eq!(m.evaluations, whole.evaluations, "{m:?}");
+    assert_eq!(m.failures, whole.failures);
+    let best = m.best.as_ref().unwrap();
+    let unroll = best.config["UNROLL"].as_i64().unwrap();
+    assert!([1, 2, 4].contains(&unroll), "{best:?}");
+    let mut merged_keys = measured(m.cache_file.as_ref().unwrap());
+    merged_keys.sort();
+    merged_keys.dedup();
+    let mut whole_keys = measured(whole.cache_file.as_ref().unwrap());
+    whole_keys.sort();
+    whole_keys.dedup();
+    assert_eq!(merged_keys, whole_keys);
+    let w = std::fs::read_to_string(&wisdom).unwrap();
+    assert!(w.contains("\"scale\"") && w.contains("UNROLL"), "{w}");
+
+    // Not a tune folder: a clear error, exit 5.
+    let out = cargo_rocm(
+        &[
+            "tune",
+            "merge",
+            scratch.path().join("nope").to_str().unwrap(),
+        ],
+        &fixture(),
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("is not a folder"), "{stderr}");
+}

@@ -23,7 +23,7 @@ use rocm_tune::eval::coefficient_of_variation;
 use rocm_tune::tuner::{StopReason, TraceEntry};
 use rocm_tune::{
     Budget, CacheMeta, CacheRecord, Config, ConfigId, Evaluator, JsonlCache, KtCache, Objective,
-    Outcome, SearchSpace, TuneError, TuneResult, Tuner,
+    Outcome, Partition, SearchSpace, TuneError, TuneResult, Tuner,
 };
 
 use super::compile::{Ahead, Compiler, SourceSpec};
@@ -43,8 +43,9 @@ const DEFAULT_TIME_LIMIT_S: f64 = 30.0;
 /// Evaluations per strategy run without a budget: at most this many.
 const DEFAULT_MAX_EVALS: usize = 100;
 
-/// Appends progress events (best effort: progress must not fail a run).
-struct Events(Option<std::fs::File>);
+/// Appends progress events (best effort: progress must not fail a run). Shared by the threads
+/// of a run on several devices: each line is one write under the lock.
+struct Events(Option<std::sync::Mutex<std::fs::File>>);
 
 impl Events {
     fn open(path: Option<&Path>) -> Events {
@@ -57,13 +58,15 @@ impl Events {
                 .append(true)
                 .open(p)
                 .ok()
+                .map(std::sync::Mutex::new)
         }))
     }
-    fn send(&mut self, e: &TuneEvent) {
+    fn send(&self, e: &TuneEvent) {
         use std::io::Write;
-        if let Some(f) = &mut self.0 {
+        if let Some(f) = &self.0 {
             let mut line = serde_json::to_string(e).expect("events serialize");
             line.push('\n');
+            let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
             let _ = f.write_all(line.as_bytes());
         }
     }
@@ -133,49 +136,107 @@ fn default_out_dir() -> PathBuf {
         .join("tune")
 }
 
-/// The devices to tune on: the backends asked for, or the first GPU, else the cpu.
-fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Device>, String> {
+/// A device to tune on and its place name (`nvidia/sm_90#1` where several of its
+/// architecture take part, as test trials are named).
+#[derive(Clone)]
+struct TuneDevice {
+    device: Device,
+    place: String,
+}
+
+/// The devices to tune on, in groups of one model: the backends asked for (or the first GPU
+/// backend found, else the cpu), and on each the devices `request.devices` selects (default:
+/// the first). The devices of a group split each space between them.
+fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDevice>>, String> {
     let wave_size = request.wave_size.unwrap_or(64);
     let cpu = || {
-        Device::cpu(CpuOptions {
+        let device = Device::cpu(CpuOptions {
             wave_size,
             checked: true,
             time_limit: Some(time_limit),
             race_check: false,
             exec: CpuExec::Regions,
             ..CpuOptions::default()
-        })
+        });
+        vec![TuneDevice {
+            device,
+            place: format!("cpu/w{wave_size}"),
+        }]
     };
     let probe = Device::probe();
-    if request.backends.is_empty() {
-        return Ok(vec![probe
-            .available
+    let backends: Vec<Backend> = if request.backends.is_empty() {
+        match probe.available.iter().find(|d| d.backend() != Backend::Cpu) {
+            Some(d) => vec![d.backend()],
+            None => return Ok(vec![cpu()]),
+        }
+    } else {
+        request
+            .backends
             .iter()
-            .find(|d| d.backend() != Backend::Cpu)
-            .cloned()
-            .unwrap_or_else(cpu)]);
-    }
-    let mut out = Vec::new();
-    for name in &request.backends {
-        let backend: Backend = name.parse()?;
+            .map(|b| b.parse::<Backend>())
+            .collect::<Result<_, _>>()?
+    };
+    let selection = request
+        .devices
+        .clone()
+        .unwrap_or(rocm_test_events::DeviceSelection::First(1));
+    let mut groups: Vec<Vec<TuneDevice>> = Vec::new();
+    for backend in backends {
         if backend == Backend::Cpu {
-            out.push(cpu());
+            groups.push(cpu());
             continue;
         }
-        match probe.available.iter().find(|d| d.backend() == backend) {
-            Some(d) => out.push(d.clone()),
-            None => {
-                let why = probe
-                    .unavailable
-                    .iter()
-                    .find(|(b, _)| *b == backend)
-                    .map(|(_, r)| r.clone())
-                    .unwrap_or_else(|| "no device found".into());
-                return Err(format!("cannot tune on {backend}: {why}"));
-            }
+        let all: Vec<&Device> = probe
+            .available
+            .iter()
+            .filter(|d| d.backend() == backend)
+            .collect();
+        if all.is_empty() {
+            let why = probe
+                .unavailable
+                .iter()
+                .find(|(b, _)| *b == backend)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_else(|| "no device found".into());
+            return Err(format!("cannot tune on {backend}: {why}"));
+        }
+        let missing = selection.missing(all.len());
+        if !missing.is_empty() {
+            return Err(format!(
+                "cannot tune on {backend}: --devices {selection} names device(s) {missing:?}, \
+                 but this machine has {} {backend} device(s) (ordinals 0 to {})",
+                all.len(),
+                all.len() - 1
+            ));
+        }
+        let picked: Vec<(usize, &Device)> = selection
+            .pick(all.len())
+            .into_iter()
+            .map(|i| (i, all[i]))
+            .collect();
+        let model = |d: &Device| (d.info().arch.clone(), d.info().name.clone());
+        let mut models: Vec<(String, String)> = picked.iter().map(|(_, d)| model(d)).collect();
+        models.dedup();
+        models.sort();
+        models.dedup();
+        for m in models {
+            let same: Vec<&(usize, &Device)> =
+                picked.iter().filter(|(_, d)| model(d) == m).collect();
+            let twins = picked.iter().filter(|(_, d)| d.info().arch == m.0).count() > 1;
+            groups.push(
+                same.into_iter()
+                    .map(|(i, d)| TuneDevice {
+                        device: (*d).clone(),
+                        place: format!(
+                            "{backend}/{}",
+                            rocm_test_events::device_target(&m.0, *i, twins)
+                        ),
+                    })
+                    .collect(),
+            );
         }
     }
-    Ok(out)
+    Ok(groups)
 }
 
 /// Checks of a tunable's declaration that need no device; `Err` says what to fix.
@@ -347,7 +408,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         .compile_cache
         .clone()
         .unwrap_or_else(|| out_dir.join("compiled"));
-    let mut events = Events::open(request.events.as_deref());
+    let events = Events::open(request.events.as_deref());
     let results_dir = request.results.clone().unwrap_or_else(|| out_dir.clone());
     let mut report = TuneReport::default();
     let selected: Vec<&Tunable> = suite
@@ -402,7 +463,22 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
             .unwrap_or(DEFAULT_TIME_LIMIT_S)
             .max(0.001),
     );
-    let devices = match devices(&request, time_limit) {
+    let partition = match request
+        .partition
+        .as_deref()
+        .map(Partition::parse)
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            report.errors.push(TuneFailure {
+                kernel: String::new(),
+                message: format!("--partition: {e}"),
+            });
+            return finish(&results_dir, report);
+        }
+    };
+    let groups = match devices(&request, time_limit) {
         Ok(d) => d,
         Err(e) => {
             report.errors.push(TuneFailure {
@@ -427,7 +503,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
     };
 
     for tunable in selected {
-        let fail = |events: &mut Events, report: &mut TuneReport, message: String| {
+        let fail = |report: &mut TuneReport, message: String| {
             events.send(&TuneEvent::Error {
                 kernel: tunable.name.clone(),
                 message: message.clone(),
@@ -441,7 +517,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         let (space, default) = match validate(tunable, &suite) {
             Ok(v) => v,
             Err(e) => {
-                fail(&mut events, &mut report, e);
+                fail(&mut report, e);
                 continue;
             }
         };
@@ -449,7 +525,6 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         let static_errors = crate::suite::static_errors(check, suite.library());
         if !static_errors.is_empty() {
             fail(
-                &mut events,
                 &mut report,
                 format!(
                     "the check `{}` of tunable `{}` cannot run:\n{}",
@@ -463,29 +538,80 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
             );
             continue;
         }
-        for device in &devices {
+        for group in &groups {
             for sizes in problems_of(tunable, &suite, &request) {
-                match tune_one(TuneOne {
-                    tunable,
-                    check,
-                    library: suite.library(),
-                    space: &space,
-                    default,
-                    device,
-                    sizes: &sizes,
-                    request: &request,
-                    out_dir: &out_dir,
-                    compile_cache: &compile_cache,
-                    time_limit,
-                    events: &mut events,
-                }) {
+                let job = |device: &TuneDevice, partition: Option<Partition>, lead: bool| {
+                    tune_one(TuneOne {
+                        tunable,
+                        check,
+                        library: suite.library(),
+                        space: &space,
+                        default,
+                        device: &device.device,
+                        sizes: &sizes,
+                        request: &request,
+                        out_dir: &out_dir,
+                        compile_cache: &compile_cache,
+                        time_limit,
+                        partition,
+                        lead,
+                        events: &events,
+                    })
+                };
+                let outcome = if let [one] = group.as_slice() {
+                    job(one, partition, true)
+                } else {
+                    if request.fresh {
+                        let desc = device_desc(&group[0].device);
+                        let path = cache_path(&out_dir, &tunable.name, &desc, &problem_map(&sizes));
+                        if let Err(e) = set_aside(&path) {
+                            fail(&mut report, e);
+                            continue;
+                        }
+                    }
+                    // One thread per device, each on its slice of the space (of this job's
+                    // slice, with --partition), measuring at the same time; then one pooled
+                    // run per strategy.
+                    let n = group.len() as u32;
+                    let per_device: Vec<Result<Vec<TuneRun>, String>> = std::thread::scope(|s| {
+                        let handles: Vec<_> = group
+                            .iter()
+                            .enumerate()
+                            .map(|(i, d)| {
+                                let slice = match partition {
+                                    Some(p) => p.split(i as u32, n),
+                                    None => Partition {
+                                        index: i as u32,
+                                        count: n,
+                                    },
+                                };
+                                let job = &job;
+                                s.spawn(move || job(d, Some(slice), i == 0))
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join().unwrap_or_else(|p| {
+                                    Err(format!(
+                                        "tuning on a device panicked: {}",
+                                        crate::run::panic_message(&*p)
+                                    ))
+                                })
+                            })
+                            .collect()
+                    });
+                    let places: Vec<String> = group.iter().map(|d| d.place.clone()).collect();
+                    pool(per_device, &places, partition)
+                };
+                match outcome {
                     Ok(runs) => {
                         if let (Some(w), Some(entry)) = (&mut wisdom, wisdom_entry(&runs)) {
                             w.record(&tunable.name, &tunable.defines(), entry);
                         }
                         report.runs.extend(runs);
                     }
-                    Err(e) => fail(&mut events, &mut report, e),
+                    Err(e) => fail(&mut report, e),
                 }
             }
         }
@@ -610,7 +736,59 @@ struct TuneOne<'a> {
     out_dir: &'a Path,
     compile_cache: &'a Path,
     time_limit: Duration,
-    events: &'a mut Events,
+    /// The slice of the space this run covers.
+    partition: Option<Partition>,
+    /// The only (or first) device of its group: it sets a `--fresh` run's cache aside and
+    /// imports a Kernel Tuner cache (the others share the cache file).
+    lead: bool,
+    events: &'a Events,
+}
+
+/// The append-only cache of a tunable, device model and problem size (devices of one model
+/// share it: their appends are single `O_APPEND` writes, see `rocm_tune::JsonlCache`).
+fn cache_path(
+    out_dir: &Path,
+    tunable: &str,
+    desc: &DeviceDesc,
+    problem: &BTreeMap<String, i64>,
+) -> PathBuf {
+    out_dir
+        .join(slug(tunable))
+        .join(slug(&format!(
+            "{}-{}-{}",
+            desc.backend, desc.arch, desc.name
+        )))
+        .join(format!(
+            "{}.jsonl",
+            slug(
+                &problem
+                    .iter()
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("_")
+            )
+        ))
+}
+
+/// `--fresh`: the cache moves aside (`<name>.<unix time>.jsonl.old`), never deleted.
+fn set_aside(cache_path: &Path) -> Result<(), String> {
+    if cache_path.exists() {
+        let aside =
+            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
+        std::fs::rename(cache_path, &aside)
+            .map_err(|e| format!("cannot set {} aside: {e}", cache_path.display()))?;
+    }
+    Ok(())
+}
+
+fn device_desc(device: &Device) -> DeviceDesc {
+    let info = device.info();
+    DeviceDesc {
+        backend: info.backend.to_string(),
+        arch: info.arch.clone(),
+        name: info.name.clone(),
+        wave_size: info.wave_size,
+    }
 }
 
 /// One tunable on one device at one problem size, every requested strategy.
@@ -627,15 +805,12 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         out_dir,
         compile_cache,
         time_limit,
+        partition,
+        lead,
         events,
     } = job;
     let info = device.info().clone();
-    let desc = DeviceDesc {
-        backend: info.backend.to_string(),
-        arch: info.arch.clone(),
-        name: info.name.clone(),
-        wave_size: info.wave_size,
-    };
+    let desc = device_desc(device);
     let problem = problem_map(sizes);
     let base = device.load(library).map_err(|e| {
         format!(
@@ -672,28 +847,9 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         .as_ref()
         .map(|t| (t.unit.clone(), (t.work)(&evaluator.inputs())));
 
-    // The append-only cache of this tunable, device and problem size.
-    let cache_path = out_dir
-        .join(slug(&tunable.name))
-        .join(slug(&format!(
-            "{}-{}-{}",
-            desc.backend, desc.arch, desc.name
-        )))
-        .join(format!(
-            "{}.jsonl",
-            slug(
-                &problem
-                    .iter()
-                    .map(|(n, v)| format!("{n}={v}"))
-                    .collect::<Vec<_>>()
-                    .join("_")
-            )
-        ));
-    if request.fresh && cache_path.exists() {
-        let aside =
-            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
-        std::fs::rename(&cache_path, &aside)
-            .map_err(|e| format!("cannot set {} aside: {e}", cache_path.display()))?;
+    let cache_path = cache_path(out_dir, &tunable.name, &desc, &problem);
+    if request.fresh && lead {
+        set_aside(&cache_path)?;
     }
     if let Some(dir) = cache_path.parent() {
         std::fs::create_dir_all(dir)
@@ -701,7 +857,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
     }
     let meta = CacheMeta::for_space(space, Some(&tunable.name), Some(&desc.name));
     let mut cache = JsonlCache::open(&cache_path, meta).map_err(|e| e.to_string())?;
-    if let Some(kt) = &request.import_kt {
+    if let Some(kt) = request.import_kt.as_ref().filter(|_| lead) {
         let (kt, _) = KtCache::read(kt).map_err(|e| e.to_string())?;
         let (records, skipped) = kt.to_records(space);
         let known: std::collections::HashSet<String> =
@@ -761,7 +917,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
             let kernel_name = tunable.name.clone();
             let strategy_name = name.clone();
             let mut n = 0usize;
-            let events_ref = &mut *events;
+            let events_ref = events;
             let mut observe = |space: &SearchSpace, step: &TraceEntry, best: Option<f64>| {
                 n += 1;
                 events_ref.send(&TuneEvent::Eval {
@@ -779,6 +935,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
                 .budget(budget)
                 .seed(request.seed)
                 .objective(Objective::Mean)
+                .partition(partition)
                 .cache(&mut cache)
                 .observe(&mut observe)
                 .run(strategy.as_mut())
@@ -823,6 +980,10 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
             },
             cache_file: cache.path().to_path_buf(),
         });
+        let run = TuneRun {
+            partition: partition.map(|p| p.to_string()),
+            ..run
+        };
         events.send(&TuneEvent::Done {
             kernel: tunable.name.clone(),
             strategy: name.clone(),
@@ -970,11 +1131,98 @@ fn tune_run(p: TuneRunParts<'_>) -> TuneRun {
             })
             .collect(),
         cache_file: Some(p.cache_file),
+        devices: Vec::new(),
+        partition: None,
     }
 }
 
-/// The wisdom entry for one device and problem: the best of its strategy runs.
-fn wisdom_entry(runs: &[TuneRun]) -> Option<WisdomEntry> {
+/// The runs of several devices of one model, each on its slice, as one run per strategy: the
+/// best of them all, every evaluation, failures and overhead added up (the wall time is the
+/// longest device's). A device that could not be tuned fails the whole group.
+fn pool(
+    per_device: Vec<Result<Vec<TuneRun>, String>>,
+    places: &[String],
+    partition: Option<Partition>,
+) -> Result<Vec<TuneRun>, String> {
+    let mut lists = Vec::new();
+    let mut errors = Vec::new();
+    for (r, place) in per_device.into_iter().zip(places) {
+        match r {
+            Ok(runs) => lists.push(runs),
+            Err(e) => errors.push(format!("{place}: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    let Some(first) = lists.first().cloned() else {
+        return Ok(Vec::new());
+    };
+    let mut pooled = Vec::new();
+    for (k, base) in first.into_iter().enumerate() {
+        let runs: Vec<&TuneRun> = lists.iter().filter_map(|l| l.get(k)).collect();
+        let best = runs
+            .iter()
+            .filter_map(|r| r.best.as_ref())
+            .filter(|b| b.time_ms.is_some())
+            .min_by(|a, b| a.time_ms.unwrap().total_cmp(&b.time_ms.unwrap()))
+            .cloned();
+        let default = runs.iter().find_map(|r| r.default.clone());
+        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+        for r in &runs {
+            for (kind, n) in &r.failures {
+                *failures.entry(kind.clone()).or_default() += n;
+            }
+        }
+        let sum = |f: fn(&Overhead) -> f64| runs.iter().map(|r| f(&r.overhead)).sum::<f64>();
+        let measured: usize = runs.iter().map(|r| r.overhead.measured).sum();
+        let wall = runs.iter().map(|r| r.overhead.total_s).fold(0.0, f64::max);
+        let mut trace: Vec<TraceStep> = runs.iter().flat_map(|r| r.trace.clone()).collect();
+        trace.sort_by(|a, b| a.elapsed_s.total_cmp(&b.elapsed_s));
+        let speedup = match (&default, &best) {
+            (Some(d), Some(b)) => d.time_ms.zip(b.time_ms).map(|(d, b)| d / b),
+            _ => None,
+        };
+        pooled.push(TuneRun {
+            evaluations: runs.iter().map(|r| r.evaluations).sum(),
+            cache_hits: runs.iter().map(|r| r.cache_hits).sum(),
+            remeasurements: runs.iter().map(|r| r.remeasurements).sum(),
+            budget: base.budget.map(|b| b * runs.len()),
+            failures,
+            best,
+            default,
+            speedup,
+            overhead: Overhead {
+                total_s: wall,
+                kernel_s: sum(|o| o.kernel_s),
+                compile_s: sum(|o| o.compile_s),
+                verify_s: sum(|o| o.verify_s),
+                measured,
+                per_eval_ms: if measured > 0 {
+                    (sum(|o| o.total_s) - sum(|o| o.kernel_s)) / measured as f64 * 1e3
+                } else {
+                    0.0
+                },
+            },
+            stop: runs
+                .iter()
+                .map(|r| r.stop.as_str())
+                .find(|s| *s == "aborted")
+                .unwrap_or(base.stop.as_str())
+                .to_owned(),
+            warnings: runs.iter().flat_map(|r| r.warnings.clone()).collect(),
+            trace,
+            devices: places.to_vec(),
+            partition: partition.map(|p| p.to_string()),
+            ..base
+        });
+    }
+    Ok(pooled)
+}
+
+/// The wisdom entry for one device and problem: the best of its strategy runs (`cargo rocm
+/// tune merge` makes one from merged caches too).
+pub fn wisdom_entry(runs: &[TuneRun]) -> Option<WisdomEntry> {
     let best = runs
         .iter()
         .filter_map(|r| Some((r, r.best.as_ref()?.time_ms?)))
@@ -1014,4 +1262,75 @@ fn wisdom_entry(runs: &[TuneRun]) -> Option<WisdomEntry> {
         tool: format!("cargo-rocm {}", env!("CARGO_PKG_VERSION")),
         unix_time: rocm_tune::cache::now_unix() as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(device: usize, best_ms: f64, evals: usize, wall: f64) -> TuneRun {
+        serde_json::from_value(serde_json::json!({
+            "kernel": "matmul",
+            "device": {"backend": "nvidia", "arch": "sm_90", "name": "H100", "wave_size": 32},
+            "problem": {"n": 1024},
+            "strategy": "brute_force",
+            "seed": 0,
+            "parameters": [],
+            "restrictions": [],
+            "space": 10,
+            "raw_space": 10,
+            "budget": null,
+            "evaluations": evals,
+            "failures": {"compile": device + 1},
+            "cache_hits": 0,
+            "remeasurements": 0,
+            "best": {"config": {"B": device}, "time_ms": best_ms, "cv": 0.01,
+                     "throughput": null, "failure": null},
+            "default": {"config": {"B": 0}, "time_ms": 2.0, "cv": 0.01,
+                        "throughput": null, "failure": null},
+            "speedup": null,
+            "throughput_unit": null,
+            "overhead": {"total_s": wall, "kernel_s": 1.0, "compile_s": 0.5, "verify_s": 0.5,
+                         "measured": evals, "per_eval_ms": 0.0},
+            "stop": "strategy_finished",
+            "warnings": [],
+            "trace": [],
+            "cache_file": "/t/matmul/nvidia-sm_90-H100/n=1024.jsonl",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn runs_of_several_devices_pool_into_one() {
+        let places = ["nvidia/sm_90#0".to_owned(), "nvidia/sm_90#1".to_owned()];
+        let pooled = pool(
+            vec![Ok(vec![run(0, 1.5, 5, 3.0)]), Ok(vec![run(1, 1.0, 5, 4.0)])],
+            &places,
+            None,
+        )
+        .unwrap();
+        assert_eq!(pooled.len(), 1);
+        let p = &pooled[0];
+        assert_eq!(p.evaluations, 10);
+        assert_eq!(p.best.as_ref().unwrap().time_ms, Some(1.0));
+        assert_eq!(p.best.as_ref().unwrap().config["B"], 1);
+        assert_eq!(p.speedup, Some(2.0));
+        assert_eq!(p.failures["compile"], 3);
+        assert_eq!(
+            p.overhead.total_s, 4.0,
+            "the wall time is the longest device's"
+        );
+        assert_eq!(p.overhead.kernel_s, 2.0);
+        assert_eq!(p.overhead.measured, 10);
+        assert!((p.overhead.per_eval_ms - 500.0).abs() < 1e-9);
+        assert_eq!(p.devices, places);
+        // One device failing fails the group, naming it.
+        let err = pool(
+            vec![Ok(vec![run(0, 1.5, 5, 3.0)]), Err("lost".into())],
+            &places,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err, "nvidia/sm_90#1: lost");
+    }
 }

@@ -496,3 +496,113 @@ fn strategies_that_know_their_next_configurations_announce_them() {
         assert!(share >= at_least, "{}: {share}", s.name());
     }
 }
+
+/// A space split into 3 slices, each brute-forced into a cache of its own (three jobs of an
+/// array) and the caches merged, holds exactly what one unsplit brute force holds: every
+/// configuration once, and the same best.
+#[testkit::test]
+fn a_space_split_in_three_and_merged_equals_the_unsplit_brute_force() {
+    use rocm_tune::cache::{aggregate, merge, read, Aggregate};
+    use rocm_tune::{BruteForce, CacheMeta, JsonlCache, Partition};
+    let table = synthetic::matmul_table(3);
+    let space = table.space();
+    let dir = std::env::temp_dir().join(format!("rocm-tune-partition-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let brute = |partition: Option<Partition>, path: &std::path::Path| {
+        let mut cache =
+            JsonlCache::open(path, CacheMeta::for_space(space, Some("k"), None)).unwrap();
+        let mut ev = ReplayEvaluator::new(&table);
+        Tuner::new(space, &mut ev)
+            .partition(partition)
+            .cache(&mut cache)
+            .run(&mut BruteForce)
+            .unwrap()
+    };
+    let whole = brute(None, &dir.join("whole.jsonl"));
+    assert_eq!(whole.evaluations, space.len());
+    let mut parts = Vec::new();
+    let mut sizes = Vec::new();
+    for k in 1..=3 {
+        let p = Partition::parse(&format!("{k}/3")).unwrap();
+        let path = dir.join(format!("part{k}.jsonl"));
+        let r = brute(Some(p), &path);
+        assert_eq!(r.evaluations, p.len_of(space.len()), "slice {p}");
+        assert!(
+            r.trace.iter().all(|t| p.contains(t.id)),
+            "slice {p} left its slice"
+        );
+        sizes.push(r.evaluations);
+        parts.push(path);
+    }
+    assert_eq!(sizes.iter().sum::<usize>(), space.len());
+    assert!(
+        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+        "{sizes:?}"
+    );
+    let merged = dir.join("merged.jsonl");
+    let inputs: Vec<&std::path::Path> = parts.iter().map(|p| p.as_path()).collect();
+    let report = merge(&inputs, &merged).unwrap();
+    assert_eq!(report.conflicting_keys, 0);
+    let keys = |path: &std::path::Path| {
+        let mut k: Vec<String> = read(path)
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        k.sort();
+        k
+    };
+    let (merged_keys, whole_keys) = (keys(&merged), keys(&dir.join("whole.jsonl")));
+    assert_eq!(merged_keys, whole_keys, "each configuration exactly once");
+    // The best of the merged cache is the unsplit run's best.
+    let records = read(&merged).unwrap().records;
+    let best = records
+        .iter()
+        .filter_map(|r| match aggregate([r]) {
+            Some(Aggregate::Ok { times, .. }) => Some((
+                r.key.clone(),
+                times.iter().sum::<f64>() / times.len() as f64,
+            )),
+            _ => None,
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    let whole_best = whole.best.unwrap();
+    assert_eq!(best.0, space.key(whole_best.id));
+    assert!(Partition::parse("0/3")
+        .unwrap_err()
+        .contains("not a partition"));
+    assert!(Partition::parse("4/3").is_err());
+    assert_eq!(
+        Partition::parse("2/3").unwrap().split(1, 2).to_string(),
+        "4/6"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model-based strategy with a partition draws its random seed configurations from its
+/// slice, then searches the whole space.
+#[testkit::test]
+fn model_based_seed_phase_stays_in_its_slice() {
+    use rocm_tune::Partition;
+    let table = synthetic::matmul_table(2);
+    let p = Partition::parse("2/4").unwrap();
+    let mut ev = ReplayEvaluator::new(&table);
+    let r = Tuner::new(table.space(), &mut ev)
+        .budget(Budget::evals(40))
+        .partition(Some(p))
+        .seed(3)
+        .run(&mut RegressionPrune::default())
+        .unwrap();
+    let first: Vec<ConfigId> = r.trace.iter().take(5).map(|t| t.id).collect();
+    assert!(first.iter().all(|id| p.contains(*id)), "{first:?}");
+    let mut ev = ReplayEvaluator::new(&table);
+    let random = Tuner::new(table.space(), &mut ev)
+        .partition(Some(p))
+        .run(&mut RandomSampling)
+        .unwrap();
+    assert_eq!(random.evaluations, p.len_of(table.space().len()));
+    assert!(random.trace.iter().all(|t| p.contains(t.id)));
+}

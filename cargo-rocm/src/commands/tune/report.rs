@@ -32,6 +32,18 @@ fn ms(t: Option<f64>) -> String {
 }
 
 /// The table printed at the end of a run.
+/// `nvidia sm_90`, with the pooled devices (`×2: nvidia/sm_90#0, #1`) and the slice (`[2/3]`).
+fn device_text(r: &TuneRun) -> String {
+    let mut text = format!("{} {}", r.device.backend, r.device.arch);
+    if r.devices.len() > 1 {
+        text.push_str(&format!(" ×{}", r.devices.len()));
+    }
+    if let Some(p) = &r.partition {
+        text.push_str(&format!(" [{p}]"));
+    }
+    text
+}
+
 pub fn table(report: &TuneReport) -> String {
     let mut rows: Vec<Vec<String>> = vec![vec![
         "kernel".into(),
@@ -54,7 +66,7 @@ pub fn table(report: &TuneReport) -> String {
         }
         rows.push(vec![
             r.kernel.clone(),
-            format!("{} {}", r.device.backend, r.device.arch),
+            device_text(r),
             problem_text(&r.problem),
             r.strategy.clone(),
             format!("{}/{}", r.evaluations, r.space),
@@ -411,6 +423,8 @@ mod tests {
                 })
                 .collect(),
             cache_file: None,
+            devices: Vec::new(),
+            partition: None,
         }
     }
 

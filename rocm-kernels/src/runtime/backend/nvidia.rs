@@ -168,6 +168,7 @@ fn is_sticky(e: &DriverError) -> bool {
 /// The context of one device and its generation (bumped when a fault forced a reset).
 #[derive(Debug)]
 struct Context {
+    /// Null until the first [`Core::enter`] retains the primary context.
     ctx: sys::CUcontext,
     generation: u64,
     /// Set when a sticky error was seen: the next call resets the context first.
@@ -241,9 +242,10 @@ impl Core {
         // Safety: a valid device handle.
         let total =
             unsafe { cu::device::total_mem(device) }.map_err(|e| api("cuDeviceTotalMem", e))?;
-        // Safety: retaining the primary context of a valid device.
-        let ctx = unsafe { cu::primary_ctx::retain(device) }
-            .map_err(|e| api("cuDevicePrimaryCtxRetain", e))?;
+        // The primary context is retained on first use ([`Core::enter`]), not here: a process
+        // that runs one trial on one GPU of several (the harness runs each trial in a process of
+        // its own) then creates no context, and takes no memory, on the others.
+        let ctx = std::ptr::null_mut();
         Ok(Core {
             device,
             info: DeviceInfo {
@@ -303,6 +305,11 @@ impl Core {
                 backend: Backend::Nvidia,
                 reason: lost.clone(),
             });
+        }
+        if state.ctx.is_null() {
+            // Safety: retaining the primary context of a valid device (kept for the process).
+            state.ctx = unsafe { cu::primary_ctx::retain(self.device) }
+                .map_err(|e| api("cuDevicePrimaryCtxRetain", e))?;
         }
         // Safety: a context retained above and not yet released.
         unsafe { cu::ctx::set_current(state.ctx) }.map_err(|e| api("cuCtxSetCurrent", e))?;
