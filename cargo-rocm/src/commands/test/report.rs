@@ -277,6 +277,36 @@ mod tests {
     }
 
     #[test]
+    fn each_device_of_a_several_gpu_machine_has_its_column() {
+        use TrialOutcome::*;
+        let events = vec![
+            ev(
+                "saxpy::nvidia/sm_90#0",
+                Some("nvidia"),
+                "sm_90#0",
+                Passed,
+                "",
+            ),
+            ev(
+                "saxpy::nvidia/sm_90#1",
+                Some("nvidia"),
+                "sm_90#1",
+                Failed,
+                "wrong",
+            ),
+            ev("saxpy::cpu/w64", Some("cpu"), "w64", Passed, ""),
+        ];
+        let t = summary_table(&events);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "kernel          cpu/w64  nvidia/sm_90#0  nvidia/sm_90#1"
+        );
+        assert_eq!(lines[1], "kernels: saxpy  pass     pass            FAIL");
+        assert!(t.contains("failed: saxpy::nvidia/sm_90#1"), "{t}");
+    }
+
+    #[test]
     fn junit_parses_back_with_the_right_counts() {
         let xml = junit(&sample());
         let report = Report::deserialize_from_str(&xml).unwrap();
