@@ -22,6 +22,10 @@
 //  * Two writes of the same value race on a GPU but cannot change a result; like compute-
 //    sanitizer's racecheck, they are not reported (checked at the next instrumented call, when the
 //    second store has happened).
+//  * A plain read racing another thread's atomic write is a formal data race (the PTX and C++
+//    models), but it reads a whole value, old or new, and CAS loops seeded by a plain read are
+//    built on it: reported only in strict mode (rk_race_set_strict; docs/architecture.md has the
+//    table of what is reported).
 //
 // Memory: device allocations (registered by the Rust side), the worker's dynamic shared memory and
 // static __shared__ variables (thread-locals of the worker's TLS block) are checked; everything
@@ -126,6 +130,7 @@ constexpr size_t MAX_RACES = 64;
 
 struct State {
     bool armed = false;
+    bool strict = false;  // report plain reads racing atomic writes too (rk_race_set_strict)
     uint32_t wave_size = 64;
     uint32_t next_serial = 1;
     uint32_t first_serial = 1;
@@ -314,6 +319,12 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
         if ((r.flags & F_ATOMIC) && (flags & F_ATOMIC)) continue;
         if ((r.flags & sync_like) && (flags & sync_like) && (!same_block || r.tid / ws == tid / ws))
             continue;
+        // A plain read racing an atomic write reads a whole value some thread published
+        // atomically, the old one or the new: a formal data race, but the idioms built on it are
+        // correct (a CAS loop seeded by a plain read validates it; a monotone update's early exit
+        // is right with either value). Reported in strict mode only; a plain write never passes.
+        if (!S.strict && ((!write && (r.flags & F_ATOMIC) && r_write) || (write && (flags & F_ATOMIC) && !r_write)))
+            continue;
         Race race;
         race.address = granule + __builtin_ctz(unsigned(r.mask & mask));
         race.space = space;
@@ -441,6 +452,8 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.armed = true;
     return 0;
 }
+
+extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
 
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
@@ -685,5 +698,6 @@ extern "C" uint32_t rk_race_end(rk_race_report *, uint32_t, uint64_t *total) {
     return 0;
 }
 extern "C" uint64_t rk_race_barrier_pc(uint32_t) { return 0; }
+extern "C" void rk_race_set_strict(uint32_t) {}
 
 #endif
