@@ -125,7 +125,17 @@ struct Pending {
     Race race;
 };
 
+// The last page accessed: its shadow (null: nothing of it is checked) and checked window.
+struct PageCache {
+    uintptr_t page = ~uintptr_t(0);
+    Shadow *shadow = nullptr;
+    uintptr_t lo = 0, hi = 0;
+    uintptr_t skip_lo = 0, skip_hi = 0;  // bytes of the window never checked (rk_cur)
+    uint8_t space = 0;
+};
+
 constexpr uint32_t MAX_THREADS = 1024;
+constexpr size_t MAX_SPARE = (size_t(512) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
 
 struct State {
@@ -157,6 +167,10 @@ struct State {
     uint64_t total = 0;
     std::vector<Pending> pending;
     unsigned rotor = 0;
+    PageCache cache;
+    // Shadow pages kept from earlier launches (at most MAX_SPARE): the next launch takes them
+    // without clearing or faulting in fresh memory.
+    std::vector<Shadow *> spare;
 };
 
 State S;
@@ -167,6 +181,7 @@ inline uint32_t cur_tid() {
 }
 
 void set_space(uintptr_t lo, uintptr_t hi, uint8_t space) {
+    S.cache = PageCache{};
     if (hi <= lo) return;
     for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE) {
         uintptr_t *e = entry_of(p, true);
@@ -344,41 +359,77 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
 Shadow *shadow_of(uintptr_t *e) {
     uintptr_t v = *e;
     if (v & ~SPACE_MASK) return reinterpret_cast<Shadow *>(v & ~SPACE_MASK);
-    void *mem = calloc(1, sizeof(Shadow));
+    // A page of an earlier launch needs no clearing: its accesses have serials below
+    // first_serial, which check_cell takes for empty slots.
+    void *mem = nullptr;
+    if (!S.spare.empty()) {
+        mem = S.spare.back();
+        S.spare.pop_back();
+    } else {
+        mem = calloc(1, sizeof(Shadow));
+    }
     if (!mem) return nullptr;
     *e = reinterpret_cast<uintptr_t>(mem) | (v & SPACE_MASK);
     return static_cast<Shadow *>(mem);
 }
 
+// Check [lo, stop), within one page whose shadow is `sh`, granule by granule.
+inline void check_in_page(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t space, uint8_t flags, uint64_t pc,
+                          uint32_t tid) {
+    for (uintptr_t a = lo; a < stop;) {
+        const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
+        const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
+        const uint8_t mask = uint8_t(((1u << (gend - a)) - 1) << (a - granule));
+        check_cell(sh->cell[(granule & (PAGE - 1)) / GRANULE], granule, mask, space, flags, pc, tid);
+        a = gend;
+    }
+}
+
+// The part of page `page` (an address in it) that is checked, and its space: all of a device
+// memory page, the worker's TLS block or dynamic shared memory clipped to their bounds, nothing
+// elsewhere. `whole` is false where a page holds bytes never checked inside its window (rk_cur).
+struct Window {
+    uintptr_t lo, hi;
+    uintptr_t skip_lo, skip_hi;
+    uint8_t space;
+};
+Window window_of(uintptr_t page, uintptr_t *e) {
+    const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+    Window w{page, page + PAGE, 0, 0, space};
+    if (space == RK_RACE_STATIC_SHARED) {
+        if (w.lo < S.tls_lo) w.lo = S.tls_lo;
+        if (w.hi > S.tls_hi) w.hi = S.tls_hi;
+        // The TLS block holds rk_cur too, which the entry loop writes for every thread.
+        const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
+        if (cur < w.hi && cur + sizeof rk_cur > w.lo) w.skip_lo = cur, w.skip_hi = cur + sizeof rk_cur;
+    } else if (space == RK_RACE_SHARED) {
+        if (w.lo < S.dyn_lo) w.lo = S.dyn_lo;
+        if (w.hi > S.dyn_hi) w.hi = S.dyn_hi;
+    } else if (!space) {
+        w.hi = w.lo;
+    }
+    return w;
+}
+
 void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint32_t tid) {
     while (addr < end) {
-        const uintptr_t page_end = (addr | (PAGE - 1)) + 1;
+        const uintptr_t page = addr & ~(PAGE - 1);
+        const uintptr_t page_end = page + PAGE;
         uintptr_t stop = end < page_end ? end : page_end;
         uintptr_t *e = entry_of(addr, false);
-        const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+        const Window w = window_of(page, e);
         uintptr_t lo = addr;
-        if (space == RK_RACE_STATIC_SHARED) {
-            // The TLS block holds rk_cur too, which the entry loop writes for every thread.
-            const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
-            if (lo < cur + sizeof rk_cur && stop > cur) lo = stop;
-            if (lo < S.tls_lo) lo = S.tls_lo;
-            if (stop > S.tls_hi) stop = S.tls_hi;
-        } else if (space == RK_RACE_SHARED) {
-            if (lo < S.dyn_lo) lo = S.dyn_lo;
-            if (stop > S.dyn_hi) stop = S.dyn_hi;
-        }
-        if (space && lo < stop) {
-            Shadow *sh = shadow_of(e);
+        if (lo < w.skip_hi && stop > w.skip_lo) lo = stop;
+        if (lo < w.lo) lo = w.lo;
+        if (stop > w.hi) stop = w.hi;
+        Shadow *sh = nullptr;
+        if (w.space && w.lo < w.hi) {
+            sh = shadow_of(e);
             if (!sh) return;
-            for (uintptr_t a = lo; a < stop;) {
-                const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
-                const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
-                const uint8_t mask = uint8_t(((1u << (gend - a)) - 1) << (a - granule));
-                check_cell(sh->cell[(granule & (PAGE - 1)) / GRANULE], granule, mask, space, flags, pc,
-                           tid);
-                a = gend;
-            }
         }
+        // Remember the page for the next access (most land on the page of the one before).
+        S.cache = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space};
+        if (sh && lo < stop) check_in_page(sh, lo, stop, w.space, flags, pc, tid);
         addr = page_end;
     }
 }
@@ -388,9 +439,19 @@ inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags, uin
     if (__builtin_expect(!S.pending.empty(), 0)) flush_pending();
     sync_block();
     const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t end = addr + size;
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
-    check_range(addr, addr + size, flags, pc, tid);
+    // Fast path: the page of the last access, checked wholly inside its window or not at all.
+    const PageCache &c = S.cache;
+    if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page) {
+        if (!c.shadow) return;
+        if (addr >= c.lo && end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
+            check_in_page(c.shadow, addr, end, c.space, flags, pc, tid);
+            return;
+        }
+    }
+    check_range(addr, end, flags, pc, tid);
 }
 
 // An atomic (or volatile) access to `p`: after a fence (or with release order) it releases what
@@ -448,6 +509,7 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.pending.clear();
     S.total = 0;
     S.release_seq = 0;
+    S.cache = PageCache{};
     for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
     S.armed = true;
     return 0;
@@ -458,8 +520,13 @@ extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
+    S.cache = PageCache{};
     for (uintptr_t *e : S.entries) {
-        free(reinterpret_cast<void *>(*e & ~SPACE_MASK));
+        auto *shadow = reinterpret_cast<Shadow *>(*e & ~SPACE_MASK);
+        if (shadow && S.spare.size() < MAX_SPARE)
+            S.spare.push_back(shadow);
+        else
+            free(shadow);
         *e = 0;
     }
     S.entries.clear();
