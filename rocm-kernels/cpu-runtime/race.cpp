@@ -125,7 +125,7 @@ struct Pending {
     Race race;
 };
 
-// The last page accessed: its shadow (null: nothing of it is checked) and checked window.
+// A page accessed lately: its shadow (null: nothing of it is checked) and checked window.
 struct PageCache {
     uintptr_t page = ~uintptr_t(0);
     Shadow *shadow = nullptr;
@@ -135,6 +135,8 @@ struct PageCache {
 };
 
 constexpr uint32_t MAX_THREADS = 1024;
+constexpr unsigned CACHED_PAGE_BITS = 9;
+constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
 constexpr size_t MAX_SPARE = (size_t(512) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
 
@@ -167,7 +169,9 @@ struct State {
     uint64_t total = 0;
     std::vector<Pending> pending;
     unsigned rotor = 0;
-    PageCache cache;
+    // Pages accessed lately, direct-mapped by page number: fiber stacks (never checked) and the
+    // buffers a thread works on stay here across the fiber switches between them.
+    PageCache cache[CACHED_PAGES];
     // Shadow pages kept from earlier launches (at most MAX_SPARE): the next launch takes them
     // without clearing or faulting in fresh memory.
     std::vector<Shadow *> spare;
@@ -175,13 +179,22 @@ struct State {
 
 State S;
 
+void forget_pages() {
+    for (PageCache &c : S.cache) c = PageCache{};
+}
+
+// Fiber stacks lie a power of two apart: hash the page number rather than take its low bits.
+inline PageCache &cached(uintptr_t page) {
+    return S.cache[((page >> PAGE_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - CACHED_PAGE_BITS)];
+}
+
 inline uint32_t cur_tid() {
     const rk_uint3 &i = rk_cur.thread_idx, &d = rk_cur.block_dim;
     return i.x + d.x * (i.y + d.y * i.z);
 }
 
 void set_space(uintptr_t lo, uintptr_t hi, uint8_t space) {
-    S.cache = PageCache{};
+    forget_pages();
     if (hi <= lo) return;
     for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE) {
         uintptr_t *e = entry_of(p, true);
@@ -428,7 +441,7 @@ void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint
             if (!sh) return;
         }
         // Remember the page for the next access (most land on the page of the one before).
-        S.cache = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space};
+        cached(page) = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space};
         if (sh && lo < stop) check_in_page(sh, lo, stop, w.space, flags, pc, tid);
         addr = page_end;
     }
@@ -442,8 +455,8 @@ inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags, uin
     const uintptr_t end = addr + size;
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
-    // Fast path: the page of the last access, checked wholly inside its window or not at all.
-    const PageCache &c = S.cache;
+    // Fast path: a page accessed lately, checked wholly inside its window or not at all.
+    const PageCache &c = cached(addr & ~(PAGE - 1));
     if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page) {
         if (!c.shadow) return;
         if (addr >= c.lo && end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
@@ -509,7 +522,7 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.pending.clear();
     S.total = 0;
     S.release_seq = 0;
-    S.cache = PageCache{};
+    forget_pages();
     for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
     S.armed = true;
     return 0;
@@ -520,7 +533,7 @@ extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
-    S.cache = PageCache{};
+    forget_pages();
     for (uintptr_t *e : S.entries) {
         auto *shadow = reinterpret_cast<Shadow *>(*e & ~SPACE_MASK);
         if (shadow && S.spare.size() < MAX_SPARE)
