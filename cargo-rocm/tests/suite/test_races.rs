@@ -15,6 +15,15 @@ use rocm_test_events::{TrialEvent, TrialOutcome};
 
 /// `cargo rocm test` on the fixture with `extra` arguments: the trials' events by name.
 fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {
+    run_with_env(fixture, extra, &[])
+}
+
+/// [`run`] with variables `env` set.
+fn run_with_env(
+    fixture: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> HashMap<String, TrialEvent> {
     let manifest = fixture.join("Cargo.toml");
     let mut args = vec![
         "test",
@@ -26,7 +35,10 @@ fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {
         "json",
     ];
     args.extend_from_slice(extra);
-    let out = cargo_rocm(&args, fixture);
+    let out = cargo_rocm_command(&args, fixture)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run cargo-rocm");
     let (stdout, stderr) = text(&out);
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
@@ -234,4 +246,27 @@ fn correct_kernels_pass_in_every_mode_and_reproduce_lines_carry_the_mode() {
         ),
         "{msg}"
     );
+}
+
+#[testkit::test(needs = [CXX])]
+fn strict_mode_reports_a_plain_read_racing_an_atomic_write() {
+    // The CAS loop seeded by a plain read passes by default (above) but is a formal data race,
+    // which ROCM_RACE_STRICT=1 (CpuOptions::race_strict) reports.
+    let fixture = repo().join("tests/fixtures/races");
+    copy_lock(&fixture);
+    let events = run_with_env(
+        &fixture,
+        &["--", "ok_cas_max"],
+        &[("ROCM_RACE_STRICT", "1")],
+    );
+    assert_eq!(events.len(), 2, "{:?}", events.keys());
+    for wave in ["w32", "w64"] {
+        let (outcome, msg) = message(&events, &format!("ok_cas_max::cpu/{wave}"));
+        assert_eq!(outcome, TrialOutcome::Failed, "{wave}");
+        assert!(
+            msg.contains("data race on `m` (parameter #1, float*) at byte offset 0")
+                && msg.contains("updated it atomically"),
+            "{wave}: {msg}"
+        );
+    }
 }
