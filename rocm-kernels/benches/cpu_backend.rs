@@ -28,11 +28,16 @@ fn process_cpu_time() -> Duration {
 }
 
 /// Best wall time and best CPU time over `RUNS` runs after a warm-up.
-fn best(mut f: impl FnMut()) -> (Duration, Duration) {
+fn best(f: impl FnMut()) -> (Duration, Duration) {
+    best_of(RUNS, f)
+}
+
+/// Best (wall, CPU) of `runs` runs of `f` after one to warm up.
+fn best_of(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
     f();
     let mut wall = Duration::MAX;
     let mut cpu = Duration::MAX;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let (t, c) = (Instant::now(), process_cpu_time());
         f();
         wall = wall.min(t.elapsed());
@@ -51,7 +56,13 @@ fn ms((wall, cpu): (Duration, Duration)) -> String {
 
 /// Best (wall, CPU) times of the benchmark kernels on `device`: saxpy, block reduction, warp
 /// reduction, the same through a helper, tiled transpose.
-fn kernel_times(device: &Device, host: &[f32], n: usize, side: usize) -> Vec<(Duration, Duration)> {
+fn kernel_times(
+    device: &Device,
+    host: &[f32],
+    n: usize,
+    side: usize,
+    runs: usize,
+) -> Vec<(Duration, Duration)> {
     let module = device.load(BENCH).expect("load bench kernels");
     let stream: Stream = device.stream().expect("stream");
     let x = device.upload(host).expect("upload");
@@ -59,7 +70,7 @@ fn kernel_times(device: &Device, host: &[f32], n: usize, side: usize) -> Vec<(Du
     let mut out = device.alloc::<f32>(n).expect("alloc");
     let mut times = Vec::new();
     let saxpy = module.kernel("bench_saxpy").expect("kernel");
-    times.push(best(|| {
+    times.push(best_of(runs, || {
         saxpy
             .launch(LaunchConfig::cover(n, 256))
             .arg(&2.0f32)
@@ -75,7 +86,7 @@ fn kernel_times(device: &Device, host: &[f32], n: usize, side: usize) -> Vec<(Du
         "bench_warp_reduce_helper",
     ] {
         let k = module.kernel(name).expect("kernel");
-        times.push(best(|| {
+        times.push(best_of(runs, || {
             k.launch(LaunchConfig::cover(n, 256))
                 .arg(&x)
                 .arg(&mut out)
@@ -86,7 +97,7 @@ fn kernel_times(device: &Device, host: &[f32], n: usize, side: usize) -> Vec<(Du
     }
     let transpose = module.kernel("bench_transpose").expect("kernel");
     let blocks = (side / 32) as u32;
-    times.push(best(|| {
+    times.push(best_of(runs, || {
         transpose
             .launch(LaunchConfig::new((blocks, blocks), (32, 8)))
             .arg(&x)
@@ -123,8 +134,8 @@ fn main() {
     });
     let info = unchecked.info().clone();
     let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
-    let plain = kernel_times(&unchecked, &host, n, side);
-    let safe = kernel_times(&checked, &host, n, side);
+    let plain = kernel_times(&unchecked, &host, n, side, RUNS);
+    let safe = kernel_times(&checked, &host, n, side, RUNS);
     let mut xs = host.clone();
     let mut ys = host.clone();
     let t_rust = best(|| {
@@ -170,35 +181,32 @@ fn main() {
         "fiber switch (ns of thread CPU time)", switch
     );
 
-    // BENCH_RACE_CHECK=1: also the cost of the race check (CpuOptions::race_check: per-thread
-    // fibers, every launch run twice from snapshots of its buffers), on (a) to (c).
+    // BENCH_RACE_CHECK=1: also the cost of the race check (CpuOptions::race_check: the race
+    // detector over the kernels' instrumented variants), on the same kernels, with its ratio to
+    // the unchecked launch above (CPU time).
     if std::env::var_os("BENCH_RACE_CHECK").is_some() {
-        let checked = Device::cpu(CpuOptions {
+        let detected = Device::cpu(CpuOptions {
             checked: false,
             race_check: true,
             threads,
             ..CpuOptions::default()
         });
-        let module = checked.load(BENCH).expect("load bench kernels");
-        let stream = checked.stream().expect("stream");
-        let x = checked.upload(&host).expect("upload");
-        let mut y = checked.upload(&host).expect("upload");
-        let mut out = checked.alloc::<f32>(n).expect("alloc");
-        let mut row = |name: &str, kernel: &str, with_scale: bool| {
-            let k = module.kernel(kernel).expect("kernel");
-            let t = best(|| {
-                let mut launch = k.launch(LaunchConfig::cover(n, 256));
-                if with_scale {
-                    launch = launch.arg(&2.0f32).arg(&x).arg(&mut y);
-                } else {
-                    launch = launch.arg(&x).arg(&mut out);
-                }
-                launch.arg(&(n as i32)).run(&stream).expect(kernel);
-            });
-            println!("{:<44} {}", format!("race-checked {name}"), ms(t));
-        };
-        row("(a) saxpy", "bench_saxpy", true);
-        row("(b) block reduction", "bench_block_reduce", false);
-        row("(c) warp-shuffle reduction", "bench_warp_reduce", false);
+        // Seconds a launch at full size: BENCH_RACE_RUNS (default 2) timed runs after the warm-up.
+        let runs = std::env::var("BENCH_RACE_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2);
+        let raced = kernel_times(&detected, &host, n, side, runs);
+        println!(
+            "{:<44} {:>12} {:>12} {:>8}",
+            "race-checked", "wall ms", "cpu ms", "cpu/plain"
+        );
+        for (k, label) in labels.iter().enumerate() {
+            println!(
+                "{label:<44} {} {:8.2}x",
+                ms(raced[k]),
+                raced[k].1.as_secs_f64() / plain[k].1.as_secs_f64()
+            );
+        }
     }
 }

@@ -22,6 +22,10 @@
 //  * Two writes of the same value race on a GPU but cannot change a result; like compute-
 //    sanitizer's racecheck, they are not reported (checked at the next instrumented call, when the
 //    second store has happened).
+//  * A plain read racing another thread's atomic write is a formal data race (the PTX and C++
+//    models), but it reads a whole value, old or new, and CAS loops seeded by a plain read are
+//    built on it: reported only in strict mode (rk_race_set_strict; docs/architecture.md has the
+//    table of what is reported).
 //
 // Memory: device allocations (registered by the Rust side), the worker's dynamic shared memory and
 // static __shared__ variables (thread-locals of the worker's TLS block) are checked; everything
@@ -121,11 +125,24 @@ struct Pending {
     Race race;
 };
 
+// A page accessed lately: its shadow (null: nothing of it is checked) and checked window.
+struct PageCache {
+    uintptr_t page = ~uintptr_t(0);
+    Shadow *shadow = nullptr;
+    uintptr_t lo = 0, hi = 0;
+    uintptr_t skip_lo = 0, skip_hi = 0;  // bytes of the window never checked (rk_cur)
+    uint8_t space = 0;
+};
+
 constexpr uint32_t MAX_THREADS = 1024;
+constexpr unsigned CACHED_PAGE_BITS = 9;
+constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
+constexpr size_t MAX_SPARE = (size_t(512) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
 
 struct State {
     bool armed = false;
+    bool strict = false;  // report plain reads racing atomic writes too (rk_race_set_strict)
     uint32_t wave_size = 64;
     uint32_t next_serial = 1;
     uint32_t first_serial = 1;
@@ -152,9 +169,24 @@ struct State {
     uint64_t total = 0;
     std::vector<Pending> pending;
     unsigned rotor = 0;
+    // Pages accessed lately, direct-mapped by page number: fiber stacks (never checked) and the
+    // buffers a thread works on stay here across the fiber switches between them.
+    PageCache cache[CACHED_PAGES];
+    // Shadow pages kept from earlier launches (at most MAX_SPARE): the next launch takes them
+    // without clearing or faulting in fresh memory.
+    std::vector<Shadow *> spare;
 };
 
 State S;
+
+void forget_pages() {
+    for (PageCache &c : S.cache) c = PageCache{};
+}
+
+// Fiber stacks lie a power of two apart: hash the page number rather than take its low bits.
+inline PageCache &cached(uintptr_t page) {
+    return S.cache[((page >> PAGE_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - CACHED_PAGE_BITS)];
+}
 
 inline uint32_t cur_tid() {
     const rk_uint3 &i = rk_cur.thread_idx, &d = rk_cur.block_dim;
@@ -162,6 +194,7 @@ inline uint32_t cur_tid() {
 }
 
 void set_space(uintptr_t lo, uintptr_t hi, uint8_t space) {
+    forget_pages();
     if (hi <= lo) return;
     for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE) {
         uintptr_t *e = entry_of(p, true);
@@ -314,6 +347,12 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
         if ((r.flags & F_ATOMIC) && (flags & F_ATOMIC)) continue;
         if ((r.flags & sync_like) && (flags & sync_like) && (!same_block || r.tid / ws == tid / ws))
             continue;
+        // A plain read racing an atomic write reads a whole value some thread published
+        // atomically, the old one or the new: a formal data race, but the idioms built on it are
+        // correct (a CAS loop seeded by a plain read validates it; a monotone update's early exit
+        // is right with either value). Reported in strict mode only; a plain write never passes.
+        if (!S.strict && ((!write && (r.flags & F_ATOMIC) && r_write) || (write && (flags & F_ATOMIC) && !r_write)))
+            continue;
         Race race;
         race.address = granule + __builtin_ctz(unsigned(r.mask & mask));
         race.space = space;
@@ -333,41 +372,77 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
 Shadow *shadow_of(uintptr_t *e) {
     uintptr_t v = *e;
     if (v & ~SPACE_MASK) return reinterpret_cast<Shadow *>(v & ~SPACE_MASK);
-    void *mem = calloc(1, sizeof(Shadow));
+    // A page of an earlier launch needs no clearing: its accesses have serials below
+    // first_serial, which check_cell takes for empty slots.
+    void *mem = nullptr;
+    if (!S.spare.empty()) {
+        mem = S.spare.back();
+        S.spare.pop_back();
+    } else {
+        mem = calloc(1, sizeof(Shadow));
+    }
     if (!mem) return nullptr;
     *e = reinterpret_cast<uintptr_t>(mem) | (v & SPACE_MASK);
     return static_cast<Shadow *>(mem);
 }
 
+// Check [lo, stop), within one page whose shadow is `sh`, granule by granule.
+inline void check_in_page(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t space, uint8_t flags, uint64_t pc,
+                          uint32_t tid) {
+    for (uintptr_t a = lo; a < stop;) {
+        const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
+        const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
+        const uint8_t mask = uint8_t(((1u << (gend - a)) - 1) << (a - granule));
+        check_cell(sh->cell[(granule & (PAGE - 1)) / GRANULE], granule, mask, space, flags, pc, tid);
+        a = gend;
+    }
+}
+
+// The part of page `page` (an address in it) that is checked, and its space: all of a device
+// memory page, the worker's TLS block or dynamic shared memory clipped to their bounds, nothing
+// elsewhere. `whole` is false where a page holds bytes never checked inside its window (rk_cur).
+struct Window {
+    uintptr_t lo, hi;
+    uintptr_t skip_lo, skip_hi;
+    uint8_t space;
+};
+Window window_of(uintptr_t page, uintptr_t *e) {
+    const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+    Window w{page, page + PAGE, 0, 0, space};
+    if (space == RK_RACE_STATIC_SHARED) {
+        if (w.lo < S.tls_lo) w.lo = S.tls_lo;
+        if (w.hi > S.tls_hi) w.hi = S.tls_hi;
+        // The TLS block holds rk_cur too, which the entry loop writes for every thread.
+        const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
+        if (cur < w.hi && cur + sizeof rk_cur > w.lo) w.skip_lo = cur, w.skip_hi = cur + sizeof rk_cur;
+    } else if (space == RK_RACE_SHARED) {
+        if (w.lo < S.dyn_lo) w.lo = S.dyn_lo;
+        if (w.hi > S.dyn_hi) w.hi = S.dyn_hi;
+    } else if (!space) {
+        w.hi = w.lo;
+    }
+    return w;
+}
+
 void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint32_t tid) {
     while (addr < end) {
-        const uintptr_t page_end = (addr | (PAGE - 1)) + 1;
+        const uintptr_t page = addr & ~(PAGE - 1);
+        const uintptr_t page_end = page + PAGE;
         uintptr_t stop = end < page_end ? end : page_end;
         uintptr_t *e = entry_of(addr, false);
-        const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+        const Window w = window_of(page, e);
         uintptr_t lo = addr;
-        if (space == RK_RACE_STATIC_SHARED) {
-            // The TLS block holds rk_cur too, which the entry loop writes for every thread.
-            const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
-            if (lo < cur + sizeof rk_cur && stop > cur) lo = stop;
-            if (lo < S.tls_lo) lo = S.tls_lo;
-            if (stop > S.tls_hi) stop = S.tls_hi;
-        } else if (space == RK_RACE_SHARED) {
-            if (lo < S.dyn_lo) lo = S.dyn_lo;
-            if (stop > S.dyn_hi) stop = S.dyn_hi;
-        }
-        if (space && lo < stop) {
-            Shadow *sh = shadow_of(e);
+        if (lo < w.skip_hi && stop > w.skip_lo) lo = stop;
+        if (lo < w.lo) lo = w.lo;
+        if (stop > w.hi) stop = w.hi;
+        Shadow *sh = nullptr;
+        if (w.space && w.lo < w.hi) {
+            sh = shadow_of(e);
             if (!sh) return;
-            for (uintptr_t a = lo; a < stop;) {
-                const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
-                const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
-                const uint8_t mask = uint8_t(((1u << (gend - a)) - 1) << (a - granule));
-                check_cell(sh->cell[(granule & (PAGE - 1)) / GRANULE], granule, mask, space, flags, pc,
-                           tid);
-                a = gend;
-            }
         }
+        // Remember the page for the next access (most land on the page of the one before).
+        cached(page) = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space};
+        if (sh && lo < stop) check_in_page(sh, lo, stop, w.space, flags, pc, tid);
         addr = page_end;
     }
 }
@@ -377,9 +452,19 @@ inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags, uin
     if (__builtin_expect(!S.pending.empty(), 0)) flush_pending();
     sync_block();
     const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t end = addr + size;
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
-    check_range(addr, addr + size, flags, pc, tid);
+    // Fast path: a page accessed lately, checked wholly inside its window or not at all.
+    const PageCache &c = cached(addr & ~(PAGE - 1));
+    if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page) {
+        if (!c.shadow) return;
+        if (addr >= c.lo && end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
+            check_in_page(c.shadow, addr, end, c.space, flags, pc, tid);
+            return;
+        }
+    }
+    check_range(addr, end, flags, pc, tid);
 }
 
 // An atomic (or volatile) access to `p`: after a fence (or with release order) it releases what
@@ -437,16 +522,24 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.pending.clear();
     S.total = 0;
     S.release_seq = 0;
+    forget_pages();
     for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
     S.armed = true;
     return 0;
 }
 
+extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
+
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
+    forget_pages();
     for (uintptr_t *e : S.entries) {
-        free(reinterpret_cast<void *>(*e & ~SPACE_MASK));
+        auto *shadow = reinterpret_cast<Shadow *>(*e & ~SPACE_MASK);
+        if (shadow && S.spare.size() < MAX_SPARE)
+            S.spare.push_back(shadow);
+        else
+            free(shadow);
         *e = 0;
     }
     S.entries.clear();
@@ -685,5 +778,6 @@ extern "C" uint32_t rk_race_end(rk_race_report *, uint32_t, uint64_t *total) {
     return 0;
 }
 extern "C" uint64_t rk_race_barrier_pc(uint32_t) { return 0; }
+extern "C" void rk_race_set_strict(uint32_t) {}
 
 #endif

@@ -51,6 +51,9 @@ typedef struct rk_race_report {
 /* Arm the detector for one launch on one worker thread: `ranges` are the device's allocations,
  * `wave_size` the launch's. Returns 0, or 1 when it is already armed (launches must not overlap). */
 uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size);
+/* Strict mode for the launches armed after it (nonzero): a plain read racing another thread's
+ * atomic write is reported too (by default it is not: race.cpp says why). */
+void rk_race_set_strict(uint32_t strict);
 /* Disarm it and take the races found: up to `max` distinct pairs of places into `out`; returns
  * how many were written, and the number of racing access pairs seen in all in *total. */
 uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total);

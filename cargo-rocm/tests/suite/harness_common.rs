@@ -45,7 +45,15 @@ pub const CXX: testkit::Need = testkit::Need::check(
 
 /// `cargo-rocm ARGS` with the fixture target directory.
 pub fn cargo_rocm(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-rocm"))
+    cargo_rocm_command(args, cwd)
+        .output()
+        .expect("run cargo-rocm")
+}
+
+/// The command [`cargo_rocm`] runs, for a test to add to its environment.
+pub fn cargo_rocm_command(args: &[&str], cwd: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-rocm"));
+    command
         .args(args)
         .current_dir(cwd)
         .env("CARGO_TARGET_DIR", fixture_target_dir())
@@ -60,8 +68,8 @@ pub fn cargo_rocm(args: &[&str], cwd: &Path) -> Output {
         .env_remove("ROCM_TEST_RACE_CHECK")
         .env_remove("ROCM_TEST_ISOLATE")
         .env_remove("ROCM_CPU_EXEC")
-        .output()
-        .expect("run cargo-rocm")
+        .env_remove("ROCM_RACE_STRICT");
+    command
 }
 
 /// Copy the workspace's lock file so a crate outside the workspace resolves the same versions

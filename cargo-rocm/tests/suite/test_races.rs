@@ -1,7 +1,9 @@
 //! The synchronisation-bug corpus (tests/fixtures/races): every planted bug fails the default
 //! `cargo rocm test --backend cpu` with a message naming the place, its "reproduce with" line
 //! reproduces it (execution mode included), and every correct kernel passes in every mode at
-//! both wave sizes.
+//! both wave sizes: the synchronisation idioms of real code (kernels/idioms.hip: CAS loops seeded
+//! by a plain read, last-block tickets, locks and flags, `__syncwarp`, cooperative groups,
+//! atomics then plain reads) without a false race report, and each one's broken twin failing.
 
 use crate::harness_common;
 
@@ -13,6 +15,15 @@ use rocm_test_events::{TrialEvent, TrialOutcome};
 
 /// `cargo rocm test` on the fixture with `extra` arguments: the trials' events by name.
 fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {
+    run_with_env(fixture, extra, &[])
+}
+
+/// [`run`] with variables `env` set.
+fn run_with_env(
+    fixture: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> HashMap<String, TrialEvent> {
     let manifest = fixture.join("Cargo.toml");
     let mut args = vec![
         "test",
@@ -24,7 +35,10 @@ fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {
         "json",
     ];
     args.extend_from_slice(extra);
-    let out = cargo_rocm(&args, fixture);
+    let out = cargo_rocm_command(&args, fixture)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run cargo-rocm");
     let (stdout, stderr) = text(&out);
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
@@ -54,13 +68,17 @@ fn every_planted_race_fails_by_default_naming_the_place() {
     let fixture = repo().join("tests/fixtures/races");
     copy_lock(&fixture);
     let events = run(&fixture, &[]);
-    assert_eq!(events.len(), 60, "{:?}", events.keys());
+    assert_eq!(events.len(), 100, "{:?}", events.keys());
     let shared = [
         "data race on a static __shared__ variable",
         "no __syncthreads() between them",
         "kernels/races.hip:",
     ];
     let partial = ["partial barrier", "(the barrier at kernels/races.hip:"];
+    let idiom_shared = [
+        "data race on a static __shared__ variable",
+        "kernels/idioms.hip:",
+    ];
     let expected: Vec<(&str, Vec<&str>)> = vec![
         ("bug_before_loop", shared.to_vec()),
         ("bug_inside_loop", shared.to_vec()),
@@ -99,6 +117,46 @@ fn every_planted_race_fails_by_default_naming_the_place() {
             vec!["out-of-bounds read", "`x` (parameter #0, const float*)"],
         ),
         ("bug_copy2", vec!["never written: still the poison value"]),
+        // kernels/idioms.hip: the broken twins of correct idioms.
+        (
+            "bug_cas_max",
+            vec![
+                "data race on `m` (parameter #1, float*) at byte offset 0",
+                "kernels/idioms.hip:",
+            ],
+        ),
+        (
+            "bug_cas_add",
+            vec!["data race on `s` (parameter #1, float*) at byte offset 0"],
+        ),
+        (
+            "bug_last_block",
+            vec![
+                "data race on `partial` (parameter #1, float*)",
+                "the blocks of a launch run in any order",
+            ],
+        ),
+        (
+            "bug_lock",
+            vec![
+                "data race on `total` (parameter #2, float*)",
+                "the blocks of a launch run in any order",
+            ],
+        ),
+        (
+            "bug_flag",
+            vec![
+                "data race on `first` (parameter #1, float*)",
+                "no __syncthreads() between them",
+            ],
+        ),
+        ("bug_warp_tail", idiom_shared.to_vec()),
+        ("bug_shfl_sync", idiom_shared.to_vec()),
+        ("bug_cg_block", idiom_shared.to_vec()),
+        ("bug_cg_tile", idiom_shared.to_vec()),
+        // Atomics read plainly without the barrier: a wrong count, not a race report (a plain
+        // read racing an atomic write is reported in strict mode only).
+        ("bug_count_then_read", vec!["differs from the reference"]),
     ];
     for wave in ["w32", "w64"] {
         for (kernel, needles) in &expected {
@@ -164,7 +222,7 @@ fn correct_kernels_pass_in_every_mode_and_reproduce_lines_carry_the_mode() {
         let mut args = mode.to_vec();
         args.extend(["--", "ok_"]);
         let events = run(&fixture, &args);
-        assert_eq!(events.len(), 28, "{mode:?}: {:?}", events.keys());
+        assert_eq!(events.len(), 48, "{mode:?}: {:?}", events.keys());
         for (name, e) in &events {
             assert_eq!(e.outcome, TrialOutcome::Passed, "{mode:?}: {name}: {e:?}");
         }
@@ -188,4 +246,27 @@ fn correct_kernels_pass_in_every_mode_and_reproduce_lines_carry_the_mode() {
         ),
         "{msg}"
     );
+}
+
+#[testkit::test(needs = [CXX])]
+fn strict_mode_reports_a_plain_read_racing_an_atomic_write() {
+    // The CAS loop seeded by a plain read passes by default (above) but is a formal data race,
+    // which ROCM_RACE_STRICT=1 (CpuOptions::race_strict) reports.
+    let fixture = repo().join("tests/fixtures/races");
+    copy_lock(&fixture);
+    let events = run_with_env(
+        &fixture,
+        &["--", "ok_cas_max"],
+        &[("ROCM_RACE_STRICT", "1")],
+    );
+    assert_eq!(events.len(), 2, "{:?}", events.keys());
+    for wave in ["w32", "w64"] {
+        let (outcome, msg) = message(&events, &format!("ok_cas_max::cpu/{wave}"));
+        assert_eq!(outcome, TrialOutcome::Failed, "{wave}");
+        assert!(
+            msg.contains("data race on `m` (parameter #1, float*) at byte offset 0")
+                && msg.contains("updated it atomically"),
+            "{wave}: {msg}"
+        );
+    }
 }

@@ -44,6 +44,11 @@ pub struct CpuOptions {
     pub race_check: bool,
     /// How [`CpuOptions::race_check`] looks for races.
     pub race_method: RaceMethod,
+    /// Strict race detection: report every formal data race of the CUDA/HIP memory models,
+    /// including a plain read racing another thread's atomic write, which the default lets pass
+    /// (the CAS loop seeded by a plain read, a monotone update's early exit: see
+    /// [`RaceMethod::Detector`]). The default reads `ROCM_RACE_STRICT` (`1` for strict).
+    pub race_strict: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
     /// How the threads of a block run ([`CpuExec`]); the default reads `ROCM_CPU_EXEC`
@@ -57,11 +62,13 @@ pub enum RaceMethod {
     /// The race detector: the kernel's race variant (built by `rocm-kernels-build`, instrumented
     /// by the host compiler) runs once, and every access to device and shared memory is checked.
     /// Two threads of a block touching the same address with no `__syncthreads()` between them
-    /// (or, for lanes of one wave, no collective), at least one writing and not both atomically,
+    /// (or, for lanes of one wave, no collective), at least one writing plainly (not atomically),
     /// or two blocks of one launch doing so on device memory, fail the launch with
     /// [`RuntimeError::DataRace`](crate::runtime::RuntimeError::DataRace), naming the memory,
-    /// both threads and both source lines. Writes of the same value, atomics and (between blocks,
-    /// or lanes of one wave) volatile accesses are not races; a block that writes, then
+    /// both threads and both source lines. Writes of the same value, atomics, a plain read
+    /// racing an atomic write (a formal data race, but a CAS loop seeded by a plain read
+    /// validates what it read; [`CpuOptions::race_strict`] reports it) and (between blocks, or
+    /// lanes of one wave) volatile accesses are not races; a block that writes, then
     /// `__threadfence()`s and does an atomic, publishes what it wrote to blocks that later do an
     /// atomic on the same address. Memory it does not see: `__device__` variables, stacks.
     /// Kernels built without their race variant get [`RaceMethod::TwoOrders`].
@@ -121,6 +128,7 @@ impl Default for CpuOptions {
             threads: 0,
             race_check: false,
             race_method: RaceMethod::Detector,
+            race_strict: std::env::var("ROCM_RACE_STRICT").is_ok_and(|v| v == "1"),
             stack_size: 128 * 1024,
             exec: CpuExec::from_env(),
         }

@@ -655,7 +655,7 @@ impl FunctionBackend for CpuFunction {
         let result = if options.race_check {
             match (options.race_method, self.race_entry) {
                 (RaceMethod::Detector, Some(race_entry)) => {
-                    self.launch_race_detected(desc, race_entry, args)
+                    self.launch_race_detected(desc, race_entry, args, options.race_strict)
                 }
                 _ => self.launch_race_checked(desc, args),
             }
@@ -778,6 +778,7 @@ impl CpuFunction {
         mut desc: ffi::RkLaunchDesc,
         race_entry: ffi::RkEntry,
         args: &[*mut c_void],
+        strict: bool,
     ) -> Result<()> {
         let pool = self
             .shared
@@ -802,7 +803,7 @@ impl CpuFunction {
             checked.insert(race, bytes as u64);
         }
         let _armed = detector::ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        if !detector::arm(&checked, desc.wave_size) {
+        if !detector::arm(&checked, desc.wave_size, strict) {
             return Err(self.invalid("the race detector is in use by another launch".into()));
         }
         let run = self.run(pool.0, &desc);

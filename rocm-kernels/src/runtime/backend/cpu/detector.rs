@@ -26,9 +26,14 @@ pub(super) struct Found {
     pub total: u64,
 }
 
-/// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`.
+/// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`,
+/// `strict` reporting plain reads that race atomic writes too ([`CpuOptions::race_strict`]).
 /// Returns false when another launch holds it (cannot happen while [`ARMED`] is held).
-pub(super) fn arm(allocations: &BTreeMap<u64, u64>, wave_size: u32) -> bool {
+///
+/// [`CpuOptions::race_strict`]: crate::runtime::CpuOptions::race_strict
+pub(super) fn arm(allocations: &BTreeMap<u64, u64>, wave_size: u32, strict: bool) -> bool {
+    // Safety: sets a flag of the detector, which is not armed (ARMED is held by the caller).
+    unsafe { ffi::rk_race_set_strict(u32::from(strict)) };
     let ranges: Vec<ffi::RkRaceRange> = allocations
         .iter()
         .map(|(&start, &len)| ffi::RkRaceRange { start, len })
