@@ -12,6 +12,7 @@
 //! | `--race-check[=WHEN]`     | `ROCM_TEST_RACE_CHECK=WHEN`  | which cpu launches run under the race detector (`CpuOptions::race_check`): `first` (default: the first 3 cases of each trial, and every launch once a case failed), `N` first cases, `all`, `off` (`--no-race-check`); `--race-check` alone is `all` |
 //! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
+//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`; `rocm_test_events::partition`), after the name filters; trials of other shards are not run nor reported |
 //!
 //! A flag wins over its environment variable.
 
@@ -22,6 +23,7 @@ use rocm_test_events::env as var;
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
 
+pub use rocm_test_events::partition::Partition;
 pub use rocm_test_events::{RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
@@ -58,9 +60,11 @@ pub struct HarnessOptions {
     pub events: Option<PathBuf>,
     /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
     pub isolate: bool,
+    /// Only this shard of the trials.
+    pub partition: Option<Partition>,
 }
 
-const FLAGS: [(&str, &str); 8] = [
+const FLAGS: [(&str, &str); 9] = [
     ("--race-check", var::RACE_CHECK),
     ("--cpu-exec", var::CPU_EXEC),
     ("--backend", var::BACKEND),
@@ -69,6 +73,7 @@ const FLAGS: [(&str, &str); 8] = [
     ("--seed", var::SEED),
     ("--cases", var::CASES),
     ("--events", var::EVENTS),
+    ("--partition", var::PARTITION),
 ];
 
 impl HarnessOptions {
@@ -199,6 +204,12 @@ impl HarnessOptions {
                     .map(|v| env_switch(Some(v), var::ISOLATE))
                     .transpose()?
                     .unwrap_or(true),
+            partition: last("--partition", var::PARTITION)
+                .map(|v| {
+                    v.parse::<Partition>()
+                        .map_err(|e| format!("--partition / {}: {e}", var::PARTITION))
+                })
+                .transpose()?,
         };
         Ok((opts, rest))
     }
@@ -354,5 +365,29 @@ mod tests {
         assert!(err(&["b", "--seed"]).contains("`--seed` needs a value"));
         assert!(err(&["b", "--cpu-exec", "threads"]).contains("not regions, fibers or blocks"));
         assert!(err(&["b", "--race-check=sometimes"]).contains("not first, all, off"));
+        assert!(err(&["b", "--partition", "count:4/3"]).contains("count:K/N"));
+    }
+
+    #[test]
+    fn partition_from_flag_or_environment() {
+        let env = |k: &str| (k == "ROCM_TEST_PARTITION").then(|| "hash:2/4".to_owned());
+        let (o, rest) = HarnessOptions::parse(args(&["bin", "saxpy"]), env).unwrap();
+        assert_eq!(
+            o.partition.map(|p| p.to_string()).as_deref(),
+            Some("hash:2/4")
+        );
+        assert_eq!(rest, args(&["bin", "saxpy"]));
+        let (o, _) = HarnessOptions::parse(args(&["bin", "--partition=count:1/3"]), env).unwrap();
+        assert_eq!(
+            o.partition.map(|p| p.to_string()).as_deref(),
+            Some("count:1/3")
+        );
+        assert_eq!(
+            HarnessOptions::parse(args(&["bin"]), |_| None)
+                .unwrap()
+                .0
+                .partition,
+            None
+        );
     }
 }
