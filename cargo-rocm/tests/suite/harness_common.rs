@@ -59,6 +59,7 @@ pub fn cargo_rocm(args: &[&str], cwd: &Path) -> Output {
         .env_remove("ROCM_TEST_EVENTS")
         .env_remove("ROCM_TEST_RACE_CHECK")
         .env_remove("ROCM_TEST_ISOLATE")
+        .env_remove("ROCM_TEST_PARTITION")
         .env_remove("ROCM_CPU_EXEC")
         .output()
         .expect("run cargo-rocm")
