@@ -9,6 +9,11 @@
 //!   `0x100000001b3`). It depends on the name only: the same on every machine and every run,
 //!   and a new trial never moves the others. (nextest hashes with xxHash64, so its hash shards
 //!   hold other trials than ours; each family covers every trial exactly once.)
+//! - `duration:K/N:EVENTS`: by the durations an earlier run recorded in the events file EVENTS,
+//!   longest first, each trial to the shard with the least recorded time so far (ties: the lower
+//!   shard; equal durations: name order); a trial EVENTS lacks weighs the mean of those it has.
+//!   Every shard computes the same split from the same file, so they must all be given it.
+//!   `docs/benchmarks.md` measures how much closer together shards finish this way.
 //!
 //! ```
 //! use rocm_test_events::partition::Partition;
@@ -17,7 +22,9 @@
 //! assert_eq!(p.select(&names), [false, true, false, false]);
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// How trials are assigned to shards.
@@ -27,14 +34,18 @@ pub enum PartitionKind {
     Count,
     /// FNV-1a 64 of the trial name.
     Hash,
+    /// Longest first by recorded durations ([`Partition::history`]).
+    Duration,
 }
 
 /// Shard `shard` (from 1) of `total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     pub kind: PartitionKind,
     pub shard: u64,
     pub total: u64,
+    /// For [`PartitionKind::Duration`]: the events file of an earlier run.
+    pub history: Option<PathBuf>,
 }
 
 impl FromStr for Partition {
@@ -43,14 +54,20 @@ impl FromStr for Partition {
     fn from_str(s: &str) -> Result<Self, String> {
         let usage = || {
             format!(
-                "`{s}` is not a partition: write count:K/N or hash:K/N with 1 <= K <= N \
-                 (for example count:1/3)"
+                "`{s}` is not a partition: write count:K/N, hash:K/N or duration:K/N:EVENTS \
+                 with 1 <= K <= N (for example count:1/3)"
             )
         };
         let (kind, shards) = s.trim().split_once(':').ok_or_else(usage)?;
-        let kind = match kind {
-            "count" => PartitionKind::Count,
-            "hash" => PartitionKind::Hash,
+        let (kind, shards, history) = match kind {
+            "count" => (PartitionKind::Count, shards, None),
+            "hash" => (PartitionKind::Hash, shards, None),
+            "duration" => match shards.split_once(':') {
+                Some((shards, path)) if !path.is_empty() => {
+                    (PartitionKind::Duration, shards, Some(PathBuf::from(path)))
+                }
+                _ => (PartitionKind::Duration, shards, None),
+            },
             _ => return Err(usage()),
         };
         let (k, n) = shards.split_once('/').ok_or_else(usage)?;
@@ -61,7 +78,12 @@ impl FromStr for Partition {
         if shard == 0 || shard > total {
             return Err(usage());
         }
-        Ok(Partition { kind, shard, total })
+        Ok(Partition {
+            kind,
+            shard,
+            total,
+            history,
+        })
     }
 }
 
@@ -70,15 +92,59 @@ impl fmt::Display for Partition {
         let kind = match self.kind {
             PartitionKind::Count => "count",
             PartitionKind::Hash => "hash",
+            PartitionKind::Duration => "duration",
         };
-        write!(f, "{kind}:{}/{}", self.shard, self.total)
+        write!(f, "{kind}:{}/{}", self.shard, self.total)?;
+        match &self.history {
+            Some(path) => write!(f, ":{}", path.display()),
+            None => Ok(()),
+        }
     }
 }
 
 impl Partition {
-    /// Which of `names` (the trials one binary would run, in any order) fall in this shard.
+    /// Which of `names` (the trials one binary would run, in any order) fall in this shard
+    /// (a duration partition without durations: as if all took the same time).
     pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Vec<bool> {
+        self.select_timed(names, &HashMap::new())
+    }
+
+    /// As [`Partition::select`], with the recorded `durations` (seconds by trial name) that a
+    /// duration partition splits by ([`recorded_durations`]).
+    pub fn select_timed<S: AsRef<str>>(
+        &self,
+        names: &[S],
+        durations: &HashMap<String, f64>,
+    ) -> Vec<bool> {
         match self.kind {
+            PartitionKind::Duration => {
+                let known: Vec<f64> = names
+                    .iter()
+                    .filter_map(|n| durations.get(n.as_ref()).copied())
+                    .collect();
+                let mean = if known.is_empty() {
+                    1.0
+                } else {
+                    known.iter().sum::<f64>() / known.len() as f64
+                };
+                let weight = |i: usize| durations.get(names[i].as_ref()).copied().unwrap_or(mean);
+                let mut order: Vec<usize> = (0..names.len()).collect();
+                order.sort_by(|&a, &b| {
+                    weight(b)
+                        .total_cmp(&weight(a))
+                        .then_with(|| names[a].as_ref().cmp(names[b].as_ref()))
+                });
+                let mut load = vec![0.0f64; self.total as usize];
+                let mut selected = vec![false; names.len()];
+                for i in order {
+                    let shard = (0..load.len())
+                        .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+                        .expect("at least one shard");
+                    load[shard] += weight(i);
+                    selected[i] = shard as u64 == self.shard - 1;
+                }
+                selected
+            }
             PartitionKind::Hash => names
                 .iter()
                 .map(|n| fnv1a64(n.as_ref().as_bytes()) % self.total == self.shard - 1)
@@ -94,6 +160,30 @@ impl Partition {
             }
         }
     }
+}
+
+/// The duration of each trial of `binary` that ran (passed or failed) in an events file (or a
+/// `cargo rocm test --message-format json` stream: other objects are skipped), by name; the last
+/// record of a trial wins.
+pub fn recorded_durations(path: &Path, binary: &str) -> Result<HashMap<String, f64>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the events file {}: {e}", path.display()))?;
+    let mut durations = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let bad = |e: serde_json::Error| format!("{} line {}: {e}", path.display(), n + 1);
+        let value: serde_json::Value = match line.trim() {
+            "" => continue,
+            l => serde_json::from_str(l).map_err(bad)?,
+        };
+        if value.get("type").and_then(|t| t.as_str()) != Some("trial") {
+            continue;
+        }
+        let e: crate::TrialEvent = serde_json::from_value(value).map_err(bad)?;
+        if e.binary == binary && e.outcome != crate::TrialOutcome::Ignored {
+            durations.insert(e.name, e.duration_s);
+        }
+    }
+    Ok(durations)
 }
 
 /// 64-bit FNV-1a: stable across machines, runs and Rust versions (unlike `DefaultHasher`).
@@ -135,6 +225,43 @@ mod tests {
     }
 
     #[test]
+    fn duration_puts_the_longest_first_into_the_least_loaded_shard() {
+        let names = ["a", "b", "c", "d", "e", "new"];
+        let durations: HashMap<String, f64> =
+            [("a", 9.0), ("b", 5.0), ("c", 4.0), ("d", 3.0), ("e", 1.0)]
+                .iter()
+                .map(|(n, d)| (n.to_string(), *d))
+                .collect();
+        let shard = |k: u64| -> Vec<&str> {
+            let p = Partition {
+                kind: PartitionKind::Duration,
+                shard: k,
+                total: 2,
+                history: None,
+            };
+            let sel = p.select_timed(&names, &durations);
+            names
+                .iter()
+                .zip(sel)
+                .filter(|(_, s)| *s)
+                .map(|(n, _)| *n)
+                .collect()
+        };
+        // By weight: a 9, b 5, new 4.4 (the mean), c 4, d 3, e 1. Loads (shard 1 | 2):
+        // a 9|0, b 9|5, new 9|9.4, c 13|9.4, d 13|12.4, e 13|13.4.
+        let (one, two) = (shard(1), shard(2));
+        assert_eq!(one.len() + two.len(), names.len());
+        let load = |s: &[&str]| -> f64 {
+            s.iter()
+                .map(|n| durations.get(*n).copied().unwrap_or(4.4))
+                .sum()
+        };
+        assert!((load(&one) - load(&two)).abs() <= 1.0, "{one:?} {two:?}");
+        assert_eq!(one, ["a", "c"]);
+        assert_eq!(two, ["b", "d", "e", "new"]);
+    }
+
+    #[test]
     fn hash_is_fnv1a_of_the_name() {
         // Published FNV-1a 64 test vectors.
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
@@ -152,10 +279,16 @@ mod tests {
             Partition {
                 kind: PartitionKind::Hash,
                 shard: 2,
-                total: 5
+                total: 5,
+                history: None
             }
         );
         assert_eq!(p.to_string(), "hash:2/5");
+        let d: Partition = "duration:1/2:/tmp/a:b.jsonl".parse().unwrap();
+        assert_eq!(d.kind, PartitionKind::Duration);
+        assert_eq!(d.history, Some(PathBuf::from("/tmp/a:b.jsonl")));
+        assert_eq!(d.to_string(), "duration:1/2:/tmp/a:b.jsonl");
+        assert_eq!("duration:2/2".parse::<Partition>().unwrap().history, None);
         for bad in [
             "count:0/3",
             "count:4/3",

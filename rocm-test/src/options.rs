@@ -12,7 +12,7 @@
 //! | `--race-check[=WHEN]`     | `ROCM_TEST_RACE_CHECK=WHEN`  | which cpu launches run under the race detector (`CpuOptions::race_check`): `first` (default: the first 3 cases of each trial, and every launch once a case failed), `N` first cases, `all`, `off` (`--no-race-check`); `--race-check` alone is `all` |
 //! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
-//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`; `rocm_test_events::partition`), after the name filters; trials of other shards are not run nor reported |
+//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`, or `duration:K/N:EVENTS` by an earlier run's durations; `rocm_test_events::partition`), after the name filters; trials of other shards are not run nor reported |
 //!
 //! A flag wins over its environment variable.
 

@@ -2,10 +2,13 @@
 //! libtest lists as ignored (they cannot run here), whose events and reasons are recorded here
 //! because libtest never calls an ignored trial's body.
 
+use std::collections::HashMap;
+
 use libtest_mimic::{Arguments, Trial};
 
 use crate::options::Partition;
 use crate::suite::TrialBody;
+use rocm_test_events::partition::PartitionKind;
 
 /// The trials for libtest-mimic, and the ignored ones (name, reason) it will not run.
 pub(crate) struct Selected {
@@ -18,6 +21,7 @@ pub(crate) struct Selected {
 pub(crate) fn select(
     bodies: Vec<TrialBody>,
     partition: Option<&Partition>,
+    durations: &HashMap<String, f64>,
     args: &Arguments,
     record_ignored: bool,
 ) -> Selected {
@@ -37,7 +41,7 @@ pub(crate) fn select(
                 .filter(|&i| wanted(i) && will_ignore(i) == ignored)
                 .collect();
             let names: Vec<&str> = group.iter().map(|&i| bodies[i].name.as_str()).collect();
-            for (&i, selected) in group.iter().zip(p.select(&names)) {
+            for (&i, selected) in group.iter().zip(p.select_timed(&names, durations)) {
                 in_shard[i] = selected;
             }
         }
@@ -64,6 +68,25 @@ pub(crate) fn select(
         }
     }
     selected
+}
+
+/// The durations a `duration:K/N:EVENTS` partition splits this binary's trials by (empty for
+/// the other kinds).
+pub(crate) fn recorded_durations(
+    partition: Option<&Partition>,
+    binary: &str,
+) -> Result<HashMap<String, f64>, String> {
+    let Some(p) = partition.filter(|p| p.kind == PartitionKind::Duration) else {
+        return Ok(HashMap::new());
+    };
+    let path = p.history.as_ref().ok_or_else(|| {
+        format!(
+            "--partition {p}: a duration partition needs the events of an earlier run: \
+             duration:K/N:EVENTS (`cargo rocm test` gives it its last run's events.jsonl)"
+        )
+    })?;
+    rocm_test_events::partition::recorded_durations(path, binary)
+        .map_err(|e| format!("--partition {p}: {e}"))
 }
 
 /// The reasons of the trials listed as ignored, for the end of a human-readable run (libtest
@@ -118,7 +141,7 @@ mod tests {
     #[test]
     fn ignored_trials_are_flagged_and_recorded_without_running_libtest() {
         let ran = Arc::new(Mutex::new(Vec::new()));
-        let s = select(bodies(&ran), None, &args(&[]), true);
+        let s = select(bodies(&ran), None, &HashMap::new(), &args(&[]), true);
         let flagged: Vec<&str> = s
             .trials
             .iter()
@@ -132,9 +155,21 @@ mod tests {
         assert!(ignored_footer(&s.ignored).contains("a::amd: no AMD GPU"));
         // Listing records nothing; --include-ignored leaves them to libtest, which runs them.
         let ran = Arc::new(Mutex::new(Vec::new()));
-        let s = select(bodies(&ran), None, &args(&["--list"]), false);
+        let s = select(
+            bodies(&ran),
+            None,
+            &HashMap::new(),
+            &args(&["--list"]),
+            false,
+        );
         assert!(s.ignored.is_empty() && ran.lock().unwrap().is_empty());
-        let s = select(bodies(&ran), None, &args(&["--include-ignored"]), true);
+        let s = select(
+            bodies(&ran),
+            None,
+            &HashMap::new(),
+            &args(&["--include-ignored"]),
+            true,
+        );
         assert!(s.ignored.is_empty() && ran.lock().unwrap().is_empty());
     }
 
@@ -145,7 +180,13 @@ mod tests {
             for k in 1..=3 {
                 let ran = Arc::new(Mutex::new(Vec::new()));
                 let p: Partition = format!("{kind}:{k}/3").parse().unwrap();
-                let s = select(bodies(&ran), Some(&p), &args(&["cpu"]), true);
+                let s = select(
+                    bodies(&ran),
+                    Some(&p),
+                    &HashMap::new(),
+                    &args(&["cpu"]),
+                    true,
+                );
                 // The filter `cpu` is libtest's to apply; trials of other shards are gone.
                 let a = args(&["cpu"]);
                 seen.extend(
@@ -165,8 +206,31 @@ mod tests {
         // Count shards of the four trials that run: 2, 1, 1, in name order.
         let ran = Arc::new(Mutex::new(Vec::new()));
         let p: Partition = "count:1/3".parse().unwrap();
-        let s = select(bodies(&ran), Some(&p), &args(&[]), true);
+        let s = select(bodies(&ran), Some(&p), &HashMap::new(), &args(&[]), true);
         let names: Vec<&str> = s.trials.iter().map(|t| t.name()).collect();
         assert_eq!(names, ["a::cpu/w32", "a::amd", "b::cpu/w64"]);
+        // By recorded durations: b::cpu/w64 (3 s) alone, the other three (1 s each) together.
+        let durations: HashMap<String, f64> = [
+            ("a::cpu/w32", 1.0),
+            ("a::cpu/w64", 1.0),
+            ("b::cpu/w32", 1.0),
+            ("b::cpu/w64", 3.0),
+        ]
+        .iter()
+        .map(|(n, d)| (n.to_string(), *d))
+        .collect();
+        let run_in = |k: u64| -> Vec<String> {
+            let p: Partition = format!("duration:{k}/2:unused").parse().unwrap();
+            let s = select(bodies(&ran), Some(&p), &durations, &args(&[]), false);
+            s.trials
+                .iter()
+                .filter(|t| !t.has_ignored_flag())
+                .map(|t| t.name().to_owned())
+                .collect()
+        };
+        assert_eq!(run_in(1), ["b::cpu/w64"]);
+        assert_eq!(run_in(2), ["a::cpu/w32", "a::cpu/w64", "b::cpu/w32"]);
+        let err = recorded_durations(Some(&"duration:1/2".parse().unwrap()), "kernels");
+        assert!(err.unwrap_err().contains("duration:K/N:EVENTS"));
     }
 }

@@ -77,7 +77,9 @@ pub struct TestArgs {
     pub cpu_exec: Option<String>,
 
     /// Run only shard K of N: count:K/N (round-robin over each harness's trials sorted by name)
-    /// or hash:K/N (FNV-1a of the trial name), as cargo-nextest's --partition
+    /// or hash:K/N (FNV-1a of the trial name), as cargo-nextest's --partition; or
+    /// duration:K/N[:EVENTS] (longest first by an earlier run's durations; default: the last
+    /// run's <target-dir>/rocm/test/events.jsonl)
     #[arg(long, value_name = "KIND:K/N", value_parser = clap::value_parser!(Partition))]
     pub partition: Option<Partition>,
 
@@ -335,6 +337,11 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
         env.push((var::CPU_EXEC, mode.clone()));
     }
     if let Some(p) = &args.partition {
+        // A duration partition without its events: the last run's, beside this run's events.
+        let mut p = p.clone();
+        if p.kind == rocm_test_events::partition::PartitionKind::Duration && p.history.is_none() {
+            p.history = Some(events.with_file_name("events.jsonl"));
+        }
         env.push((var::PARTITION, p.to_string()));
     }
     env
@@ -431,6 +438,8 @@ mod tests {
         assert!(env_of(&["--no-race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "off".into())));
         assert!(env_of(&["--cpu-exec", "fibers"]).contains(&("ROCM_CPU_EXEC", "fibers".into())));
         assert!(build_env(&parse(&[]).backend).is_empty());
+        assert!(env_of(&["--partition", "duration:1/2"])
+            .contains(&("ROCM_TEST_PARTITION", "duration:1/2:/events.jsonl".into())));
         assert!(env_of(&["--partition", "hash:2/3"])
             .contains(&("ROCM_TEST_PARTITION", "hash:2/3".into())));
     }

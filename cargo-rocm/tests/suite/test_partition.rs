@@ -1,5 +1,5 @@
-//! The example crate's trials split into 3 shards, by `cargo rocm test --partition` (count and
-//! hash) and by `cargo nextest run --partition`: the shards together are the unpartitioned run,
+//! The example crate's trials split into 3 shards, by `cargo rocm test --partition` (count, hash,
+//! and duration from the unpartitioned run's events) and by `cargo nextest run --partition`: the shards together are the unpartitioned run,
 //! each trial exactly once, and `cargo rocm test merge` of the three is its summary. Under
 //! nextest, trials that cannot run here are listed as ignored (nextest skips them) and fail when
 //! run anyway.
@@ -122,12 +122,19 @@ fn our_shards_are_the_whole_run_and_merge_back() {
         whole.values().all(|o| *o == TrialOutcome::Passed),
         "{whole:?}"
     );
-    for kind in ["count", "hash"] {
+    // The duration partition splits by the unpartitioned run's recorded durations.
+    let history = format!(":{}", dir.path().join("whole.jsonl").display());
+    for kind in ["count", "hash", "duration"] {
         let mut shards = Vec::new();
         let mut files = Vec::new();
+        let suffix = if kind == "duration" {
+            history.as_str()
+        } else {
+            ""
+        };
         for k in 1..=3 {
             let file = dir.path().join(format!("{kind}-{k}.jsonl"));
-            rocm_test(&["--partition", &format!("{kind}:{k}/3")], &file);
+            rocm_test(&["--partition", &format!("{kind}:{k}/3{suffix}")], &file);
             shards.push(events_of(&std::fs::read_to_string(&file).unwrap()));
             files.push(file);
         }
