@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Verify the nvidia backend on a GPU machine that has no Rust toolchain.
+# For kernel crates, scripts/nextest-archive.sh does this with cargo-nextest archives and shards
+# (docs/nextest.md); this script stays for what one archive does not cover: rocm-kernels' own
+# test modules and the races and realworld fixtures.
 #
 #   scripts/gpu-remote-test.sh stage DIR     # here (Rust + nvcc, no GPU needed): build and stage
 #   DIR/run.sh [OUTDIR]                      # there (NVIDIA driver, python3): run, print a table
@@ -14,7 +17,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 stage() {
   local dir="$1"

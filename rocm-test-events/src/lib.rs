@@ -11,8 +11,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
+use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+pub mod partition;
 pub mod tune;
 
 /// How a trial ended.
@@ -80,6 +82,8 @@ pub mod env {
     /// Which GPUs of each backend get trials: `all` (default), `N` (the first N), `0,2` or `#1`
     /// (ordinals). See [`super::DeviceSelection`].
     pub const DEVICES: &str = "ROCM_TEST_DEVICES";
+    /// Run only one shard of the trials: `count:K/N` or `hash:K/N` (see [`crate::partition`]).
+    pub const PARTITION: &str = "ROCM_TEST_PARTITION";
 }
 
 /// Which devices of a backend to use (`--devices`): ordinals count each backend's devices from 0
@@ -239,15 +243,21 @@ impl EventSink {
         })
     }
 
-    /// Write one line. The whole line goes in one `write_all` under the lock so concurrent
-    /// trials (and concurrent harness binaries appending to the same file) never interleave.
+    /// Write one line. The whole line goes in one `write_all` under the mutex (other trial
+    /// threads) and an exclusive `flock` on the file (other processes: under cargo-nextest every
+    /// trial is a process of its own, all appending to one file), so lines never interleave,
+    /// whatever the size of a line or the file system.
     pub fn write(&self, event: &TrialEvent) {
         let mut line = serde_json::to_string(event).expect("events serialize");
         line.push('\n');
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let locked = FileExt::lock_exclusive(&*f).is_ok();
         // An unwritable events file must not fail the tests themselves.
-        if let Err(e) = f.write_all(line.as_bytes()) {
+        if let Err(e) = f.write_all(line.as_bytes()).and_then(|()| f.flush()) {
             eprintln!("rocm-test: could not write the events file: {e}");
+        }
+        if locked {
+            let _ = FileExt::unlock(&*f);
         }
     }
 }
@@ -384,6 +394,47 @@ mod tests {
         assert!(text.contains(r#""outcome":"failed""#), "{text}");
         let back = read_events(&text).unwrap();
         assert_eq!(back, vec![ev.clone(), ev]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Under cargo-nextest every trial is a process appending to one file: sinks opened
+    /// separately (as processes do) and writing long lines at once never interleave them.
+    #[test]
+    fn separate_sinks_append_whole_lines() {
+        let dir = std::env::temp_dir().join(format!("rocm-test-events-par-{}", std::process::id()));
+        let path = dir.join("e.jsonl");
+        let _ = std::fs::remove_dir_all(&dir);
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let sink = EventSink::open(&path).unwrap();
+                    for i in 0..50 {
+                        sink.write(&TrialEvent {
+                            kind: "trial".into(),
+                            name: format!("k{t}_{i}::cpu/w64"),
+                            check: "k".into(),
+                            kernel: "k".into(),
+                            backend: Some("cpu".into()),
+                            target: Some("w64".into()),
+                            outcome: TrialOutcome::Failed,
+                            // Longer than a pipe buffer, so one write could be split.
+                            message: Some("x".repeat(70_000)),
+                            duration_s: 0.0,
+                            cases: None,
+                            seed: None,
+                            bandwidth: None,
+                            binary: "kernels".into(),
+                        });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let back = read_events(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back.len(), 8 * 50);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

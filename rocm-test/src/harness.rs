@@ -102,8 +102,33 @@ pub(crate) fn run_suite(
         .filter(|s| opts.selects(s.id.backend))
         .cloned()
         .collect();
-    let trials = suite.trials(&slots, opts, sink, &binary_name());
-    libtest_mimic::run(args, trials).exit_code()
+    let binary = binary_name();
+    let durations = match crate::select::recorded_durations(opts.partition.as_ref(), &binary) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let bodies = suite.trial_bodies(
+        &slots,
+        opts,
+        sink,
+        &binary,
+        crate::nextest::running_under_nextest(),
+    );
+    let selected = crate::select::select(
+        bodies,
+        opts.partition.as_ref(),
+        &durations,
+        args,
+        !args.list,
+    );
+    let conclusion = libtest_mimic::run(args, selected.trials);
+    if !matches!(args.format, Some(libtest_mimic::FormatSetting::Json)) && !args.quiet {
+        print!("{}", crate::select::ignored_footer(&selected.ignored));
+    }
+    conclusion.exit_code()
 }
 
 /// The test target's name: the executable's stem without cargo's `-<hash>` suffix.

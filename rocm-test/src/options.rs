@@ -13,6 +13,7 @@
 //! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
 //! | `--devices SEL`           | `ROCM_TEST_DEVICES`          | which GPUs of each backend get trials: `all` (default), `N` (the first N), `0,2` or `#1` (ordinals); with several devices of one architecture the trials are named per device (`saxpy::nvidia/sm_90#1`) |
+//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`, or `duration:K/N:EVENTS` by an earlier run's durations; `rocm_test_events::partition`), after the name filters; trials of other shards are not run nor reported |
 //!
 //! A flag wins over its environment variable.
 
@@ -23,6 +24,7 @@ use rocm_test_events::env as var;
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
 
+pub use rocm_test_events::partition::Partition;
 pub use rocm_test_events::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
@@ -61,9 +63,11 @@ pub struct HarnessOptions {
     pub isolate: bool,
     /// Which GPUs of each backend get trials.
     pub devices: DeviceSelection,
+    /// Only this shard of the trials.
+    pub partition: Option<Partition>,
 }
 
-const FLAGS: [(&str, &str); 9] = [
+const FLAGS: [(&str, &str); 10] = [
     ("--devices", var::DEVICES),
     ("--race-check", var::RACE_CHECK),
     ("--cpu-exec", var::CPU_EXEC),
@@ -73,6 +77,7 @@ const FLAGS: [(&str, &str); 9] = [
     ("--seed", var::SEED),
     ("--cases", var::CASES),
     ("--events", var::EVENTS),
+    ("--partition", var::PARTITION),
 ];
 
 impl HarnessOptions {
@@ -210,6 +215,12 @@ impl HarnessOptions {
                     .map(|v| env_switch(Some(v), var::ISOLATE))
                     .transpose()?
                     .unwrap_or(true),
+            partition: last("--partition", var::PARTITION)
+                .map(|v| {
+                    v.parse::<Partition>()
+                        .map_err(|e| format!("--partition / {}: {e}", var::PARTITION))
+                })
+                .transpose()?,
         };
         Ok((opts, rest))
     }
@@ -369,5 +380,29 @@ mod tests {
         assert!(err(&["b", "--cpu-exec", "threads"]).contains("not regions, fibers or blocks"));
         assert!(err(&["b", "--race-check=sometimes"]).contains("not first, all, off"));
         assert!(err(&["b", "--devices", "none"]).contains("not a device selection"));
+        assert!(err(&["b", "--partition", "count:4/3"]).contains("count:K/N"));
+    }
+
+    #[test]
+    fn partition_from_flag_or_environment() {
+        let env = |k: &str| (k == "ROCM_TEST_PARTITION").then(|| "hash:2/4".to_owned());
+        let (o, rest) = HarnessOptions::parse(args(&["bin", "saxpy"]), env).unwrap();
+        assert_eq!(
+            o.partition.map(|p| p.to_string()).as_deref(),
+            Some("hash:2/4")
+        );
+        assert_eq!(rest, args(&["bin", "saxpy"]));
+        let (o, _) = HarnessOptions::parse(args(&["bin", "--partition=count:1/3"]), env).unwrap();
+        assert_eq!(
+            o.partition.map(|p| p.to_string()).as_deref(),
+            Some("count:1/3")
+        );
+        assert_eq!(
+            HarnessOptions::parse(args(&["bin"]), |_| None)
+                .unwrap()
+                .0
+                .partition,
+            None
+        );
     }
 }

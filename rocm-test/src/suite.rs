@@ -111,31 +111,20 @@ impl Suite {
         .map(|ok| ok.cases)
     }
 
-    /// The trials for these targets, as libtest-mimic trials.
-    pub(crate) fn trials(
-        self,
-        slots: &[TargetSlot],
-        opts: &HarnessOptions,
-        sink: Option<Arc<EventSink>>,
-        binary: &str,
-    ) -> Vec<Trial> {
-        self.trial_bodies(slots, opts, sink, binary)
-            .into_iter()
-            .map(|t| Trial::ignorable_test(t.name, t.run))
-            .collect()
-    }
-
     /// The trials for these targets: names and bodies (each records its event when run).
+    /// `ignored_fails`: a trial that ends ignored fails instead (under cargo-nextest).
     pub(crate) fn trial_bodies(
         self,
         slots: &[TargetSlot],
         opts: &HarnessOptions,
         sink: Option<Arc<EventSink>>,
         binary: &str,
+        ignored_fails: bool,
     ) -> Vec<TrialBody> {
         let recorder = Recorder {
             sink,
             binary: binary.to_owned(),
+            ignored_fails,
         };
         self.bodies(slots, opts)
             .into_iter()
@@ -209,6 +198,7 @@ impl Suite {
                     .unwrap_or_else(|| t.check.clone()),
                 backend: None,
                 target: None,
+                skip: None,
             };
             trials.push((
                 meta,
@@ -220,25 +210,35 @@ impl Suite {
             let check = Arc::new(check);
             for slot in slots {
                 let name = trial_name(&check.name, &slot.id);
+                let required = opts.require.contains(&slot.id.backend);
+                // Known before running: listed as ignored, so a runner that lists first
+                // (cargo-nextest) skips the trial instead of counting it as passed.
+                let skip = match &slot.target {
+                    Err(reason) if !required => Some(reason.clone()),
+                    Ok(target) if static_errors.is_empty() => {
+                        check.excluded_from(&slot.id, target.wave_size())
+                    }
+                    _ => None,
+                };
                 let meta = Meta {
                     name: name.clone(),
                     check: check.name.clone(),
                     kernel: check.kernel.clone(),
                     backend: Some(slot.id.backend.to_string()),
                     target: Some(slot.id.target.clone()),
+                    skip: skip.clone(),
                 };
-                let required = opts.require.contains(&slot.id.backend);
                 let body: Body = match (&slot.target, static_errors.is_empty()) {
-                    (Err(reason), _) if required => {
+                    _ if skip.is_some() => {
+                        let reason = skip.unwrap_or_default();
+                        Box::new(move || Ok(Done::Ignored(reason)))
+                    }
+                    (Err(reason), _) => {
                         let msg = format!(
                             "backend `{}` is required (--require-backend) but cannot run here: {reason}",
                             slot.id.backend
                         );
                         Box::new(move || Err(msg))
-                    }
-                    (Err(reason), _) => {
-                        let reason = reason.clone();
-                        Box::new(move || Ok(Done::Ignored(reason)))
                     }
                     (Ok(_), false) => {
                         let msg = format!(
@@ -268,9 +268,6 @@ impl Suite {
                         let (target, check, cfg) = (target.clone(), check.clone(), cfg.clone());
                         let (trial, place) = (name.clone(), slot.id.clone());
                         Box::new(move || {
-                            if let Some(why) = check.excluded_from(&place, target.wave_size()) {
-                                return Ok(Done::Ignored(why));
-                            }
                             run_check(&check, target.as_ref(), &place, &cfg, &trial)
                                 .map(|ok| Done::Passed(Some(ok.cases), ok.seed, ok.bandwidth))
                         })
@@ -287,13 +284,15 @@ impl Suite {
                 kernel: k.name.to_owned(),
                 backend: None,
                 target: None,
+                skip: None,
             };
             if let Some((_, reason)) = self.untested.iter().find(|(n, _)| n == k.name) {
                 let reason = format!("untested: {reason}");
-                trials.push((
-                    meta("untested"),
-                    Box::new(move || Ok(Done::Ignored(reason))) as Body,
-                ));
+                let meta = Meta {
+                    skip: Some(reason.clone()),
+                    ..meta("untested")
+                };
+                trials.push((meta, Box::new(move || Ok(Done::Ignored(reason))) as Body));
             } else if !checked.iter().any(|c| c == k.name) {
                 let msg = format!(
                     "kernel `{}` ({}) has no check: add `s.check(\"{}\")…` to this harness, or \
@@ -340,7 +339,17 @@ pub(crate) fn static_errors(check: &Check, lib: &KernelLibrary) -> Vec<String> {
 /// A trial before libtest-mimic wraps it.
 pub(crate) struct TrialBody {
     pub name: String,
+    /// Why it cannot run here, when that is known before running it: the trial is listed as
+    /// ignored (libtest's `#[ignore]`).
+    pub skip: Option<String>,
     pub run: Box<dyn FnOnce() -> Result<Completion, Failed> + Send>,
+}
+
+impl TrialBody {
+    /// The libtest-mimic trial, flagged ignored when it cannot run here.
+    pub(crate) fn into_trial(self) -> Trial {
+        Trial::ignorable_test(self.name, self.run).with_ignored_flag(self.skip.is_some())
+    }
 }
 
 /// How a trial body ended when it did not fail.
@@ -357,6 +366,8 @@ struct Meta {
     kernel: String,
     backend: Option<String>,
     target: Option<String>,
+    /// Why it cannot run here, when known before running it.
+    skip: Option<String>,
 }
 
 /// Wraps trial bodies: catches panics, times them, and writes one event per trial.
@@ -364,16 +375,26 @@ struct Meta {
 struct Recorder {
     sink: Option<Arc<EventSink>>,
     binary: String,
+    /// A trial that ends ignored fails instead: cargo-nextest counts a process that prints
+    /// "ignored" and exits 0 as passed (it skips trials listed as ignored; this is one run
+    /// anyway, with `--run-ignored`).
+    ignored_fails: bool,
 }
 
 impl Recorder {
     fn trial(&self, meta: Meta, body: Body) -> TrialBody {
         let rec = self.clone();
-        let name = meta.name.clone();
+        let (name, skip) = (meta.name.clone(), meta.skip.clone());
         let run = Box::new(move || {
             let start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(body))
                 .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
+            let result = match result {
+                Ok(Done::Ignored(reason)) if rec.ignored_fails => {
+                    Err(crate::nextest::ignored_run_message(&reason))
+                }
+                other => other,
+            };
             let duration_s = start.elapsed().as_secs_f64();
             let (outcome, message, cases, seed, bandwidth) = match &result {
                 Ok(Done::Passed(cases, seed, bw)) => {
@@ -414,6 +435,6 @@ impl Recorder {
                 Err(msg) => Err(Failed::from(msg)),
             }
         });
-        TrialBody { name, run }
+        TrialBody { name, skip, run }
     }
 }

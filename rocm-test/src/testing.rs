@@ -198,7 +198,7 @@ fn run(
         .into_iter()
         .filter(|s| opts.selects(s.id.backend))
         .collect();
-    for t in suite.trial_bodies(&slots, &opts, Some(sink), "kernels") {
+    for t in suite.trial_bodies(&slots, &opts, Some(sink), "kernels", false) {
         let _ = (t.run)();
     }
     let text = std::fs::read_to_string(&events).unwrap();

@@ -6,6 +6,7 @@
 //! every libtest flag works there. Results are written under `<target-dir>/rocm/test/`:
 //! `events.jsonl` (one object per trial), `summary.json` and `junit.xml`.
 
+pub mod merge;
 mod report;
 pub(crate) mod workspace;
 
@@ -15,6 +16,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use rocm_kernels_core::Backend;
+use rocm_test_events::partition::Partition;
 use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
 
 use crate::cargo_flags::{build_env, CargoFlags, Packages};
@@ -30,10 +32,15 @@ Examples:
   cargo rocm test --require-backend amd    fail (not skip) when the AMD GPU cannot run
   cargo rocm test --devices 0,1            trials on GPUs 0 and 1 (default: every GPU)
   cargo rocm test --message-format json --junit target/junit.xml
+  cargo rocm test --partition count:2/3    the second of three shards (a CI matrix job)
+  cargo rocm test merge shard-1 shard-2 shard-3   one summary of the shards' results
 
 Exit codes: 0 all trials passed or were skipped, 1 a trial failed, 2 usage error,
 4 the crate or its kernels did not build, 5 no harness found or a manifest is unreadable.")]
 pub struct TestArgs {
+    #[command(subcommand)]
+    pub action: Option<TestAction>,
+
     #[command(flatten)]
     pub cargo: CargoFlags,
 
@@ -75,6 +82,12 @@ pub struct TestArgs {
     /// at the same time
     #[arg(long, value_name = "SEL", value_parser = rocm_test_events::DeviceSelection::parse)]
     pub devices: Option<rocm_test_events::DeviceSelection>,
+    /// Run only shard K of N: count:K/N (round-robin over each harness's trials sorted by name)
+    /// or hash:K/N (FNV-1a of the trial name), as cargo-nextest's --partition; or
+    /// duration:K/N[:EVENTS] (longest first by an earlier run's durations; default: the last
+    /// run's <target-dir>/rocm/test/events.jsonl)
+    #[arg(long, value_name = "KIND:K/N", value_parser = clap::value_parser!(Partition))]
+    pub partition: Option<Partition>,
 
     #[command(flatten)]
     pub format: FormatArgs,
@@ -88,11 +101,21 @@ pub struct TestArgs {
     pub args: Vec<String>,
 }
 
+/// What `cargo rocm test` does besides running the harnesses.
+#[derive(Debug, clap::Subcommand)]
+pub enum TestAction {
+    /// Merge the results of several shards (events, JSON output or JUnit) into one summary
+    Merge(merge::MergeArgs),
+}
+
 fn parse_backend(s: &str) -> Result<Backend, String> {
     s.parse()
 }
 
 pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<u8> {
+    if let Some(TestAction::Merge(merge_args)) = args.action {
+        return merge::run(merge_args, out);
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
     let meta = workspace::metadata(&cargo, Some(&manifest))?;
@@ -322,6 +345,14 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     if let Some(devices) = &args.devices {
         env.push((var::DEVICES, devices.to_string()));
     }
+    if let Some(p) = &args.partition {
+        // A duration partition without its events: the last run's, beside this run's events.
+        let mut p = p.clone();
+        if p.kind == rocm_test_events::partition::PartitionKind::Duration && p.history.is_none() {
+            p.history = Some(events.with_file_name("events.jsonl"));
+        }
+        env.push((var::PARTITION, p.to_string()));
+    }
     env
 }
 
@@ -416,6 +447,26 @@ mod tests {
         assert!(env_of(&["--no-race-check"]).contains(&("ROCM_TEST_RACE_CHECK", "off".into())));
         assert!(env_of(&["--cpu-exec", "fibers"]).contains(&("ROCM_CPU_EXEC", "fibers".into())));
         assert!(build_env(&parse(&[]).backend).is_empty());
+        assert!(env_of(&["--partition", "duration:1/2"])
+            .contains(&("ROCM_TEST_PARTITION", "duration:1/2:/events.jsonl".into())));
+        assert!(env_of(&["--partition", "hash:2/3"])
+            .contains(&("ROCM_TEST_PARTITION", "hash:2/3".into())));
+    }
+
+    #[test]
+    fn merge_is_a_subcommand_and_partition_is_checked() {
+        let a = parse(&["merge", "s1", "s2", "--out", "m"]);
+        let Some(TestAction::Merge(m)) = a.action else {
+            panic!("not merge: {:?}", a.action)
+        };
+        assert_eq!(m.inputs, [PathBuf::from("s1"), PathBuf::from("s2")]);
+        assert_eq!(m.out, PathBuf::from("m"));
+        assert!(parse(&["--", "merge"]).action.is_none());
+        let err = Wrap::try_parse_from(["test", "--partition", "count:4/3"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("count:K/N"), "{err}");
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub fn cargo_rocm_command(args: &[&str], cwd: &Path) -> Command {
         .env_remove("ROCM_TEST_EVENTS")
         .env_remove("ROCM_TEST_RACE_CHECK")
         .env_remove("ROCM_TEST_ISOLATE")
+        .env_remove("ROCM_TEST_PARTITION")
         .env_remove("ROCM_CPU_EXEC")
         .env_remove("ROCM_RACE_STRICT");
     command

@@ -8,6 +8,7 @@ mod harness_common;
 mod profile_command;
 mod test_example;
 mod test_llm_template;
+mod test_partition;
 mod test_planted;
 mod test_races;
 mod test_realworld;
