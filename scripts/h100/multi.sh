@@ -13,9 +13,10 @@
 #   kernels-bench   examples/basic's benchmarks (criterion)
 # The run writes to $OUT (default ./h100-multi): gpus.txt, test.txt and test-events.jsonl (the
 # harness with `--backend nvidia`: trials named per device, run at the same time), bench.txt
-# (criterion ids per device), tune-1.json / tune-all.json (brute force of the matmul at
-# n=$MATMUL_N on the first GPU, then on every GPU at once, each with a cold compile cache) and
-# table.txt: wall times, their ratio and the best configurations.
+# (criterion ids per device), and table.txt: a brute force of the matmul at n=$MATMUL_N on the
+# first GPU, then on every GPU at once, each with a cold compile cache (WARM=1: both again with
+# it warm): wall times, where they went, their ratio and the best configurations (the reports
+# stay in $MULTI_SCRATCH).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/.carry/h100/multi"
@@ -92,39 +93,48 @@ PY
   grep -E "^[a-z_0-9]+/nvidia" "$out/bench.txt" | head -40
 
   local n="${MATMUL_N:-1024}" limit="${T_TUNE:-200}"
-  for sel in 1 all; do
-    echo "==> [$((SECONDS - start))s] tune: matmul n=$n brute force, --devices $sel" >&2
-    local t0=$SECONDS
-    timeout "$limit" "$exe/cargo-rocm" rocm tune --harness "$exe/kernels-test" --backend nvidia \
-        --devices "$sel" --strategy brute_force --budget 100000 --problem "n=$n" \
-        --iterations "${ITERATIONS:-5}" --target-dir "$scratch/target-$sel" --fresh \
-        --wisdom "$out/wisdom-$sel.json" --message-format json -- matmul \
-        > "$out/tune-$sel.json" 2> "$out/tune-$sel.err"
-    echo "tune --devices $sel: exit $? in $((SECONDS - t0)) s" | tee "$out/tune-$sel.time"
+  # Cold: each run with an empty compile cache. WARM=1: both again, their candidates already
+  # compiled (--fresh sets the tuning caches aside, not the compile cache).
+  local rounds="cold"; [ -n "${WARM:-}" ] && rounds="cold warm"
+  for round in $rounds; do
+    for sel in 1 all; do
+      echo "==> [$((SECONDS - start))s] tune ($round): matmul n=$n brute force, --devices $sel" >&2
+      local t0=$SECONDS
+      timeout "$limit" "$exe/cargo-rocm" rocm tune --harness "$exe/kernels-test" --backend nvidia \
+          --devices "$sel" --strategy brute_force --budget 100000 --problem "n=$n" \
+          --iterations "${ITERATIONS:-5}" --target-dir "$scratch/target-$sel" --fresh \
+          --wisdom "$scratch/wisdom-$sel.json" --message-format json -- matmul \
+          > "$scratch/tune-$round-$sel.json" 2> "$scratch/tune-$round-$sel.err"
+      echo "tune ($round) --devices $sel: exit $? in $((SECONDS - t0)) s" >&2
+    done
   done
-  python3 - "$out" <<'PY' | tee "$out/table.txt"
+  python3 - "$scratch" $rounds <<'PY' | tee "$out/table.txt"
 import json, os, sys
-out = sys.argv[1]
-rows = {}
-for sel in ("1", "all"):
-    try:
-        r = json.load(open(os.path.join(out, "tune-%s.json" % sel)))
-    except Exception as e:
-        print("tune --devices %s: no report (%s)" % (sel, e)); continue
-    for run in r.get("runs", []):
-        o = run["overhead"]
-        rows[sel] = run
-        print("--devices %-4s devices=%s evaluations=%d/%d wall=%.1f s kernel=%.1f s best=%s %.4f ms" % (
-            sel, run.get("devices") or [run["device"]["name"]], run["evaluations"], run["space"],
-            o["total_s"], o["kernel_s"], json.dumps(run["best"]["config"], sort_keys=True),
-            run["best"]["time_ms"]))
-if len(rows) == 2:
-    a, b = rows["1"], rows["all"]
-    print("wall-time ratio (one GPU / every GPU): %.2f" % (a["overhead"]["total_s"] / b["overhead"]["total_s"]))
-    same = a["best"]["config"] == b["best"]["config"]
-    print("same best configuration: %s" % same)
-    if not same:
-        print("  times of the two bests: %.4f vs %.4f ms" % (a["best"]["time_ms"], b["best"]["time_ms"]))
+scratch, rounds = sys.argv[1], sys.argv[2:]
+for rnd in rounds:
+    rows = {}
+    for sel in ("1", "all"):
+        try:
+            r = json.load(open(os.path.join(scratch, "tune-%s-%s.json" % (rnd, sel))))
+        except Exception as e:
+            print("%s --devices %s: no report (%s)" % (rnd, sel, e)); continue
+        for run in r.get("runs", []):
+            o = run["overhead"]
+            rows[sel] = run
+            m = max(o["measured"], 1)
+            print("%s --devices %-4s devices=%s evaluations=%d/%d wall=%.1f s kernel=%.1f s "
+                  "compile wait=%.1f s verify=%.1f s best=%s %.4f ms" % (
+                rnd, sel, run.get("devices") or [run["device"]["name"]], run["evaluations"],
+                run["space"], o["total_s"], o["kernel_s"], o["compile_s"], o["verify_s"],
+                json.dumps(run["best"]["config"], sort_keys=True), run["best"]["time_ms"]))
+    if len(rows) == 2:
+        a, b = rows["1"], rows["all"]
+        print("%s: wall-time ratio (one GPU / every GPU): %.2f" % (
+            rnd, a["overhead"]["total_s"] / b["overhead"]["total_s"]))
+        same = a["best"]["config"] == b["best"]["config"]
+        print("%s: same best configuration: %s" % (rnd, same))
+        if not same:
+            print("  times of the two bests: %.4f vs %.4f ms" % (a["best"]["time_ms"], b["best"]["time_ms"]))
 PY
   echo "==> [$((SECONDS - start))s] done" >&2
 }
