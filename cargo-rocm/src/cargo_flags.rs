@@ -197,6 +197,23 @@ pub fn build_env(backends: &[Backend]) -> Vec<(&'static str, String)> {
     vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
 }
 
+/// The variable that keeps `--release` harnesses' line tables: cargo's release profile strips
+/// debug information by default (`strip = "debuginfo"` where `debug` is off), which took the cpu
+/// race variant's line tables (compiled with `-g1` whatever the profile) out of the test binary,
+/// and race reports said `at code address 0x…` instead of `file:line`.
+pub const KEEP_RELEASE_LINE_TABLES: &str = "CARGO_PROFILE_RELEASE_STRIP";
+
+/// [`build_env`] for building and running test harnesses: also keeps the line tables of release
+/// builds (see [`KEEP_RELEASE_LINE_TABLES`]), unless the user's environment sets the variable.
+/// The harness is built and run with the same variables, or the run would rebuild it.
+pub fn harness_build_env(backends: &[Backend]) -> Vec<(&'static str, String)> {
+    let mut env = build_env(backends);
+    if std::env::var_os(KEEP_RELEASE_LINE_TABLES).is_none() {
+        env.push((KEEP_RELEASE_LINE_TABLES, "false".to_owned()));
+    }
+    env
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +334,13 @@ mod tests {
     #[test]
     fn backends_limit_the_kernel_builds() {
         assert!(build_env(&[]).is_empty());
+        // Harnesses keep their line tables in release builds (race reports name source lines).
+        if std::env::var_os(KEEP_RELEASE_LINE_TABLES).is_none() {
+            assert_eq!(
+                harness_build_env(&[]),
+                [("CARGO_PROFILE_RELEASE_STRIP", "false".to_owned())]
+            );
+        }
         assert_eq!(
             build_env(&[Backend::Cpu, Backend::Nvidia]),
             [("ROCM_BACKENDS", "cpu,nvidia".to_owned())]

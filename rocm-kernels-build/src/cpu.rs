@@ -19,6 +19,7 @@
 //!    libraries (of one crate or several) link into one binary even when they define the same
 //!    kernels, device functions or globals, each running its own.
 
+pub(crate) mod balance;
 mod compile;
 mod generated;
 mod globals;
@@ -164,6 +165,14 @@ pub enum CpuBuildError {
     },
     /// Compiling failed.
     Compile { message: String },
+    /// The kernel sources have errors, at the user's files and lines: the front end's own
+    /// (unbalanced brackets, found before any compiler runs) or the host compiler's, each once
+    /// (the race variant's compile is not asked to repeat them).
+    Source {
+        diagnostics: Vec<crate::Diagnostic>,
+        /// Where the compiler's whole output was written, when a compiler ran.
+        full_output: Option<PathBuf>,
+    },
     /// A kernel uses something the cpu backend cannot run in any form (inline assembly).
     Unsupported {
         kernel: String,
@@ -193,6 +202,16 @@ impl fmt::Display for CpuBuildError {
             ),
             CpuBuildError::Compile { message } => {
                 write!(f, "compiling kernels for the cpu backend failed: {message}")
+            }
+            CpuBuildError::Source {
+                diagnostics,
+                full_output,
+            } => {
+                f.write_str(&crate::diagnostics::summary(diagnostics))?;
+                if let Some(path) = full_output {
+                    write!(f, "\n(the compiler's whole output: {})", path.display())?;
+                }
+                Ok(())
             }
             CpuBuildError::Unsupported {
                 kernel,
@@ -534,16 +553,31 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
         let preprocessed = preprocess(req, &file, &source)?;
         // One lexing of the unit for everything below.
         let toks = lex::lex(&preprocessed);
+        // A missing `}` makes the compiler report hundreds of lines about generated code: say
+        // which bracket is open, at the user's line, before it runs.
+        if let Some(u) = balance::check(&toks) {
+            let file = if u.file.is_empty() {
+                source.clone()
+            } else {
+                PathBuf::from(&u.file)
+            };
+            return Err(CpuBuildError::Source {
+                diagnostics: vec![crate::Diagnostic {
+                    file: crate::source::display_name(&file, &req.crate_root),
+                    line: u.line,
+                    column: Some(u.column),
+                    severity: "error".into(),
+                    message: u.message,
+                }],
+                full_output: None,
+            });
+        }
         for inc in included_files(&toks) {
             if inc != file && inc.is_file() && !inc.starts_with(&header_dir) {
                 rerun.insert(inc);
             }
         }
-        let source_rel = source
-            .strip_prefix(&req.crate_root)
-            .unwrap_or(&source)
-            .to_string_lossy()
-            .replace('\\', "/");
+        let source_rel = crate::source::display_name(&source, &req.crate_root);
         // Region forms (kernels with barriers run without fibers), then the entry points.
         let regions = region::generate(&toks);
         if let Some(r) = regions.refused.first() {
@@ -601,11 +635,8 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             let symbol = format!("{stem}_g{}", globals.len());
             unit.add_global(&symbol, &g.name);
             let file = PathBuf::from(&g.file);
-            let source_rel = file
-                .strip_prefix(&req.crate_root)
-                .unwrap_or(&file)
-                .to_string_lossy()
-                .replace('\\', "/");
+            let file = std::fs::canonicalize(&file).unwrap_or(file);
+            let source_rel = crate::source::display_name(&file, &req.crate_root);
             globals.push(CpuGlobalGen {
                 name: g.name,
                 constant: g.constant,
@@ -631,6 +662,10 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                     objects
                 }
                 Err(why) => {
+                    // The source's own errors, said once rather than as the race variant's.
+                    if let Some(e) = compile::source_errors(req, &generated)? {
+                        return Err(e);
+                    }
                     warnings.push(format!(
                         "rocm-kernels: no race variant of the cpu kernels of `{}`: {why}; the \
                          race check falls back to comparing two thread orders, which sees fewer \

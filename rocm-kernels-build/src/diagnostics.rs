@@ -1,4 +1,6 @@
-//! Reading clang-style diagnostics (`file:line:col: severity: message`) out of compiler output.
+//! Reading diagnostics out of compiler output — clang's and GCC's `file:line:col: severity:
+//! message`, nvcc's and NVRTC's `file(line): severity: message` — and writing the short summary a
+//! failed build shows.
 
 use crate::error::Diagnostic;
 
@@ -18,7 +20,59 @@ pub(crate) fn parse(output: &str) -> Vec<Diagnostic> {
     out
 }
 
+/// How many errors a summary lists; the rest are counted.
+const SHOWN: usize = 5;
+
+/// The first errors of `diagnostics`, one per line (the first line is the first error), and how
+/// many more there are: what a failed build says, in at most `SHOWN + 1` lines.
+pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
+    let errors: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).collect();
+    let shown: &[&Diagnostic] = if errors.is_empty() {
+        &[]
+    } else {
+        &errors[..errors.len().min(SHOWN)]
+    };
+    let mut lines: Vec<String> = shown.iter().map(|d| d.to_string()).collect();
+    if errors.len() > SHOWN {
+        lines.push(format!("({} more errors)", errors.len() - SHOWN));
+    }
+    lines.join("\n")
+}
+
 fn parse_line(line: &str) -> Option<Diagnostic> {
+    parse_clang(line).or_else(|| parse_nvcc(line))
+}
+
+/// nvcc's and NVRTC's `file(line): error: message` (EDG's format).
+fn parse_nvcc(line: &str) -> Option<Diagnostic> {
+    for sev in SEVERITIES {
+        let marker = format!("): {sev}");
+        let Some(pos) = line.find(&marker) else {
+            continue;
+        };
+        let rest = &line[pos + marker.len()..];
+        // `error: ...` or `warning #177-D: ...`.
+        let message = match rest.strip_prefix(": ") {
+            Some(m) => m,
+            None => rest.strip_prefix(' ')?.split_once(": ")?.1,
+        };
+        let (file, line_no) = line[..pos].rsplit_once('(')?;
+        let line_no = line_no.parse().ok()?;
+        if file.is_empty() {
+            return None;
+        }
+        return Some(Diagnostic {
+            file: file.to_string(),
+            line: line_no,
+            column: None,
+            severity: sev.to_string(),
+            message: message.to_string(),
+        });
+    }
+    None
+}
+
+fn parse_clang(line: &str) -> Option<Diagnostic> {
     for sev in SEVERITIES {
         let marker = format!(": {sev}: ");
         let Some(pos) = line.find(&marker) else {
@@ -101,6 +155,47 @@ clang++-19: warning: argument unused during compilation: '-fno-foo' [-Wunused-co
             "kernels/a.hip:7:5: error: use of undeclared identifier 'foo'"
         );
         assert_eq!((d[2].line, d[2].column), (9, None));
+    }
+
+    #[test]
+    fn parses_nvcc_diagnostics() {
+        let d = parse(
+            "/c/k.hip(5): error: identifier \"y\" is undefined\n\
+             /c/k.hip(7): warning #177-D: variable \"t\" was declared but never referenced\n\
+             1 error detected in the compilation of \"/c/k.hip\".\n",
+        );
+        assert_eq!(d.len(), 2, "{d:#?}");
+        assert_eq!(
+            d[0].to_string(),
+            "/c/k.hip:5: error: identifier \"y\" is undefined"
+        );
+        assert_eq!(d[1].severity, "warning");
+        assert_eq!(
+            d[1].message,
+            "variable \"t\" was declared but never referenced"
+        );
+    }
+
+    #[test]
+    fn a_summary_is_the_first_errors_and_a_count() {
+        let mut d = parse(OUTPUT);
+        assert_eq!(summary(&d).lines().count(), 2);
+        for n in 0..9 {
+            d.push(Diagnostic {
+                file: "k.hip".into(),
+                line: n,
+                column: None,
+                severity: "error".into(),
+                message: "x".into(),
+            });
+        }
+        let s = summary(&d);
+        assert!(
+            s.starts_with("kernels/a.hip:7:5: error: use of undeclared"),
+            "{s}"
+        );
+        assert_eq!(s.lines().count(), SHOWN + 1, "{s}");
+        assert!(s.ends_with("(6 more errors)"), "{s}");
     }
 
     #[test]

@@ -40,16 +40,20 @@ impl std::fmt::Display for Diagnostic {
     }
 }
 
+/// The first errors, one `  --> file:line: error: ...` line each, and how many more there are.
 fn list_diagnostics(diags: &[Diagnostic]) -> String {
-    let errors: Vec<String> = diags
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| format!("\n  --> {d}"))
-        .collect();
-    errors.concat()
+    crate::diagnostics::summary(diags)
+        .lines()
+        .map(|l| {
+            if l.starts_with('(') {
+                format!("\n  {l}")
+            } else {
+                format!("\n  --> {l}")
+            }
+        })
+        .collect()
 }
 
-/// A compiler that ran and failed: what it was compiling, the command, and what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileFailure {
     pub backend: Backend,
@@ -79,12 +83,17 @@ impl std::fmt::Display for CompileFailure {
         }
         write!(
             f,
-            " ({}){}\ncommand: {}\ncompiler output:\n{}",
+            " ({}){}\ncommand: {}",
             self.status,
             list_diagnostics(&self.diagnostics),
             self.command,
-            self.output
-        )
+        )?;
+        // The compiler's whole output only when no error could be read out of it: the located
+        // errors say it in a few lines, where the output repeats them with context.
+        if !self.diagnostics.iter().any(Diagnostic::is_error) {
+            write!(f, "\ncompiler output:\n{}", self.output)?;
+        }
+        Ok(())
     }
 }
 
@@ -246,10 +255,24 @@ mod tests {
             }],
         }))
         .to_string();
+        // The located errors, then the command; the output, which repeats them, is left out.
+        assert_eq!(
+            e,
+            "failed to compile `k/a.hip` for the amd backend (gfx90a,gfx1030) (exit status: 1)\n  --> k/a.hip:3:5: error: boom\ncommand: cd /c && clang++ k/a.hip"
+        );
+        // Without a located error, the output is all there is to show.
+        let e = BuildError::CompileFailed(Box::new(CompileFailure {
+            backend: Backend::Nvidia,
+            source_file: "k/a.hip".into(),
+            targets: "sm_90".into(),
+            status: "signal: 9".into(),
+            command: "nvcc k/a.hip".into(),
+            output: "Killed\n".into(),
+            diagnostics: Vec::new(),
+        }))
+        .to_string();
         assert!(
-            e.starts_with(
-                "failed to compile `k/a.hip` for the amd backend (gfx90a,gfx1030) (exit status: 1)\n  --> k/a.hip:3:5: error: boom\ncommand: cd /c && clang++ k/a.hip\ncompiler output:\nk/a.hip:3:5: error: boom"
-            ),
+            e.ends_with("command: nvcc k/a.hip\ncompiler output:\nKilled\n"),
             "{e}"
         );
     }

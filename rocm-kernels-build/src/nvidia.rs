@@ -146,13 +146,23 @@ impl NvidiaCompiler {
         let _ = std::fs::remove_file(&record_path);
         let started = Instant::now();
         let result = nvcc::compile(nvcc, &job).map_err(|f| {
+            // nvcc says only "At end of source: expected a `}`" of a missing `}`: the front
+            // end's check names the bracket left open.
+            let unbalanced = crate::cpu::balance::check_file(&src.abs, crate_root);
             BuildError::CompileFailed(Box::new(CompileFailure {
                 backend: Backend::Nvidia,
                 source_file: src.rel.clone(),
                 targets: arch.to_string(),
                 status: f.status,
                 command: f.command,
-                diagnostics: diagnostics::parse(&f.output),
+                // nvcc names the file as it was given (absolute): as the user sees it instead.
+                diagnostics: unbalanced
+                    .into_iter()
+                    .chain(diagnostics::parse(&f.output).into_iter().map(|mut d| {
+                        d.file = crate::source::display_name(Path::new(&d.file), crate_root);
+                        d
+                    }))
+                    .collect(),
                 output: f.output,
             }))
         })?;

@@ -19,19 +19,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    pub(crate) fn new(abs: PathBuf, crate_root: &Path) -> SourceFile {
-        let rel = abs
-            .strip_prefix(crate_root)
-            .unwrap_or(&abs)
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
-        let rel = if abs.starts_with(crate_root) {
-            rel
-        } else {
-            abs.display().to_string()
-        };
+    /// The source at `path`, named relative to `crate_root`. Both are resolved first (`..`,
+    /// `.` and symlinks), so every spelling of one file is one `SourceFile` — to every backend,
+    /// and in the check that no kernel is defined by two sources.
+    pub(crate) fn new(path: PathBuf, crate_root: &Path) -> SourceFile {
+        let abs = std::fs::canonicalize(&path).unwrap_or(path);
+        let rel = display_name(&abs, crate_root);
         SourceFile { abs, rel }
     }
 
@@ -54,6 +47,21 @@ impl SourceFile {
             .collect();
         let digest = Sha256::digest(self.rel.as_bytes());
         format!("{stem}-{}", &hex(&digest)[..12])
+    }
+}
+
+/// How a source file at `abs` (resolved) is named to users: relative to the crate root when inside
+/// it (`kernels/saxpy.hip`), else its absolute path; always with `/` separators. The crate root is
+/// resolved too, so a crate reached through a symlink names its files the same way.
+pub(crate) fn display_name(abs: &Path, crate_root: &Path) -> String {
+    let root = std::fs::canonicalize(crate_root).unwrap_or_else(|_| crate_root.to_path_buf());
+    match abs.strip_prefix(&root) {
+        Ok(inside) => inside
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => abs.to_string_lossy().replace('\\', "/"),
     }
 }
 

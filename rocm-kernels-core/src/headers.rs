@@ -34,6 +34,41 @@ const NVIDIA: &[(&str, &str)] = &[
         "hip/detail/collective_macros.h",
         include_str!("../include/nvidia/hip/detail/collective_macros.h"),
     ),
+    (
+        "hip/detail/rtc_std.h",
+        include_str!("../include/nvidia/hip/detail/rtc_std.h"),
+    ),
+    (
+        "rtc/algorithm",
+        include_str!("../include/nvidia/rtc/algorithm"),
+    ),
+    (
+        "rtc/assert.h",
+        include_str!("../include/nvidia/rtc/assert.h"),
+    ),
+    ("rtc/cassert", include_str!("../include/nvidia/rtc/cassert")),
+    ("rtc/cfloat", include_str!("../include/nvidia/rtc/cfloat")),
+    ("rtc/climits", include_str!("../include/nvidia/rtc/climits")),
+    ("rtc/cmath", include_str!("../include/nvidia/rtc/cmath")),
+    ("rtc/cstddef", include_str!("../include/nvidia/rtc/cstddef")),
+    ("rtc/cstdint", include_str!("../include/nvidia/rtc/cstdint")),
+    ("rtc/cstdio", include_str!("../include/nvidia/rtc/cstdio")),
+    ("rtc/float.h", include_str!("../include/nvidia/rtc/float.h")),
+    ("rtc/limits", include_str!("../include/nvidia/rtc/limits")),
+    (
+        "rtc/limits.h",
+        include_str!("../include/nvidia/rtc/limits.h"),
+    ),
+    ("rtc/math.h", include_str!("../include/nvidia/rtc/math.h")),
+    (
+        "rtc/stddef.h",
+        include_str!("../include/nvidia/rtc/stddef.h"),
+    ),
+    (
+        "rtc/stdint.h",
+        include_str!("../include/nvidia/rtc/stdint.h"),
+    ),
+    ("rtc/stdio.h", include_str!("../include/nvidia/rtc/stdio.h")),
 ];
 
 /// `include/cpu`, file by file (path under the folder, contents).

@@ -884,19 +884,47 @@ void on_signal(int sig, siginfo_t *info, void *uctx) {
     chain(sig, info, uctx, sig == SIGSEGV ? old_segv : sig == SIGBUS ? old_bus : old_urg);
 }
 
+struct sigaction our_action() {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sa;
+}
+
+std::atomic<bool> handlers_installed{false};
+
 void install_handlers() {
     static std::once_flag once;
     std::call_once(once, [] {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_signal;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
+        struct sigaction sa = our_action();
         sigaction(SIGSEGV, &sa, &old_segv);
         sigaction(SIGBUS, &sa, &old_bus);
         sigaction(SIGURG, &sa, &old_urg);
+        handlers_installed.store(true);
     });
 }
+
+}  // namespace
+
+// A library loaded later may install its own handlers in front of ours (hipRTC brings LLVM's):
+// a kernel's guard-page fault then reaches that handler first, which knows nothing of fibers and
+// crashes the process. Put ours back in front, still chaining to what was there before ours —
+// not to the newcomer: LLVM's handler restores its predecessor (ours) and returns, so chaining to
+// it from ours would fault forever. Called after every hipRTC load and compile.
+extern "C" void rk_signal_handlers_first(void) {
+    if (!handlers_installed.load()) return;  // installed in front when the first pool starts
+    struct sigaction sa = our_action();
+    for (int sig : {SIGSEGV, SIGBUS, SIGURG}) {
+        struct sigaction current;
+        if (sigaction(sig, nullptr, &current) != 0) continue;
+        if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_signal) continue;
+        sigaction(sig, &sa, nullptr);
+    }
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // The pool.
@@ -1355,6 +1383,7 @@ static const char *const unsupported =
     "the cargo-rocm cpu backend runs kernels on x86-64 Linux only";
 
 extern "C" uint32_t rk_runtime_supported(void) { return 0; }
+extern "C" void rk_signal_handlers_first(void) {}
 extern "C" void rk_syncthreads(void) {}
 extern "C" void rk_watch_point(void) {}
 extern "C" int rk_syncthreads_op(int, int pred) { return pred; }

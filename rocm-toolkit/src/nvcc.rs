@@ -299,6 +299,9 @@ pub fn command(nvcc: &Nvcc, job: &NvccJob) -> Command {
     cmd.arg(if ptx { "-ptx" } else { "-cubin" });
     cmd.arg(format!("-arch={}", job.arch));
     cmd.arg(format!("-O{}", job.opt_level.min(3)));
+    // hipcc lets device code call constexpr host functions (`std::min`, `std::max`,
+    // `std::numeric_limits<float>::max()`): so must nvcc, for the same sources to compile.
+    cmd.arg("--expt-relaxed-constexpr");
     if !ptx {
         cmd.arg("-Xptxas").arg("-v");
     }

@@ -19,7 +19,9 @@ use rocm_kernels_core::Backend;
 use rocm_test_events::partition::Partition;
 use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
 
-use crate::cargo_flags::{build_env, CargoFlags, Packages};
+#[cfg(test)]
+use crate::cargo_flags::build_env;
+use crate::cargo_flags::{harness_build_env, CargoFlags, Packages};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
 use crate::output::Output;
@@ -170,7 +172,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
         )?;
         let mut cmd = Command::new(&cargo);
         cmd.args(&base)
-            .envs(build_env(&args.backend))
+            .envs(harness_build_env(&args.backend))
             .arg("--no-fail-fast");
         if !args.args.is_empty() {
             cmd.arg("--").args(&args.args);
@@ -276,7 +278,7 @@ pub(crate) fn build_harness(
 ) -> anyhow::Result<()> {
     let status = Command::new(cargo)
         .args(base)
-        .envs(build_env(backends))
+        .envs(harness_build_env(backends))
         .arg("--no-run")
         .stdout(stdout)
         .status()

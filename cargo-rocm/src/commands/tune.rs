@@ -24,7 +24,7 @@ use rocm_test_events::tune::{
     TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
 };
 
-use crate::cargo_flags::{build_env, CargoFlags};
+use crate::cargo_flags::{build_env, harness_build_env, CargoFlags};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::commands::test::{build_harness, cargo_test_args, workspace};
 use crate::exit;
@@ -349,7 +349,8 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
                 &h.package,
             )?;
             let mut cmd = Process::new(&cargo);
-            cmd.args(&base).envs(build_env(&args.backend));
+            // As build_harness built it, or cargo would rebuild.
+            cmd.args(&base).envs(harness_build_env(&args.backend));
             run_harness(
                 &args,
                 cmd,

@@ -270,3 +270,22 @@ fn strict_mode_reports_a_plain_read_racing_an_atomic_write() {
         );
     }
 }
+
+/// Issue 26: race reports name both source lines under `--release` too. Cargo's release profile
+/// strips debug information by default, which took the race variant's line tables out of the
+/// test binary (`at code address 0x…`); `cargo rocm test` keeps them
+/// (`CARGO_PROFILE_RELEASE_STRIP=false` for the harness builds).
+#[testkit::test(needs = [CXX])]
+fn a_release_build_race_report_names_both_source_lines() {
+    let fixture = repo().join("tests/fixtures/races");
+    copy_lock(&fixture);
+    let name = "bug_global_histogram::cpu/w64";
+    let events = run(&fixture, &["--release", "--", name, "--exact"]);
+    let (outcome, msg) = message(&events, name);
+    assert_eq!(outcome, TrialOutcome::Failed, "{msg}");
+    assert!(!msg.contains("code address"), "{msg}");
+    assert!(
+        msg.matches("kernels/races.hip:").count() >= 2,
+        "both accesses' lines: {msg}"
+    );
+}

@@ -34,10 +34,16 @@ pub fn compile(
         }
         build.try_compile_intermediates()
     };
-    let loud = |units: &[GeneratedUnit]| {
-        objects(units, false).map_err(|e| CpuBuildError::Compile {
-            message: e.to_string(),
-        })
+    let loud = |units: &[GeneratedUnit]| match objects(units, true) {
+        Ok(objects) => Ok(objects),
+        // The user's errors at their lines, once; else (an error in generated code) everything
+        // the compiler said.
+        Err(_) => match source_errors(req, units)? {
+            Some(e) => Err(e),
+            None => objects(units, false).map_err(|e| CpuBuildError::Compile {
+                message: e.to_string(),
+            }),
+        },
     };
     let mut warnings = Vec::new();
     let mut compiled = None;
@@ -131,8 +137,72 @@ fn drop_failing_forms(
     std::fs::write(&u.file, u.text()).map_err(io(&u.file))
 }
 
+/// The errors of the user's sources, if they have any: each unit without its region forms (the
+/// user's code and the entry points) checked with `-fsyntax-only`, the diagnostics at the user's
+/// files (named relative to the crate) kept, and those at generated lines dropped when there are
+/// others (an entry point naming a kernel that failed to compile adds nothing). The compiler's
+/// whole output is written beside the units. `None` when every unit compiles.
+pub fn source_errors(
+    req: &CpuBuildRequest,
+    units: &[GeneratedUnit],
+) -> Result<Option<CpuBuildError>, CpuBuildError> {
+    let mut diagnostics: Vec<crate::Diagnostic> = Vec::new();
+    let mut whole = String::new();
+    for u in units {
+        let probe = u.file.with_extension("check.cpp");
+        std::fs::write(&probe, u.text_with(|_| false)).map_err(io(&probe))?;
+        let result = syntax_check_output(req, &probe, &u.source);
+        std::fs::remove_file(&probe).map_err(io(&probe))?;
+        let Err(output) = result else { continue };
+        whole.push_str(&output);
+        let generated = |file: &str| {
+            Path::new(file) == probe || Path::new(file) == u.file || file.ends_with(".cpu.cpp")
+        };
+        let found = crate::diagnostics::parse(&output);
+        let users: Vec<_> = found
+            .iter()
+            .filter(|d| d.is_error() && !generated(&d.file))
+            .cloned()
+            .collect();
+        let kept = if users.is_empty() {
+            found.into_iter().filter(|d| d.is_error()).collect()
+        } else {
+            users
+        };
+        diagnostics.extend(kept.into_iter().map(|mut d| {
+            d.file = crate::source::display_name(Path::new(&d.file), &req.crate_root);
+            d
+        }));
+    }
+    if whole.is_empty() {
+        return Ok(None);
+    }
+    if diagnostics.is_empty() {
+        // Output without a located error (a crashed compiler): not the user's source.
+        return Ok(None);
+    }
+    let full = req.out_dir.join("compiler-errors.txt");
+    std::fs::write(&full, &whole).map_err(io(&full))?;
+    Ok(Some(CpuBuildError::Source {
+        diagnostics,
+        full_output: Some(full),
+    }))
+}
+
 /// `-fsyntax-only` on a unit: Err(first error line) when it does not compile.
 fn syntax_check(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<(), String> {
+    syntax_check_output(req, file, source).map_err(|stderr| {
+        stderr
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or("unknown error")
+            .trim()
+            .to_string()
+    })
+}
+
+/// `-fsyntax-only` on a unit: Err(the compiler's output) when it does not compile.
+fn syntax_check_output(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<(), String> {
     let mut build = base_build(req);
     build.cargo_metadata(false).warnings(false);
     let compiler = build.try_get_compiler().map_err(|e| e.to_string())?;
@@ -145,11 +215,5 @@ fn syntax_check(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<(),
     if output.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(stderr
-        .lines()
-        .find(|l| l.contains("error"))
-        .unwrap_or("unknown error")
-        .trim()
-        .to_string())
+    Err(String::from_utf8_lossy(&output.stderr).into_owned())
 }

@@ -279,6 +279,11 @@ fn pair_brackets(text: &str, toks: &[Token]) -> Vec<u32> {
 }
 
 impl<'a> Tokens<'a> {
+    /// The text that was lexed.
+    pub fn source_text(&self) -> &'a str {
+        self.text
+    }
+
     pub fn len(&self) -> usize {
         self.toks.len()
     }

@@ -126,6 +126,10 @@ pub fn build(req: &CpuBuildRequest, units: &[GeneratedUnit]) -> Result<Vec<PathB
         .opt_level(1)
         .cargo_metadata(false)
         .warnings(false)
+        // A source error is reported once, by the build (`compile::source_errors`), not again
+        // as this variant's compiler output.
+        .cargo_warnings(false)
+        .cargo_output(false)
         .flag("-fsanitize=thread");
     let compiler = build.try_get_compiler().map_err(|e| e.to_string())?;
     if compiler.is_like_clang() {

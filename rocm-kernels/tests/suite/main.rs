@@ -14,6 +14,7 @@ mod cpu_fidelity;
 mod cpu_regions;
 mod cpu_runtime;
 mod nvidia_backend;
+mod nvidia_rtc_parity;
 
 fn main() -> std::process::ExitCode {
     testkit::main()

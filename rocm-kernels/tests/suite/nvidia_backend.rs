@@ -51,7 +51,7 @@ const NVIDIA_GPU: testkit::Need = testkit::Need::check(
     || nvidia_device().map(|_| ()),
 );
 
-const NVCC: testkit::Need = testkit::Need::check(
+pub const NVCC: testkit::Need = testkit::Need::check(
     "nvcc",
     "install the CUDA toolkit matching the driver (`cargo rocm doctor --backend nvidia`)",
     testkit::Kind::Machine,
@@ -61,7 +61,7 @@ const NVCC: testkit::Need = testkit::Need::check(
     },
 );
 
-const NVRTC: testkit::Need = testkit::Need::check(
+pub const NVRTC: testkit::Need = testkit::Need::check(
     "NVRTC",
     "install NVRTC matching the driver (`cargo rocm doctor --backend nvidia`)",
     testkit::Kind::Machine,

@@ -24,19 +24,7 @@
 #include <climits>
 #include <cfloat>
 #else
-// NVRTC has no <cstdint>, but kernels written for hipcc use its names without including it (hipcc
-// and hipRTC provide them). The same aliases as libcu++'s <cuda/std/cstdint> under NVRTC, so
-// including that too is no redefinition.
-using int8_t = signed char;
-using int16_t = signed short;
-using int32_t = signed int;
-using int64_t = signed long long;
-using uint8_t = unsigned char;
-using uint16_t = unsigned short;
-using uint32_t = unsigned int;
-using uint64_t = unsigned long long;
-using intptr_t = int64_t;
-using uintptr_t = uint64_t;
+#include "detail/rtc_std.h"
 #endif
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>

@@ -89,6 +89,15 @@ pub(crate) fn probe() -> ProbeResult {
     Ok(vec![Arc::new(CpuDevice::new(CpuOptions::default()))])
 }
 
+/// Puts the cpu backend's fault handlers back in front of any installed since (hipRTC brings
+/// LLVM's, which would take a kernel's guard-page fault and crash the process); they keep
+/// chaining to the handlers that were there before them. Nothing happens before the first cpu
+/// pool has installed them.
+pub(crate) fn signal_handlers_first() {
+    // Safety: three sigaction calls, made only after the runtime installed its handlers.
+    unsafe { ffi::rk_signal_handlers_first() }
+}
+
 /// Cost of one fiber switch of the cpu runtime, in nanoseconds (for benchmarks and reports).
 pub fn fiber_switch_ns(iterations: u64) -> f64 {
     // Safety: a self-contained measurement in the runtime.

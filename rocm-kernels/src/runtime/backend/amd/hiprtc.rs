@@ -63,7 +63,11 @@ fn library() -> Result<&'static Hiprtc> {
                 // Safety: opening a ROCm library runs its initialisers, which have no
                 // preconditions.
                 let library = match unsafe { libloading::Library::new(path) } {
-                    Ok(l) => l,
+                    Ok(l) => {
+                        // Its initialisers may install LLVM's signal handlers.
+                        crate::runtime::backend::cpu::signal_handlers_first();
+                        l
+                    }
                     Err(e) => {
                         reasons.push(format!("{}: {e}", path.display()));
                         continue;
@@ -136,10 +140,10 @@ pub fn compile_at_run_time(
         .lock
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let compiled = h
-        .api
-        .compile(name, source, kernels, &all_options)
-        .map_err(fail)?;
+    let compiled = h.api.compile(name, source, kernels, &all_options);
+    // hipRTC (LLVM) may have installed its signal handlers in front of the cpu backend's.
+    crate::runtime::backend::cpu::signal_handlers_first();
+    let compiled = compiled.map_err(fail)?;
     let code = compiled
         .output(h.code)
         .ok_or_else(|| fail("hiprtcGetCode failed".into()))?;

@@ -164,6 +164,7 @@ extern "C" {
     pub fn rk_mem_free(ptr: *mut c_void, bytes: u64, guarded: u32);
     pub fn rk_measure_switch_ns(iterations: u64) -> f64;
     pub fn rk_runtime_supported() -> u32;
+    pub fn rk_signal_handlers_first();
     pub fn rk_race_begin(ranges: *const RkRaceRange, count: u32, wave_size: u32) -> u32;
     pub fn rk_race_set_strict(strict: u32);
     pub fn rk_race_end(out: *mut RkRaceReport, max: u32, total: *mut u64) -> u32;

@@ -198,6 +198,9 @@ pub(crate) fn compile_with<'k>(
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_owned(),
         format!("--include-path={}", dir.display()),
+        // `<cmath>`, `<cstdint>`, `<cfloat>`... for kernels that include them: NVRTC has no
+        // standard headers, and these give what nvcc's would (`hip/detail/rtc_std.h`).
+        format!("--include-path={}", dir.join("rtc").display()),
     ];
     options.extend(
         cuda_include_dirs()
