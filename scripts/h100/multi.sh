@@ -16,7 +16,7 @@
 # (criterion ids per device), and table.txt: a brute force of the matmul at n=$MATMUL_N on the
 # first GPU, then on every GPU at once, each with a cold compile cache (WARM=1: both again with
 # it warm): wall times, where they went, their ratio and the best configurations (the reports
-# stay in $MULTI_SCRATCH).
+# stay in $MULTI_SCRATCH). ONLY=tune skips the test and the bench.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/.carry/h100/multi"
@@ -65,6 +65,7 @@ run() {
   export CARGO_MANIFEST_DIR="$here/examples/basic"
   local start=$SECONDS
 
+  if [ "${ONLY:-}" != tune ]; then
   echo "==> [$((SECONDS - start))s] test: every GPU, trials per device" >&2
   rm -f "$out/test-events.jsonl"
   ( cd "$here/examples/basic" && timeout "${T_TEST:-150}" "$exe/kernels-test" --backend nvidia \
@@ -91,6 +92,7 @@ PY
       > "$out/bench.txt" 2>&1
   echo "bench: exit $?" | tee -a "$out/bench.txt"
   grep -E "^[a-z_0-9]+/nvidia" "$out/bench.txt" | head -40
+  fi
 
   local n="${MATMUL_N:-1024}" limit="${T_TUNE:-200}"
   # Cold: each run with an empty compile cache. WARM=1: both again, their candidates already
