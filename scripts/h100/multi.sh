@@ -21,17 +21,8 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/.carry/h100/multi"
 
-artifact() { # cargo's JSON messages on stdin → the executable of target $1 of kind $2
-  python3 -c '
-import json, sys
-name, kind = sys.argv[1], sys.argv[2]
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") \
-       and m["target"]["name"] == name and kind in m["target"]["kind"]:
-        print(m["executable"])' "$1" "$2"
-}
+# shellcheck source=artifact.sh
+. "$here/scripts/h100/artifact.sh"
 
 build() {
   set -e
