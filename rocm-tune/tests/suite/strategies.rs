@@ -606,3 +606,58 @@ fn model_based_seed_phase_stays_in_its_slice() {
     assert_eq!(random.evaluations, p.len_of(table.space().len()));
     assert!(random.trace.iter().all(|t| p.contains(t.id)));
 }
+
+/// Brute force keeps the compile threads well ahead: whenever it evaluates a configuration (but
+/// near the end of the space or budget), at least 8 more are announced and not yet evaluated.
+#[testkit::test]
+fn brute_force_announces_well_ahead_of_what_it_evaluates() {
+    struct Ahead<'a> {
+        inner: ReplayEvaluator<'a>,
+        announced: Vec<String>,
+        evaluated: std::collections::HashSet<String>,
+        least_ahead: usize,
+    }
+    impl Evaluator for Ahead<'_> {
+        fn evaluate(&mut self, c: &Config) -> Result<Measurement, EvalError> {
+            self.evaluated.insert(c.key());
+            let ahead = self
+                .announced
+                .iter()
+                .filter(|k| !self.evaluated.contains(*k))
+                .count();
+            if self.evaluated.len() <= 100 - 8 {
+                self.least_ahead = self.least_ahead.min(ahead);
+            }
+            self.inner.evaluate(c)
+        }
+        fn prefetch(&mut self, upcoming: &[Config]) {
+            for c in upcoming {
+                if !self.announced.contains(&c.key()) {
+                    self.announced.push(c.key());
+                }
+            }
+        }
+    }
+    let table = synthetic::matmul_table(2);
+    let mut ev = Ahead {
+        inner: ReplayEvaluator::new(&table),
+        announced: Vec::new(),
+        evaluated: Default::default(),
+        least_ahead: usize::MAX,
+    };
+    Tuner::new(table.space(), &mut ev)
+        .budget(Budget::evals(100))
+        .run(&mut rocm_tune::BruteForce)
+        .unwrap();
+    assert!(
+        ev.least_ahead >= 8,
+        "only {} announced ahead",
+        ev.least_ahead
+    );
+    // Never past the budget.
+    assert!(
+        ev.announced.len() <= 100,
+        "{} announced",
+        ev.announced.len()
+    );
+}
