@@ -43,14 +43,8 @@ impl Strategy for BruteForce {
         // With a partition, only this run's slice: the other jobs evaluate the rest.
         let ids: Vec<ConfigId> = space.ids().filter(|id| session.in_slice(*id)).collect();
         for (i, &id) in ids.iter().enumerate() {
-            // The next LOOKAHEAD configurations, every PREFETCH steps: the compile threads stay
-            // that far ahead. (Announcing only the next PREFETCH when they were reached made
-            // every PREFETCH-th evaluation wait a whole compile: 65 ms an evaluation of the
-            // matmul's brute force on an H100, most of its time.)
             if i % PREFETCH == 0 {
-                // No further than a budget lets the run go.
-                let ahead = session.remaining().map_or(LOOKAHEAD, |r| r.min(LOOKAHEAD));
-                session.prefetch(&ids[i..(i + ahead.max(1)).min(ids.len())]);
+                session.prefetch(&ids[i..(i + PREFETCH).min(ids.len())]);
             }
             session.evaluate(id)?;
         }
@@ -106,9 +100,6 @@ pub(crate) fn evaluate_random(session: &mut Session<'_>, n: usize) -> Result<(),
 /// How many configurations strategies announce ahead ([`Session::prefetch`]) when they know
 /// their next ones.
 pub(crate) const PREFETCH: usize = 8;
-
-/// How far ahead brute force keeps its announcements (it knows its whole order).
-const LOOKAHEAD: usize = 4 * PREFETCH;
 
 /// Every strategy with default settings, in a fixed order.
 pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
