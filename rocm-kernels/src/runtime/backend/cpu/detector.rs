@@ -24,32 +24,57 @@ pub(super) const MAX_REPORTS: usize = 16;
 pub(super) struct Found {
     pub reports: Vec<ffi::RkRaceReport>,
     pub total: u64,
+    /// The first access to a bounded buffer's pages outside the buffer (`rk_race_out_of_bounds`:
+    /// `address` its first byte outside, `offset` its size, `later` the access).
+    pub out_of_bounds: Option<ffi::RkRaceReport>,
 }
 
 /// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`,
 /// `strict` reporting plain reads that race atomic writes too ([`CpuOptions::race_strict`]).
-/// Returns false when another launch holds it (cannot happen while [`ARMED`] is held).
+/// `bounded` are the checked buffers, each alone on its pages: an access to those pages outside
+/// the buffer is out of bounds ([`Found::out_of_bounds`]). Returns false when another launch
+/// holds it (cannot happen while [`ARMED`] is held).
 ///
 /// [`CpuOptions::race_strict`]: crate::runtime::CpuOptions::race_strict
-pub(super) fn arm(allocations: &BTreeMap<u64, u64>, wave_size: u32, strict: bool) -> bool {
+pub(super) fn arm(
+    allocations: &BTreeMap<u64, u64>,
+    bounded: &BTreeMap<u64, u64>,
+    wave_size: u32,
+    strict: bool,
+) -> bool {
     // Safety: sets a flag of the detector, which is not armed (ARMED is held by the caller).
     unsafe { ffi::rk_race_set_strict(u32::from(strict)) };
-    let ranges: Vec<ffi::RkRaceRange> = allocations
-        .iter()
-        .map(|(&start, &len)| ffi::RkRaceRange { start, len })
-        .collect();
-    // Safety: a valid array of `ranges.len()` ranges.
-    unsafe { ffi::rk_race_begin(ranges.as_ptr(), ranges.len() as u32, wave_size) == 0 }
+    let ranges = |map: &BTreeMap<u64, u64>| -> Vec<ffi::RkRaceRange> {
+        map.iter()
+            .map(|(&start, &len)| ffi::RkRaceRange { start, len })
+            .collect()
+    };
+    let all = ranges(allocations);
+    // Safety: a valid array of `all.len()` ranges.
+    if unsafe { ffi::rk_race_begin(all.as_ptr(), all.len() as u32, wave_size) } != 0 {
+        return false;
+    }
+    let bounded = ranges(bounded);
+    // Safety: likewise; the detector copies them.
+    unsafe { ffi::rk_race_bound(bounded.as_ptr(), bounded.len() as u32) };
+    true
 }
 
 /// Disarm the detector and take its reports.
 pub(super) fn disarm() -> Found {
     let mut reports = vec![ffi::RkRaceReport::default(); MAX_REPORTS];
     let mut total = 0u64;
+    let mut oob = ffi::RkRaceReport::default();
+    // Safety: room for one report; before rk_race_end, which forgets the launch's blocks.
+    let out_of_bounds = (unsafe { ffi::rk_race_out_of_bounds(&mut oob) } != 0).then_some(oob);
     // Safety: room for MAX_REPORTS reports.
     let n = unsafe { ffi::rk_race_end(reports.as_mut_ptr(), MAX_REPORTS as u32, &mut total) };
     reports.truncate(n as usize);
-    Found { reports, total }
+    Found {
+        reports,
+        total,
+        out_of_bounds,
+    }
 }
 
 /// The source line of the barrier thread `thread` (linear, of the last block run) last called,
@@ -287,6 +312,7 @@ mod tests {
         let found = Found {
             reports: vec![r],
             total: 5,
+            out_of_bounds: None,
         };
         let text = message(&found, 32, [64, 1, 1], &|_| unreachable!());
         assert!(
