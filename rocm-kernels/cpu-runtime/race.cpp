@@ -605,7 +605,9 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
         o.address = r.address;
         o.space = r.space;
         o.count = r.count;
-        o.offset = r.space == RK_RACE_SHARED ? r.address - S.dyn_lo : 0;
+        o.offset = r.space == RK_RACE_SHARED          ? r.address - S.dyn_lo
+                   : r.space == RK_RACE_STATIC_SHARED ? r.address - S.tls_lo
+                                                      : 0;
         fill(o.earlier, r.earlier);
         fill(o.later, r.later);
     }

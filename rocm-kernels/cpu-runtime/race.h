@@ -42,7 +42,8 @@ typedef struct rk_race_report {
     uint64_t address;
     uint32_t space; /* rk_race_space */
     uint32_t count;
-    /* Byte offset into dynamic shared memory (RK_RACE_SHARED); 0 otherwise. */
+    /* Byte offset into dynamic shared memory (RK_RACE_SHARED), or into the worker's TLS block
+     * (RK_RACE_STATIC_SHARED: the TLS symbols of the binary name the variable); 0 otherwise. */
     uint64_t offset;
     rk_race_access earlier;
     rk_race_access later;

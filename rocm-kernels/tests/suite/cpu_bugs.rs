@@ -463,8 +463,11 @@ fn the_race_detector_names_memory_threads_and_source_lines_of_a_missing_barrier(
         let site = err.fault_site().cloned().unwrap();
         let message = data_race(err, "missing_barrier");
         // Thread 0 reads s[1] (line 10) before thread 1 writes it (line 8).
+        // The array by name, from the binary's TLS symbols.
         assert!(
-            message.starts_with("a static __shared__ variable: "),
+            message.starts_with(
+                "static __shared__ variable `s` of `missing_barrier` at byte offset 4: "
+            ),
             "{message}"
         );
         assert!(
