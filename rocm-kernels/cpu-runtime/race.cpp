@@ -52,6 +52,7 @@
 #include <link.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -167,6 +168,13 @@ struct State {
     std::vector<std::pair<uintptr_t, uint64_t>> acquired;
     std::vector<Race> races;
     uint64_t total = 0;
+    // Buffers whose pages hold nothing else (rk_race_bound), sorted by start: accesses to their
+    // pages outside them are out of bounds. The first such access, and how many there were.
+    std::vector<std::pair<uintptr_t, uintptr_t>> bounds;
+    uint64_t oob_count = 0;
+    uintptr_t oob_address = 0;
+    uint64_t oob_size = 0;
+    Access oob{};
     std::vector<Pending> pending;
     unsigned rotor = 0;
     // Pages accessed lately, direct-mapped by page number: fiber stacks (never checked) and the
@@ -405,11 +413,25 @@ struct Window {
     uintptr_t lo, hi;
     uintptr_t skip_lo, skip_hi;
     uint8_t space;
+    bool bounded;  // the page belongs to one bounded buffer: bytes outside [lo, hi) are out of it
 };
 Window window_of(uintptr_t page, uintptr_t *e) {
     const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
-    Window w{page, page + PAGE, 0, 0, space};
-    if (space == RK_RACE_STATIC_SHARED) {
+    Window w{page, page + PAGE, 0, 0, space, false};
+    if (space == RK_RACE_GLOBAL && !S.bounds.empty()) {
+        // The last bounded buffer starting before the page's end: if the page overlaps it, the
+        // page is its alone.
+        auto it = std::upper_bound(S.bounds.begin(), S.bounds.end(), std::make_pair(page + PAGE, uintptr_t(0)));
+        if (it != S.bounds.begin()) {
+            --it;
+            if (it->second > page || (it->first == it->second && it->first >= page)) {
+                w.bounded = true;
+                if (w.lo < it->first) w.lo = it->first;
+                if (w.hi > it->second) w.hi = it->second;
+                if (w.hi < w.lo) w.hi = w.lo;
+            }
+        }
+    } else if (space == RK_RACE_STATIC_SHARED) {
         if (w.lo < S.tls_lo) w.lo = S.tls_lo;
         if (w.hi > S.tls_hi) w.hi = S.tls_hi;
         // The TLS block holds rk_cur too, which the entry loop writes for every thread.
@@ -424,6 +446,16 @@ Window window_of(uintptr_t page, uintptr_t *e) {
     return w;
 }
 
+// An access to a bounded buffer's pages outside it (the first byte outside at `address`).
+__attribute__((noinline, cold)) void note_out_of_bounds(uintptr_t address, uintptr_t size, uint8_t flags, uint64_t pc,
+                                                        uint32_t tid) {
+    if (S.oob_count++ == 0) {
+        S.oob_address = address;
+        S.oob_size = size;
+        S.oob = Access{S.cur_serial, S.phase[tid], S.wsync[tid], uint16_t(tid), 0, flags, pc};
+    }
+}
+
 void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint32_t tid) {
     while (addr < end) {
         const uintptr_t page = addr & ~(PAGE - 1);
@@ -431,6 +463,7 @@ void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint
         uintptr_t stop = end < page_end ? end : page_end;
         uintptr_t *e = entry_of(addr, false);
         const Window w = window_of(page, e);
+        if (w.bounded && (addr < w.lo || stop > w.hi)) note_out_of_bounds(addr < w.lo ? addr : w.hi, end - addr, flags, pc, tid);
         uintptr_t lo = addr;
         if (lo < w.skip_hi && stop > w.skip_lo) lo = stop;
         if (lo < w.lo) lo = w.lo;
@@ -522,6 +555,8 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.pending.clear();
     S.total = 0;
     S.release_seq = 0;
+    S.bounds.clear();
+    S.oob_count = 0;
     forget_pages();
     for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
     S.armed = true;
@@ -529,6 +564,25 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
 }
 
 extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
+
+extern "C" void rk_race_bound(const rk_race_range *ranges, uint32_t count) {
+    S.bounds.clear();
+    for (uint32_t i = 0; i < count; ++i)
+        S.bounds.emplace_back(uintptr_t(ranges[i].start), uintptr_t(ranges[i].start + ranges[i].len));
+    std::sort(S.bounds.begin(), S.bounds.end());
+    forget_pages();
+}
+
+extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *out) {
+    if (S.oob_count == 0) return 0;
+    memset(out, 0, sizeof *out);
+    out->address = S.oob_address;
+    out->space = RK_RACE_GLOBAL;
+    out->count = S.oob_count > 0xffffffffu ? 0xffffffffu : uint32_t(S.oob_count);
+    out->offset = S.oob_size;
+    fill(out->later, S.oob);
+    return 1;
+}
 
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
@@ -551,7 +605,9 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
         o.address = r.address;
         o.space = r.space;
         o.count = r.count;
-        o.offset = r.space == RK_RACE_SHARED ? r.address - S.dyn_lo : 0;
+        o.offset = r.space == RK_RACE_SHARED          ? r.address - S.dyn_lo
+                   : r.space == RK_RACE_STATIC_SHARED ? r.address - S.tls_lo
+                                                      : 0;
         fill(o.earlier, r.earlier);
         fill(o.later, r.later);
     }
@@ -779,5 +835,7 @@ extern "C" uint32_t rk_race_end(rk_race_report *, uint32_t, uint64_t *total) {
 }
 extern "C" uint64_t rk_race_barrier_pc(uint32_t) { return 0; }
 extern "C" void rk_race_set_strict(uint32_t) {}
+extern "C" void rk_race_bound(const rk_race_range *, uint32_t) {}
+extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *) { return 0; }
 
 #endif

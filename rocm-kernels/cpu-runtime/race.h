@@ -42,7 +42,8 @@ typedef struct rk_race_report {
     uint64_t address;
     uint32_t space; /* rk_race_space */
     uint32_t count;
-    /* Byte offset into dynamic shared memory (RK_RACE_SHARED); 0 otherwise. */
+    /* Byte offset into dynamic shared memory (RK_RACE_SHARED), or into the worker's TLS block
+     * (RK_RACE_STATIC_SHARED: the TLS symbols of the binary name the variable); 0 otherwise. */
     uint64_t offset;
     rk_race_access earlier;
     rk_race_access later;
@@ -51,6 +52,15 @@ typedef struct rk_race_report {
 /* Arm the detector for one launch on one worker thread: `ranges` are the device's allocations,
  * `wave_size` the launch's. Returns 0, or 1 when it is already armed (launches must not overlap). */
 uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size);
+/* Device buffers whose pages hold nothing else (checked allocations: each has its own pages, the
+ * buffer 256-byte aligned inside them, guard pages around): an access to those pages outside its
+ * range (the slack before its start or after its end) is an out-of-bounds access, which
+ * rk_race_out_of_bounds reports. Call after rk_race_begin, for that launch. */
+void rk_race_bound(const rk_race_range *ranges, uint32_t count);
+/* The first out-of-bounds access of the launch armed last (rk_race_bound), in `out`: `address` its
+ * first byte outside, `count` how many such accesses there were, `offset` its size in bytes,
+ * `later` the access. Returns 1 if there was one, else 0 (and leaves `out` alone). */
+uint32_t rk_race_out_of_bounds(rk_race_report *out);
 /* Strict mode for the launches armed after it (nonzero): a plain read racing another thread's
  * atomic write is reported too (by default it is not: race.cpp says why). */
 void rk_race_set_strict(uint32_t strict);

@@ -257,9 +257,18 @@ void *huge_alloc(size_t bytes) {
     return aligned;
 }
 
-void *guarded_alloc(size_t bytes) {
+// A checked allocation of `bytes` starts `align`-aligned (device buffers: 256 bytes, as hipMalloc
+// and cudaMalloc align them) and ends at most `align - 1` bytes before the guard page above it:
+// the slack between is filled with canaries by the Rust side (RK_CANARY, checked after each
+// launch, rocm-kernels/src/runtime/backend/cpu.rs). With `align` 1 it ends exactly at the guard.
+constexpr size_t RK_ALLOC_ALIGN = 256;  // ALLOC_ALIGN in cpu.rs
+
+size_t padded_size(size_t bytes, size_t align) { return round_up(bytes, align); }
+
+void *guarded_alloc(size_t bytes, size_t align) {
     const size_t page = static_cast<size_t>(page_size());
-    const size_t data_pages = round_up(bytes ? bytes : 1, page);
+    const size_t padded = padded_size(bytes, align);
+    const size_t data_pages = round_up(padded ? padded : 1, page);
     const size_t len = data_pages + 2 * page;
     void *map = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return nullptr;
@@ -269,13 +278,14 @@ void *guarded_alloc(size_t bytes) {
         return nullptr;
     }
     advise_huge(base + page, data_pages);
-    return base + page + data_pages - bytes;
+    return base + page + data_pages - padded;
 }
 
-void guarded_free(void *ptr, size_t bytes) {
+void guarded_free(void *ptr, size_t bytes, size_t align) {
     const size_t page = static_cast<size_t>(page_size());
-    const size_t data_pages = round_up(bytes ? bytes : 1, page);
-    char *data_end = static_cast<char *>(ptr) + bytes;
+    const size_t padded = padded_size(bytes, align);
+    const size_t data_pages = round_up(padded ? padded : 1, page);
+    char *data_end = static_cast<char *>(ptr) + padded;
     char *map = data_end - data_pages - page;
     munmap(map, data_pages + 2 * page);
 }
@@ -968,7 +978,7 @@ bool prepare_launch(Worker *w, Launch *l) {
     w->dyn_shared_guarded = d->checked != 0;
     w->dyn_shared_len = d->shared_bytes;
     if (d->shared_bytes) {
-        w->dyn_shared = w->dyn_shared_guarded ? guarded_alloc(d->shared_bytes)
+        w->dyn_shared = w->dyn_shared_guarded ? guarded_alloc(d->shared_bytes, 1)
                                               : aligned_alloc(256, round_up(d->shared_bytes, 256));
         if (!w->dyn_shared) return false;
         // Zeroed, as guarded memory is: a kernel reading it before writing then sees the same
@@ -1011,7 +1021,7 @@ bool prepare_launch(Worker *w, Launch *l) {
 void finish_launch(Worker *w) {
     if (w->dyn_shared) {
         if (w->dyn_shared_guarded)
-            guarded_free(w->dyn_shared, w->dyn_shared_len);
+            guarded_free(w->dyn_shared, w->dyn_shared_len, 1);
         else
             free(w->dyn_shared);
     }
@@ -1311,7 +1321,7 @@ extern "C" uint32_t rk_launch(rk_pool *pool, const rk_launch_desc *desc, rk_laun
 }
 
 extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t guarded) {
-    if (guarded) return guarded_alloc(bytes);
+    if (guarded) return guarded_alloc(bytes, RK_ALLOC_ALIGN);
     if (bytes >= HUGE_PAGE) return huge_alloc(bytes);
     void *p = aligned_alloc(256, round_up(bytes ? bytes : 1, 256));
     if (p) memset(p, 0, bytes);
@@ -1321,7 +1331,7 @@ extern "C" void *rk_mem_alloc(uint64_t bytes, uint32_t guarded) {
 extern "C" void rk_mem_free(void *ptr, uint64_t bytes, uint32_t guarded) {
     if (!ptr) return;
     if (guarded)
-        guarded_free(ptr, bytes);
+        guarded_free(ptr, bytes, RK_ALLOC_ALIGN);
     else if (bytes >= HUGE_PAGE)
         munmap(ptr, round_up(bytes, HUGE_PAGE));
     else

@@ -98,7 +98,8 @@ fn planted_bugs_fail_with_the_expected_messages() {
             &t("missing_barrier"),
             TrialOutcome::Failed,
             &[
-                "data race on a static __shared__ variable",
+                "data race on static __shared__ variable `tile` of `missing_barrier` at byte \
+                 offset",
                 "kernels/planted.hip:",
                 "no __syncthreads() between them",
             ],

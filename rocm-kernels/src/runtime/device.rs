@@ -28,10 +28,13 @@ pub struct DeviceInfo {
 pub struct CpuOptions {
     /// Wave size the kernel sees (`warpSize`, the width of `__shfl`/`__ballot`): 32 or 64.
     pub wave_size: u32,
-    /// Checked mode: device buffers get guard pages, so out-of-bounds accesses and stray pointers
-    /// become [`RuntimeError::OutOfBounds`]/[`RuntimeError::KernelFault`] naming block and thread
-    /// (a faulting launch runs once more to name the exact thread; a passing one costs the same
-    /// as unchecked).
+    /// Checked mode: device buffers start 256-byte aligned (as `hipMalloc`'s) and get guard
+    /// pages, so out-of-bounds accesses and stray pointers become
+    /// [`RuntimeError::OutOfBounds`]/[`RuntimeError::KernelFault`] naming block and thread (a
+    /// faulting launch runs once more to name the exact thread; a passing one costs the same as
+    /// unchecked, plus a look at the canary bytes between each buffer's end and its guard page,
+    /// which catch a write past the end that does not reach the guard page; reads there are
+    /// caught under [`CpuOptions::race_check`]'s detector).
     pub checked: bool,
     /// Run blocks in an order shuffled by this seed (exposes dependencies between blocks).
     pub shuffle_seed: Option<u64>,

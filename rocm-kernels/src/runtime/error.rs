@@ -97,6 +97,17 @@ pub enum RuntimeError {
         /// Which buffer it missed and by how much, when known.
         detail: String,
     },
+    /// A launch wrote past the end of a device buffer, into the slack between its end and its
+    /// guard page (cpu backend, checked mode: buffers start 256-byte aligned, as on GPUs, and the
+    /// slack holds canary bytes checked after each launch), and running it again did not name
+    /// the thread (where it does, the error is [`RuntimeError::OutOfBounds`]).
+    #[error("kernel `{kernel}`: out-of-bounds write at address {address:#x}: {detail}")]
+    Overrun {
+        kernel: String,
+        address: u64,
+        /// Which buffer it missed and by how much.
+        detail: String,
+    },
     /// Part of a block reached `__syncthreads` while other threads of the block had exited or
     /// were waiting elsewhere: a hang or undefined behaviour on a GPU.
     #[error("{site}: partial barrier: {message}")]

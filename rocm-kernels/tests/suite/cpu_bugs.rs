@@ -463,8 +463,11 @@ fn the_race_detector_names_memory_threads_and_source_lines_of_a_missing_barrier(
         let site = err.fault_site().cloned().unwrap();
         let message = data_race(err, "missing_barrier");
         // Thread 0 reads s[1] (line 10) before thread 1 writes it (line 8).
+        // The array by name, from the binary's TLS symbols.
         assert!(
-            message.starts_with("a static __shared__ variable: "),
+            message.starts_with(
+                "static __shared__ variable `s` of `missing_barrier` at byte offset 4: "
+            ),
             "{message}"
         );
         assert!(
@@ -927,14 +930,16 @@ fn a_fault_that_does_not_recur_says_its_thread_may_be_a_neighbour() {
     let m = module(64);
     let d = m.device();
     let mut flag = d.upload(&[0i32]).unwrap();
-    let mut out = d.alloc::<f32>(100).unwrap();
+    // 64 floats, 256 bytes: no slack after the buffer, so `out[n + 10]` faults on the guard page
+    // (with 100 it would land in the slack, reported after the launch instead).
+    let mut out = d.alloc::<f32>(64).unwrap();
     let err = m
         .kernel("faults_once")
         .unwrap()
         .launch(LaunchConfig::new(1, 64))
         .arg(&mut flag)
         .arg(&mut out)
-        .arg(&100i32)
+        .arg(&64i32)
         .run(&d.stream().unwrap())
         .unwrap_err();
     match &err {
@@ -945,5 +950,117 @@ fn a_fault_that_does_not_recur_says_its_thread_may_be_a_neighbour() {
         other => panic!("expected OutOfBounds, got {other:?}"),
     }
     assert_eq!(flag.to_vec().unwrap(), vec![1]);
+    still_works(d);
+}
+
+/// Checked buffers start 256-byte aligned, as `hipMalloc`'s do: a float buffer whose byte length
+/// is no multiple of 16 (40 bytes) read as float4 from its start runs as on a GPU, plainly and
+/// under the race detector.
+#[testkit::test]
+fn a_float_buffer_read_as_float4_from_its_start_passes() {
+    for m in [module(64), detected(32)] {
+        let d = m.device();
+        let input: Vec<f32> = (0..10).map(|i| i as f32 + 0.5).collect();
+        let inb = d.upload(&input).unwrap();
+        assert_eq!(
+            inb.device_ptr() % 256,
+            0,
+            "a checked buffer starts 256-byte aligned"
+        );
+        let mut out = d.alloc::<f32>(10).unwrap();
+        m.kernel("float4_from_start")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 4))
+            .arg(&inb)
+            .arg(&mut out)
+            .arg(&10i32)
+            .run(&d.stream().unwrap())
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), input);
+    }
+}
+
+/// A write one element past the end of a 40-byte buffer lands in the slack before its guard page
+/// (the buffer starts 256-byte aligned): the canaries there report it after the launch, and a
+/// rerun watching them names the thread; under the race detector its bounds check names the
+/// thread and the source line at once.
+#[testkit::test]
+fn a_one_element_write_overrun_into_the_slack_is_reported() {
+    for (m, detected_run) in [(module(64), false), (detected(64), true)] {
+        let d = m.device();
+        let mut out = d.alloc::<f32>(10).unwrap();
+        let err = m
+            .kernel("oob_write")
+            .unwrap()
+            .launch(LaunchConfig::new(1, 64))
+            .arg(&mut out)
+            .arg(&10i32)
+            .run(&d.stream().unwrap())
+            .unwrap_err();
+        match &err {
+            RuntimeError::OutOfBounds {
+                site,
+                access,
+                detail,
+                ..
+            } => {
+                assert_eq!(site.thread, [10, 0, 0], "{err}");
+                assert_eq!(*access, "write");
+                assert!(
+                    detail.starts_with(
+                        "`out` (parameter #0, float*): byte offset 40 of the 40-byte buffer"
+                    ),
+                    "{detail}"
+                );
+                if detected_run {
+                    assert!(detail.contains("bugs.hip:16"), "{detail}");
+                } else {
+                    assert!(detail.contains("canary bytes"), "{detail}");
+                }
+            }
+            other => panic!("expected OutOfBounds, got {other:?}"),
+        }
+        // The canaries were put back: the next launch is not blamed.
+        still_works(d);
+    }
+}
+
+/// A read one element past the end of a 40-byte buffer reads the slack, which does not fault; the
+/// race detector (the harness runs the first cases of every trial under it) checks every access
+/// against the buffer's real length and reports it, naming the thread and the source line.
+#[testkit::test]
+fn a_one_element_read_overrun_is_reported_under_the_race_detector() {
+    let m = detected(32);
+    let d = m.device();
+    let input = d.upload(&[1.0f32; 10]).unwrap();
+    let mut out = d.alloc::<f32>(10).unwrap();
+    let err = m
+        .kernel("oob_read")
+        .unwrap()
+        .launch(LaunchConfig::new(1, 10))
+        .arg(&input)
+        .arg(&mut out)
+        .arg(&10i32)
+        .run(&d.stream().unwrap())
+        .unwrap_err();
+    match &err {
+        RuntimeError::OutOfBounds {
+            site,
+            access,
+            detail,
+            ..
+        } => {
+            assert_eq!(site.thread, [9, 0, 0], "{err}");
+            assert_eq!(*access, "read");
+            assert!(
+                detail.starts_with(
+                    "`in` (parameter #0, const float*): byte offset 40 of the 40-byte buffer"
+                ),
+                "{detail}"
+            );
+            assert!(detail.contains("bugs.hip:22"), "{detail}");
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
     still_works(d);
 }

@@ -54,8 +54,8 @@ __device__ inline __hip_bfloat16 from_f32<__hip_bfloat16>(float x) { return __fl
 
 // N = 16 / sizeof(T) elements of T, moved by one 16-byte load or store: 4 floats or 8 halves a
 // thread in `scale`, `swiglu` and RoPE (`Dtype::VEC` in src/lib.rs), where the addresses are
-// 16-byte aligned (device allocations are), else one element at a time (a sub-slice at an odd
-// offset; the cpu backend's checked mode, which ends a buffer at a guard page).
+// 16-byte aligned (device allocations are, on every backend: 256-byte aligned), else one
+// element at a time (a sub-slice at an odd offset).
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Pack {
     T v[N];

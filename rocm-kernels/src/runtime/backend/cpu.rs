@@ -23,8 +23,10 @@
 //!   storage instead); dynamic shared memory is allocated per worker and launch.
 //!
 //! What it reports instead of hiding ([`RuntimeError`] variants naming kernel, block and thread):
-//! out-of-bounds accesses past the end of a buffer ([`CpuOptions::checked`]: every buffer ends
-//! at a guard page), stray pointers, failed `assert`s, `__trap`, fiber stack overflow, barriers
+//! out-of-bounds accesses past the end of a buffer ([`CpuOptions::checked`]: every buffer starts
+//! 256-byte aligned, as `hipMalloc`'s, on pages of its own between guard pages; writes into the
+//! slack before the guard page above it change canary bytes checked after each launch, and the
+//! race detector checks reads and writes against the buffer's real bounds), stray pointers, failed `assert`s, `__trap`, fiber stack overflow, barriers
 //! reached while part of the block has returned (or, in region form, skips them in divergent
 //! control flow), and launches running past
 //! [`CpuOptions::time_limit`].
@@ -35,8 +37,9 @@
 //! launch storing them, and report that run's fault, which names the exact thread: exactness
 //! costs only failing launches (it used to cost every checked launch up to 3.5x).
 //!
-//! Limits: x86-64 Linux only (elsewhere `probe` says so); an access before the start of a buffer
-//! is caught only when it crosses into the guard page before it; a kernel interrupted by the time
+//! Limits: x86-64 Linux only (elsewhere `probe` says so); outside the race detector, an access
+//! before the start of a buffer is caught only when it crosses into the guard page before it, and
+//! a read of the slack after its end not at all; a kernel interrupted by the time
 //! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
 //!
 //! Race check ([`CpuOptions::race_check`]): with the kernel's race variant (instrumented by the
@@ -75,6 +78,19 @@ const MAX_BLOCK_THREADS: u64 = 1024;
 const MAX_DYNAMIC_SHARED: u32 = 64 * 1024;
 /// Bytes of guard after (and before) each checked allocation; the runtime uses pages.
 const GUARD_BYTES: u64 = 4096;
+/// Where checked allocations start (a multiple of it), as `hipMalloc` and `cudaMalloc` place
+/// theirs: `RK_ALLOC_ALIGN` of `cpu-runtime/runtime.cpp`. A buffer then ends up to
+/// `ALLOC_ALIGN - 1` bytes before its guard page; that slack holds [`CANARY`] bytes.
+const ALLOC_ALIGN: u64 = 256;
+/// What the slack between a checked buffer's end and its guard page holds: a launch that
+/// changes it wrote past the end of the buffer.
+const CANARY: u8 = 0xcb;
+
+/// The slack of a checked allocation of `bytes` at `start`: (first byte, bytes).
+fn slack(start: u64, bytes: u64) -> (u64, u64) {
+    let padded = bytes.div_ceil(ALLOC_ALIGN) * ALLOC_ALIGN;
+    (start + bytes, padded - bytes)
+}
 
 /// The cpu backend has exactly one device (with default options) wherever its runtime runs.
 pub(crate) fn probe() -> ProbeResult {
@@ -162,6 +178,27 @@ impl Shared {
         }
     }
 
+    /// Checked mode: the first byte of a buffer's slack (between its end and its guard page) that
+    /// no longer holds [`CANARY`], where a launch wrote past the end of a buffer; the canaries
+    /// of every buffer are put back.
+    fn canaries_changed(&self) -> Option<u64> {
+        let allocations = self.allocations.lock().ok()?;
+        let mut first = None;
+        for (&start, &bytes) in allocations.iter() {
+            let (at, len) = slack(start, bytes);
+            if len == 0 {
+                continue;
+            }
+            // Safety: the slack of a live checked allocation is mapped read-write.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, len as usize) };
+            if let Some(i) = bytes.iter().position(|&b| b != CANARY) {
+                first.get_or_insert(at + i as u64);
+                bytes.fill(CANARY);
+            }
+        }
+        first
+    }
+
     /// The live allocation (start, bytes) a fault at `address` missed: the one it is just past
     /// the end of, or just before the start of.
     fn buffer_near(&self, address: u64) -> Option<(u64, u64)> {
@@ -209,10 +246,8 @@ const GENERAL_PROTECTION: &str = "general-protection fault (the processor names 
     most often an aligned vector load or store (float4, double2, int4...) at an address that is \
     not a multiple of its size, as when a float buffer is read as float4 from an element that is \
     not a multiple of 4 (a GPU faults there too), or from a buffer start that is not 16-byte \
-    aligned: in checked mode (the default) the cpu backend ends each buffer at a guard page, so a \
-    buffer starts aligned only to its byte length's largest power of two, where GPUs align \
-    allocations to 256 bytes. Check the alignment before the vector access (and take the element \
-    path where it fails), or size such buffers in multiples of 16 bytes";
+    aligned (device buffers start 256-byte aligned, as on GPUs; a pointer into one need not be). \
+    Check the alignment before the vector access (and take the element path where it fails)";
 
 /// One cpu "device": a worker pool and the options it runs kernels with.
 #[derive(Debug)]
@@ -290,6 +325,11 @@ impl DeviceBackend for CpuDevice {
             });
         }
         let address = ptr as u64;
+        if guarded != 0 {
+            let (at, len) = slack(address, bytes as u64);
+            // Safety: the slack lies between the buffer and its guard page, mapped read-write.
+            unsafe { std::ptr::write_bytes(at as *mut u8, CANARY, len as usize) };
+        }
         if let Ok(mut allocations) = self.shared.allocations.lock() {
             allocations.insert(address, bytes as u64);
         }
@@ -671,6 +711,10 @@ impl FunctionBackend for CpuFunction {
         } else {
             self.launch_plain(desc)
         };
+        if result.is_err() && options.checked {
+            // A fault is the report; canaries it left changed must not be the next launch's.
+            let _ = self.shared.canaries_changed();
+        }
         result.map_err(|err| self.name_missed_buffer(err, args))
     }
 }
@@ -697,6 +741,9 @@ impl CpuFunction {
     ) -> RuntimeError {
         if let RuntimeError::OutOfBounds {
             address, detail, ..
+        }
+        | RuntimeError::Overrun {
+            address, detail, ..
         } = &mut err
         {
             if let Some((start, bytes)) = self.shared.buffer_near(*address) {
@@ -719,6 +766,79 @@ impl CpuFunction {
         err
     }
 
+    /// Checked mode, after a launch that ran to its end: did it write past the end of a buffer,
+    /// into the slack before the guard page (buffers start 256-byte aligned, so up to 255 bytes
+    /// after one's end do not fault)? The canaries there say so. To name the thread, the launch
+    /// runs once more (from the memory `reset` restores where given, else as the launch left it:
+    /// an overrun that depends on indices rather than data recurs) on a fresh one-worker pool,
+    /// a fiber per thread, the runtime watching the first changed bytes.
+    ///
+    /// # Safety
+    /// As [`FunctionBackend::launch`] for the arguments `desc` points to.
+    unsafe fn overrun(
+        &self,
+        desc: &ffi::RkLaunchDesc,
+        reset: Option<&mut dyn FnMut()>,
+    ) -> Result<()> {
+        if desc.checked == 0 {
+            return Ok(());
+        }
+        let Some(address) = self.shared.canaries_changed() else {
+            return Ok(());
+        };
+        let detail = match self.shared.explain_address(address) {
+            Some(text) => format!(
+                "{text}; the launch changed the canary bytes between the buffer's end and its \
+                 guard page"
+            ),
+            None => "the launch changed the canary bytes after a buffer's end".to_string(),
+        };
+        let Some((start, bytes)) = self.shared.buffer_near(address) else {
+            return Err(RuntimeError::Overrun {
+                kernel: self.name.clone(),
+                address,
+                detail,
+            });
+        };
+        let (slack_at, slack_len) = slack(start, bytes);
+        if let Some(reset) = reset {
+            reset();
+        }
+        let mut watched = *desc;
+        watched.exec_fibers = 1;
+        watched.region_waves = 0;
+        watched.whole_blocks = 0;
+        watched.exec_blocks = 0;
+        watched.watch_addr = address;
+        watched.watch_len = (slack_at + slack_len - address).min(8) as u32;
+        let writer = self.shared.new_pool(1).ok().and_then(|pool| {
+            let mut result = ffi::RkLaunchResult::new();
+            ffi::rk_launch(pool.0, &watched, &mut result);
+            (result.watch_changes > 0).then_some(FaultSite {
+                kernel: self.name.clone(),
+                block: result.watch_block,
+                thread: result.watch_thread,
+            })
+        });
+        let _ = self.shared.canaries_changed();
+        Err(match writer {
+            Some(site) => RuntimeError::OutOfBounds {
+                site,
+                access: "write",
+                address,
+                detail,
+            },
+            None => RuntimeError::Overrun {
+                kernel: self.name.clone(),
+                address,
+                detail: format!(
+                    "{detail} (running the launch again to name the thread, it did not write \
+                     there again)"
+                ),
+            },
+        })
+    }
+
     /// A launch on the device's pool. Region forms run their lanes without publishing each one's
     /// coordinates (the compiler vectorises across lanes), so a fault names a thread of the right
     /// wave, not always the right one: in checked mode a faulting launch runs once more,
@@ -730,7 +850,7 @@ impl CpuFunction {
     unsafe fn launch_plain(&self, desc: ffi::RkLaunchDesc) -> Result<()> {
         let pool = self.shared.pool()?;
         let first = match self.run(pool, &desc) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return self.overrun(&desc, None),
             Err(err) => err,
         };
         let lanes_unnamed = desc.checked != 0
@@ -812,7 +932,15 @@ impl CpuFunction {
             checked.insert(race, bytes as u64);
         }
         let _armed = detector::ARMED.lock().unwrap_or_else(|e| e.into_inner());
-        if !detector::arm(&checked, desc.wave_size, strict) {
+        // Checked buffers are alone on their pages: the detector checks their bounds too (the
+        // slack after one's end does not fault).
+        let no_bounds = BTreeMap::new();
+        let bounded = if desc.checked != 0 {
+            &allocations
+        } else {
+            &no_bounds
+        };
+        if !detector::arm(&checked, bounded, desc.wave_size, strict) {
             return Err(self.invalid("the race detector is in use by another launch".into()));
         }
         let run = self.run(pool.0, &desc);
@@ -832,6 +960,35 @@ impl CpuFunction {
             err
         });
         run?;
+        if let Some(oob) = &found.out_of_bounds {
+            let access = if oob.later.write != 0 {
+                "write"
+            } else {
+                "read"
+            };
+            let mut detail = self
+                .shared
+                .explain_address(oob.address)
+                .unwrap_or_else(|| "outside the buffer".to_string());
+            if let Some(line) = detector::source_line(oob.later.pc) {
+                detail.push_str(&format!(", at {line}"));
+            }
+            if oob.count > 1 {
+                detail.push_str(&format!(" ({} out-of-bounds accesses in all)", oob.count));
+            }
+            let _ = self.shared.canaries_changed();
+            return Err(RuntimeError::OutOfBounds {
+                site: FaultSite {
+                    kernel: self.name.clone(),
+                    block: oob.later.block,
+                    thread: oob.later.thread,
+                },
+                access,
+                address: oob.address,
+                detail,
+            });
+        }
+        self.overrun(&desc, None)?;
         let Some(first) = found.reports.first() else {
             return Ok(());
         };
@@ -908,6 +1065,8 @@ impl CpuFunction {
         desc.whole_blocks = 0;
         desc.exec_blocks = 0;
         self.run(fresh_pool()?.0, &desc)?;
+        // `snapshot` holds device memory as the launch found it.
+        self.overrun(&desc, Some(&mut || regions.restore(&snapshot)))?;
         // Device memory back to where it started; `snapshot` now holds the in-order results.
         regions.swap(&mut snapshot);
         let in_order = snapshot;
@@ -915,6 +1074,8 @@ impl CpuFunction {
         let original = regions.capture();
         desc.thread_order = ffi::RK_ORDER_REVERSED;
         self.run(fresh_pool()?.0, &desc)
+            .map_err(only_in_reverse_order)?;
+        self.overrun(&desc, Some(&mut || regions.restore(&original)))
             .map_err(only_in_reverse_order)?;
         let Some(difference) = regions.first_difference(&in_order) else {
             return Ok(());
@@ -967,7 +1128,9 @@ fn with_note(mut err: RuntimeError, note: &str) -> RuntimeError {
     match &mut err {
         RuntimeError::KernelFault { message, .. }
         | RuntimeError::PartialBarrier { message, .. } => message.push_str(note),
-        RuntimeError::OutOfBounds { detail, .. } => detail.push_str(note),
+        RuntimeError::OutOfBounds { detail, .. } | RuntimeError::Overrun { detail, .. } => {
+            detail.push_str(note)
+        }
         _ => {}
     }
     err

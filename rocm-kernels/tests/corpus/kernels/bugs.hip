@@ -206,3 +206,18 @@ __global__ void faults_once(int* flag, float* out, int n) {
 __global__ void misaligned_float4(const float* in, float4* out) {
     out[threadIdx.x] = reinterpret_cast<const float4*>(in + 1)[threadIdx.x];
 }
+
+// Correct: a float buffer read as float4 from its start (device buffers start 256-byte aligned,
+// as hipMalloc's do), the tail element by element.
+__global__ void float4_from_start(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 3 < n) {
+        float4 v = reinterpret_cast<const float4*>(in)[i];
+        out[4 * i] = v.x;
+        out[4 * i + 1] = v.y;
+        out[4 * i + 2] = v.z;
+        out[4 * i + 3] = v.w;
+    } else {
+        for (int j = 4 * i; j < n && j < 4 * i + 4; ++j) out[j] = in[j];
+    }
+}

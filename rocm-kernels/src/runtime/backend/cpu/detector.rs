@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::ffi;
 
@@ -24,32 +24,57 @@ pub(super) const MAX_REPORTS: usize = 16;
 pub(super) struct Found {
     pub reports: Vec<ffi::RkRaceReport>,
     pub total: u64,
+    /// The first access to a bounded buffer's pages outside the buffer (`rk_race_out_of_bounds`:
+    /// `address` its first byte outside, `offset` its size, `later` the access).
+    pub out_of_bounds: Option<ffi::RkRaceReport>,
 }
 
 /// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`,
 /// `strict` reporting plain reads that race atomic writes too ([`CpuOptions::race_strict`]).
-/// Returns false when another launch holds it (cannot happen while [`ARMED`] is held).
+/// `bounded` are the checked buffers, each alone on its pages: an access to those pages outside
+/// the buffer is out of bounds ([`Found::out_of_bounds`]). Returns false when another launch
+/// holds it (cannot happen while [`ARMED`] is held).
 ///
 /// [`CpuOptions::race_strict`]: crate::runtime::CpuOptions::race_strict
-pub(super) fn arm(allocations: &BTreeMap<u64, u64>, wave_size: u32, strict: bool) -> bool {
+pub(super) fn arm(
+    allocations: &BTreeMap<u64, u64>,
+    bounded: &BTreeMap<u64, u64>,
+    wave_size: u32,
+    strict: bool,
+) -> bool {
     // Safety: sets a flag of the detector, which is not armed (ARMED is held by the caller).
     unsafe { ffi::rk_race_set_strict(u32::from(strict)) };
-    let ranges: Vec<ffi::RkRaceRange> = allocations
-        .iter()
-        .map(|(&start, &len)| ffi::RkRaceRange { start, len })
-        .collect();
-    // Safety: a valid array of `ranges.len()` ranges.
-    unsafe { ffi::rk_race_begin(ranges.as_ptr(), ranges.len() as u32, wave_size) == 0 }
+    let ranges = |map: &BTreeMap<u64, u64>| -> Vec<ffi::RkRaceRange> {
+        map.iter()
+            .map(|(&start, &len)| ffi::RkRaceRange { start, len })
+            .collect()
+    };
+    let all = ranges(allocations);
+    // Safety: a valid array of `all.len()` ranges.
+    if unsafe { ffi::rk_race_begin(all.as_ptr(), all.len() as u32, wave_size) } != 0 {
+        return false;
+    }
+    let bounded = ranges(bounded);
+    // Safety: likewise; the detector copies them.
+    unsafe { ffi::rk_race_bound(bounded.as_ptr(), bounded.len() as u32) };
+    true
 }
 
 /// Disarm the detector and take its reports.
 pub(super) fn disarm() -> Found {
     let mut reports = vec![ffi::RkRaceReport::default(); MAX_REPORTS];
     let mut total = 0u64;
+    let mut oob = ffi::RkRaceReport::default();
+    // Safety: room for one report; before rk_race_end, which forgets the launch's blocks.
+    let out_of_bounds = (unsafe { ffi::rk_race_out_of_bounds(&mut oob) } != 0).then_some(oob);
     // Safety: room for MAX_REPORTS reports.
     let n = unsafe { ffi::rk_race_end(reports.as_mut_ptr(), MAX_REPORTS as u32, &mut total) };
     reports.truncate(n as usize);
-    Found { reports, total }
+    Found {
+        reports,
+        total,
+        out_of_bounds,
+    }
 }
 
 /// The source line of the barrier thread `thread` (linear, of the last block run) last called,
@@ -139,6 +164,117 @@ fn in_dir(file: &Path, dir: &Path) -> bool {
     file.starts_with(dir) || file.to_string_lossy().contains("/include/cpu/hip/")
 }
 
+/// The static `__shared__` variable at byte `offset` of the worker's TLS block (where the race
+/// variant keeps them, as `thread_local`s of the binary), and the offset into it: "`s` of
+/// `bug_reverse`", from the binary's symbol table (TLS symbols' values are offsets into that
+/// block). `None` without a symbol table, or where none covers the offset.
+fn static_shared(offset: u64) -> Option<(String, u64)> {
+    static SYMBOLS: OnceLock<Vec<(u64, u64, String)>> = OnceLock::new();
+    let symbols = SYMBOLS.get_or_init(tls_symbols);
+    let (start, _, name) = symbols
+        .iter()
+        .find(|(start, size, _)| offset >= *start && offset - start < *size)?;
+    Some((name.clone(), offset - start))
+}
+
+/// The thread-locals the executable defines: (offset in its TLS block, bytes, name in reports).
+fn tls_symbols() -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Ok(file) = std::fs::File::open("/proc/self/exe") else {
+        return Vec::new();
+    };
+    let cache = object::ReadCache::new(file);
+    let Ok(binary) = object::File::parse(&cache) else {
+        return Vec::new();
+    };
+    binary
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Tls && s.size() > 0)
+        .filter_map(|s| Some((s.address(), s.size(), variable_name(s.name().ok()?))))
+        .collect()
+}
+
+/// How a report names the variable of a TLS symbol: "`s` of `bug_reverse`" for a function's
+/// static local (`_ZZ11bug_reversePfE1s`, a `__shared__` array declared in a kernel), "`ns::buf`"
+/// for a namespace-scope one, the symbol itself where it is neither.
+fn variable_name(symbol: &str) -> String {
+    let symbol = symbol.strip_prefix("rkrace_").unwrap_or(symbol);
+    if let Some(local) = symbol.strip_prefix("_ZZ") {
+        // <function's encoding> E <the variable's source name> [_<n> | __<n>_, a discriminator]
+        let without_discriminator = local
+            .strip_suffix('_')
+            .and_then(|s| s.rfind("__").map(|at| &s[..at]))
+            .or_else(|| {
+                let (head, digit) = local.split_at(local.len().checked_sub(2)?);
+                (digit.starts_with('_') && digit[1..].bytes().all(|b| b.is_ascii_digit()))
+                    .then_some(head)
+            });
+        let variable = trailing_source_name(local)
+            .or_else(|| without_discriminator.and_then(trailing_source_name));
+        if let Some(variable) = variable {
+            return match leading_name(local) {
+                Some(function) => format!("`{variable}` of `{function}`"),
+                None => format!("`{variable}`"),
+            };
+        }
+    }
+    if let Some(nested) = symbol.strip_prefix("_ZN") {
+        if let Some(name) = leading_name(&format!("N{nested}")) {
+            return format!("`{name}`");
+        }
+    }
+    if let Some(plain) = symbol.strip_prefix("_Z") {
+        if let Some(name) = leading_name(plain) {
+            return format!("`{name}`");
+        }
+    }
+    format!("`{symbol}`")
+}
+
+/// `<length><identifier>` at the end of `text`, right after an `E`.
+fn trailing_source_name(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    for len in 1..bytes.len() {
+        let ident = &bytes[bytes.len() - len..];
+        if !(ident[0].is_ascii_alphanumeric() || ident[0] == b'_') {
+            return None;
+        }
+        let before = &text[..bytes.len() - len];
+        let digits = before.len() - before.bytes().rev().take_while(u8::is_ascii_digit).count();
+        if digits < before.len()
+            && before[digits..].parse::<usize>() == Ok(len)
+            && before[..digits].ends_with('E')
+        {
+            return Some(&text[text.len() - len..]);
+        }
+    }
+    None
+}
+
+/// The name an Itanium encoding starts with: `bug_reverse` of `11bug_reversePfE...`,
+/// `ns::kernel` of `N2ns6kernelEPf...`; `None` for other shapes.
+fn leading_name(text: &str) -> Option<String> {
+    let (mut rest, nested) = match text.strip_prefix('N') {
+        Some(r) => (r.trim_start_matches(['K', 'V', 'r']), true),
+        None => (text, false),
+    };
+    let mut parts = Vec::new();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            break;
+        }
+        let len: usize = rest[..digits].parse().ok()?;
+        let name = rest.get(digits..digits + len)?;
+        parts.push(name);
+        rest = &rest[digits + len..];
+        if !nested {
+            break;
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("::"))
+}
+
 /// `thread (3,0,0) wrote it at kernels/k.hip:17` (with the block when `with_block`).
 fn access_text(a: &ffi::RkRaceAccess, with_block: bool) -> String {
     let what = match (a.write != 0, a.atomic != 0) {
@@ -206,9 +342,13 @@ pub(super) fn message(
                 "dynamic shared memory (extern __shared__) at byte offset {}",
                 r.offset
             ),
-            // Its address (a thread-local of the worker) means nothing to the user; the source
-            // lines name the variable.
-            ffi::RK_RACE_STATIC_SHARED => "a static __shared__ variable".to_owned(),
+            // A thread-local of the worker: the binary's symbol table names it.
+            ffi::RK_RACE_STATIC_SHARED => match static_shared(r.offset) {
+                Some((name, offset)) => {
+                    format!("static __shared__ variable {name} at byte offset {offset}")
+                }
+                None => "a static __shared__ variable".to_owned(),
+            },
             other => format!("memory at {:#x} (space {other})", r.address),
         };
         if i > 0 {
@@ -268,6 +408,25 @@ mod tests {
     }
 
     #[test]
+    fn static_shared_variables_are_named_from_their_symbols() {
+        assert_eq!(
+            variable_name("_ZZ11bug_reversePKfPfiE1s"),
+            "`s` of `bug_reverse`"
+        );
+        assert_eq!(
+            variable_name("_ZZ20bug_shared_histogramPKjPjiE5local"),
+            "`local` of `bug_shared_histogram`"
+        );
+        assert_eq!(
+            variable_name("rkrace__ZZN2ns6kernelEPfE4tile_0"),
+            "`tile` of `ns::kernel`"
+        );
+        assert_eq!(variable_name("_ZZ1kPfE3t_2"), "`t_2` of `k`");
+        assert_eq!(variable_name("_ZN2ns3bufE"), "`ns::buf`");
+        assert_eq!(variable_name("rkrace_buf"), "`buf`");
+    }
+
+    #[test]
     fn a_race_in_one_block_names_both_threads_and_the_wave() {
         let access = |t: u32, write: u32| ffi::RkRaceAccess {
             block: [2, 0, 0],
@@ -287,6 +446,7 @@ mod tests {
         let found = Found {
             reports: vec![r],
             total: 5,
+            out_of_bounds: None,
         };
         let text = message(&found, 32, [64, 1, 1], &|_| unreachable!());
         assert!(
