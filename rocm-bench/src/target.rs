@@ -142,31 +142,23 @@ pub fn targets() -> Vec<BenchTarget> {
         }
     }
     // Ordinals count each backend's devices; ids carry one where an architecture has several.
-    let mut ordinals: Vec<(Backend, usize)> = Vec::new();
-    let numbered: Vec<(Device, usize)> = probe
-        .available
-        .into_iter()
-        .map(|d| {
-            let ordinal = ordinals.iter().filter(|(b, _)| *b == d.backend()).count();
-            ordinals.push((d.backend(), ordinal));
-            (d, ordinal)
-        })
-        .collect();
-    let twins = |d: &Device| {
-        numbered
-            .iter()
-            .filter(|(o, _)| o.backend() == d.backend() && o.info().arch == d.info().arch)
-            .count()
-            > 1
-    };
-    numbered
+    let devices = probe.available;
+    devices
         .iter()
-        .map(|(d, ordinal)| {
+        .enumerate()
+        .map(|(i, d)| {
             if d.backend() == Backend::Cpu {
-                BenchTarget::new(cpu_device())
-            } else {
-                BenchTarget::numbered(d.clone(), twins(d).then_some(*ordinal))
+                return BenchTarget::new(cpu_device());
             }
+            let same_backend = |o: &&Device| o.backend() == d.backend();
+            let ordinal = devices[..i].iter().filter(same_backend).count();
+            let twins = devices
+                .iter()
+                .filter(same_backend)
+                .filter(|o| o.info().arch == d.info().arch)
+                .count()
+                > 1;
+            BenchTarget::numbered(d.clone(), twins.then_some(ordinal))
         })
         .filter(|t| selection.admits(t))
         .collect()

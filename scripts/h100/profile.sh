@@ -24,6 +24,9 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$here/.carry/h100/profile"
 
+# shellcheck source=artifact.sh
+. "$here/scripts/h100/artifact.sh"
+
 build() {
   set -e
   rm -rf "$bin"
@@ -34,14 +37,7 @@ build() {
   local exe
   exe="$(ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}" \
     cargo build --release --manifest-path "$here/examples/basic/Cargo.toml" --bench kernels \
-      --message-format json \
-    | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "kernels" and "bench" in m["target"]["kind"]:
-        print(m["executable"])')"
+      --message-format json | artifact kernels bench)"
   cp "$exe" "$bin/kernels-bench"
   strip "$bin"/*
   # Compressed: the carried tree has a size limit (gunzipped into $OUT/bin by the run).

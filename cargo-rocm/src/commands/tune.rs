@@ -70,8 +70,8 @@ pub struct TuneArgs {
     /// Only slice K of N of each space (1 <= K <= N): one job of a Slurm array or CI matrix.
     /// Brute force and random sampling cover their slice; model-based strategies draw their
     /// random seed configurations from it. Join the jobs with `cargo rocm tune merge`
-    #[arg(long, value_name = "K/N", value_parser = parse_partition)]
-    pub partition: Option<String>,
+    #[arg(long, value_name = "K/N", value_parser = rocm_tune::Partition::parse)]
+    pub partition: Option<rocm_tune::Partition>,
 
     /// Backends to tune on: cpu, amd, nvidia (default: the first GPU found, else cpu)
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
@@ -184,10 +184,6 @@ pub struct TuneArgs {
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
     s.parse()
-}
-
-fn parse_partition(s: &str) -> Result<String, String> {
-    rocm_tune::Partition::parse(s).map(|p| p.to_string())
 }
 
 /// `cargo rocm tune`'s subcommands.
@@ -572,7 +568,7 @@ fn request(
         wave_size: args.wave_size.as_deref().and_then(|w| w.parse().ok()),
         list: args.list,
         devices: args.devices.clone(),
-        partition: args.partition.clone(),
+        partition: args.partition.map(|p| p.to_string()),
     }
 }
 
@@ -817,11 +813,7 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
             rocm_tune::Tuner::new(&space, &mut evaluator)
                 .budget(budget)
                 .seed(args.seed)
-                .partition(
-                    args.partition
-                        .as_deref()
-                        .and_then(|p| rocm_tune::Partition::parse(p).ok()),
-                )
+                .partition(args.partition)
                 .cache(&mut cache)
                 .observe(&mut observe)
                 .run(strategy.as_mut())
@@ -927,7 +919,7 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
                 .collect(),
             cache_file: Some(cache_path.clone()),
             devices: Vec::new(),
-            partition: args.partition.clone(),
+            partition: args.partition.map(|p| p.to_string()),
         });
     }
     Ok(report)

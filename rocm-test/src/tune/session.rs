@@ -216,7 +216,6 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
             .collect();
         let model = |d: &Device| (d.info().arch.clone(), d.info().name.clone());
         let mut models: Vec<(String, String)> = picked.iter().map(|(_, d)| model(d)).collect();
-        models.dedup();
         models.sort();
         models.dedup();
         for m in models {
