@@ -8,10 +8,9 @@ use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use rocm_kernels_core::Backend;
 
 use crate::cli::GlobalArgs;
-use crate::commands::test::workspace::{self, Metadata, Package};
+use crate::harness::workspace::{self, Metadata, Package};
 
 const PACKAGE_SELECTION: &str = "Package Selection";
 const FEATURE_SELECTION: &str = "Feature Selection";
@@ -186,34 +185,6 @@ impl<P: BuildProfile> CargoFlags<P> {
     }
 }
 
-/// What the kernel builds see: `--backend` also limits the backends the build scripts compile
-/// for (`ROCM_BACKENDS`), so a broken compiler of a backend not asked for cannot fail the build.
-/// Every cargo invocation of a command gets it, or the next one would rebuild.
-pub fn build_env(backends: &[Backend]) -> Vec<(&'static str, String)> {
-    if backends.is_empty() {
-        return Vec::new();
-    }
-    let list: Vec<&str> = backends.iter().map(|b| b.as_str()).collect();
-    vec![(rocm_kernels_build::ENV_BACKENDS, list.join(","))]
-}
-
-/// The variable that keeps `--release` harnesses' line tables: cargo's release profile strips
-/// debug information by default (`strip = "debuginfo"` where `debug` is off), which took the cpu
-/// race variant's line tables (compiled with `-g1` whatever the profile) out of the test binary,
-/// and race reports said `at code address 0x…` instead of `file:line`.
-pub const KEEP_RELEASE_LINE_TABLES: &str = "CARGO_PROFILE_RELEASE_STRIP";
-
-/// [`build_env`] for building and running test harnesses: also keeps the line tables of release
-/// builds (see [`KEEP_RELEASE_LINE_TABLES`]), unless the user's environment sets the variable.
-/// The harness is built and run with the same variables, or the run would rebuild it.
-pub fn harness_build_env(backends: &[Backend]) -> Vec<(&'static str, String)> {
-    let mut env = build_env(backends);
-    if std::env::var_os(KEEP_RELEASE_LINE_TABLES).is_none() {
-        env.push((KEEP_RELEASE_LINE_TABLES, "false".to_owned()));
-    }
-    env
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,21 +300,5 @@ mod tests {
         );
         assert!(parse::<BenchProfile>(&["--release"]).is_err());
         assert!(parse::<Release>(&["--debug"]).is_err());
-    }
-
-    #[test]
-    fn backends_limit_the_kernel_builds() {
-        assert!(build_env(&[]).is_empty());
-        // Harnesses keep their line tables in release builds (race reports name source lines).
-        if std::env::var_os(KEEP_RELEASE_LINE_TABLES).is_none() {
-            assert_eq!(
-                harness_build_env(&[]),
-                [("CARGO_PROFILE_RELEASE_STRIP", "false".to_owned())]
-            );
-        }
-        assert_eq!(
-            build_env(&[Backend::Cpu, Backend::Nvidia]),
-            [("ROCM_BACKENDS", "cpu,nvidia".to_owned())]
-        );
     }
 }

@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod exit;
 mod fix;
+mod harness;
 mod output;
 mod selection;
 

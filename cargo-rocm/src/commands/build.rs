@@ -2,18 +2,17 @@
 //! scratch use read from the code objects each build script compiled (the manifests it wrote at
 //! `$OUT_DIR/rocm-kernels/<name>.manifest.json`), with warnings for spills and scratch.
 
-pub(crate) mod cargo_json;
 pub(crate) mod report;
 
-use std::io::{BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 
-use anyhow::Context;
 use rocm_kernels_core::manifest::BuildManifest;
 
 use crate::cargo_flags::{CargoFlags, Packages};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
+use crate::harness;
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -32,8 +31,7 @@ pub struct BuildArgs {
 
 /// The `cargo build` command line for these arguments.
 fn cargo_command(global: &GlobalArgs, args: &BuildArgs) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = Command::new(harness::cargo());
     cmd.args(["build", "--message-format", "json-render-diagnostics"])
         .args(args.cargo.cargo_args(global, Packages::AsGiven))
         .args(&args.cargo_args);
@@ -55,31 +53,7 @@ pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result
         }
         Err(e) => out.verbose(format_args!("no ROCm toolchain for this build: {e:#}")),
     }
-    out.verbose(format_args!("running {cmd:?}"));
-    // Cargo's progress and rendered diagnostics go straight to our stderr; its JSON comes to us.
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            exit::coded(
-                exit::ENVIRONMENT,
-                format!("cannot run cargo: {e} (is it on PATH, or $CARGO set?)"),
-            )
-        })?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let cargo_report = cargo_json::read_messages(BufReader::new(stdout), |line| {
-        // Not JSON: a build script's own stdout under -vv. Keep it visible.
-        eprintln!("{line}");
-    })
-    .context("reading cargo's output")?;
-    let status = child.wait().context("waiting for cargo")?;
-    if !status.success() || cargo_report.success == Some(false) {
-        return Err(exit::coded(
-            exit::BUILD,
-            format!("`cargo build` failed ({status}); its errors are above"),
-        ));
-    }
+    let cargo_report = harness::build_executables(cmd, "`cargo build`", out)?;
 
     let mut libraries = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -89,7 +63,7 @@ pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result
         }
         let manifests = BuildManifest::find_in(&script.out_dir)
             .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
-        let package = cargo_json::package_name(&script.package_id);
+        let package = harness::cargo_json::package_name(&script.package_id);
         for (path, manifest) in manifests {
             let lib = report::library_report(&package, &path, &manifest)
                 .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;

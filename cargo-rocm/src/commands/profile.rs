@@ -6,19 +6,19 @@
 //! `<target-dir>/rocm/profile/` (`profile.json`, `profile.html`, the tools' raw output).
 
 use std::ffi::OsString;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::Context;
 use rocm_kernels_core::manifest::BuildManifest;
 use rocm_kernels_core::{Backend, ObjectFormat};
 use rocm_profile::{ncu, rocprof, AmdKernel, ProfileError, ReportInput, Workload};
 
-use super::build::cargo_json;
 use crate::cargo_flags::{CargoFlags, Packages, Release};
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
+use crate::harness;
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -232,13 +232,8 @@ fn default_backend() -> Backend {
 }
 
 fn default_target_dir(global: &GlobalArgs) -> PathBuf {
-    let mut cmd = cargo_metadata::MetadataCommand::new();
-    cmd.no_deps();
-    if let Some(m) = &global.manifest_path {
-        cmd.manifest_path(m);
-    }
-    cmd.exec()
-        .map(|m| m.target_directory.into_std_path_buf())
+    harness::Workspace::open(global)
+        .map(|ws| ws.target_dir(None))
         .unwrap_or_else(|_| PathBuf::from("target"))
 }
 
@@ -252,7 +247,6 @@ struct Built {
 
 /// The `cargo build` command line for the target `--{kind} {name}`.
 fn build_command(global: &GlobalArgs, args: &ProfileArgs, kind: &str, name: &str) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Benches build in release mode, as `cargo bench` builds them.
     let flags = CargoFlags {
         profile: Release {
@@ -260,7 +254,7 @@ fn build_command(global: &GlobalArgs, args: &ProfileArgs, kind: &str, name: &str
         },
         ..args.cargo.clone()
     };
-    let mut cmd = Command::new(cargo);
+    let mut cmd = Command::new(harness::cargo());
     cmd.args(["build", "--message-format", "json-render-diagnostics"])
         .arg(format!("--{kind}"))
         .arg(name)
@@ -275,23 +269,8 @@ fn build(
     name: &str,
     out: &Output,
 ) -> anyhow::Result<Built> {
-    let mut cmd = build_command(global, args, kind, name);
-    out.verbose(format_args!("running {cmd:?}"));
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| exit::coded(exit::ENVIRONMENT, format!("cannot run cargo: {e}")))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let report = cargo_json::read_messages(BufReader::new(stdout), |line| eprintln!("{line}"))
-        .context("reading cargo's output")?;
-    let status = child.wait().context("waiting for cargo")?;
-    if !status.success() || report.success == Some(false) {
-        return Err(exit::coded(
-            exit::BUILD,
-            format!("building the {kind} `{name}` failed ({status}); cargo's errors are above"),
-        ));
-    }
+    let cmd = build_command(global, args, kind, name);
+    let report = harness::build_executables(cmd, &format!("building the {kind} `{name}`"), out)?;
     let executable = report
         .executables
         .iter()

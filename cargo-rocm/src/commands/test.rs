@@ -8,22 +8,18 @@
 
 pub mod merge;
 mod report;
-pub(crate) mod workspace;
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use rocm_kernels_core::Backend;
 use rocm_test_events::partition::Partition;
 use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
 
-#[cfg(test)]
-use crate::cargo_flags::build_env;
-use crate::cargo_flags::{harness_build_env, CargoFlags, Packages};
+use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
+use crate::harness::{child_stdout, TestHarness, Workspace};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -118,39 +114,22 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     if let Some(TestAction::Merge(merge_args)) = args.action {
         return merge::run(merge_args, out);
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
-    let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    let packages = args.cargo.selected(&meta, &manifest)?;
-    let harnesses: Vec<workspace::HarnessTargets> = packages
-        .iter()
-        .map(|p| workspace::harness_targets(p))
-        .collect::<anyhow::Result<Vec<_>>>()?
-        .into_iter()
-        .filter(|h| !h.tests.is_empty())
-        .collect();
-    if harnesses.is_empty() {
+    let ws = Workspace::open(global)?;
+    let harnesses = ws.harnesses(&args.cargo, |packages| {
         let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
-        return Err(exit::coded(
-            exit::INPUT,
-            format!(
-                "no rocm-test harness in {}: add `rocm-test` to [dev-dependencies] and a \
-                 `[[test]]` with `harness = false` whose `main` calls `rocm_test::main` \
-                 (`cargo rocm new` writes a complete example)",
-                if names.is_empty() {
-                    "this workspace".to_owned()
-                } else {
-                    format!("package(s) {}", names.join(", "))
-                }
-            ),
-        ));
-    }
+        format!(
+            "no rocm-test harness in {}: add `rocm-test` to [dev-dependencies] and a \
+             `[[test]]` with `harness = false` whose `main` calls `rocm_test::main` \
+             (`cargo rocm new` writes a complete example)",
+            if names.is_empty() {
+                "this workspace".to_owned()
+            } else {
+                format!("package(s) {}", names.join(", "))
+            }
+        )
+    })?;
 
-    let target_dir = args
-        .cargo
-        .target_dir
-        .clone()
-        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
+    let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
     let results = target_dir.join("rocm").join("test");
     std::fs::create_dir_all(&results)
         .with_context(|| format!("cannot create {}", results.display()))?;
@@ -160,20 +139,19 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     let _ = std::fs::remove_file(&events_path);
 
     let mut cargo_failures = Vec::new();
-    for h in &harnesses {
+    for (h, _) in &harnesses {
         out.status("Testing", format!("{} ({})", h.package, h.tests.join(", ")));
-        let base = cargo_test_args(global, &args.cargo, &h.package, &h.tests);
-        build_harness(
-            &cargo,
-            &base,
-            &args.backend,
-            child_stdout(&args),
+        let harness = TestHarness::new(
+            &ws.cargo,
+            global,
+            &args.cargo,
             &h.package,
-        )?;
-        let mut cmd = Command::new(&cargo);
-        cmd.args(&base)
-            .envs(harness_build_env(&args.backend))
-            .arg("--no-fail-fast");
+            &h.tests,
+            &args.backend,
+        );
+        harness.build(child_stdout(args.format.json()))?;
+        let mut cmd = harness.command();
+        cmd.arg("--no-fail-fast");
         if !args.args.is_empty() {
             cmd.arg("--").args(&args.args);
         }
@@ -182,9 +160,9 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
         }
         out.verbose(format!("running {cmd:?}"));
         let status = cmd
-            .stdout(child_stdout(&args))
+            .stdout(child_stdout(args.format.json()))
             .status()
-            .with_context(|| format!("could not run `{cargo} test`"))?;
+            .with_context(|| format!("could not run `{} test`", ws.cargo))?;
         if !status.success() {
             cargo_failures.push((h.package.clone(), status));
         }
@@ -267,55 +245,6 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     Ok(exit::OK)
 }
 
-/// Build a package's harness tests first (`cargo test --no-run`; `base`: the `cargo test`
-/// arguments), so a compile error is told apart from a failing trial (cargo says 101 for both).
-pub(crate) fn build_harness(
-    cargo: &str,
-    base: &[OsString],
-    backends: &[Backend],
-    stdout: Stdio,
-    package: &str,
-) -> anyhow::Result<()> {
-    let status = Command::new(cargo)
-        .args(base)
-        .envs(harness_build_env(backends))
-        .arg("--no-run")
-        .stdout(stdout)
-        .status()
-        .with_context(|| format!("could not run `{cargo} test`"))?;
-    if !status.success() {
-        return Err(exit::coded(
-            exit::BUILD,
-            format!("building the tests of `{package}` failed (see cargo's messages above)"),
-        ));
-    }
-    Ok(())
-}
-
-/// In JSON mode stdout carries only our events, so the test binaries' output goes to stderr.
-fn child_stdout(args: &TestArgs) -> Stdio {
-    if args.format.json() {
-        Stdio::from(std::io::stderr())
-    } else {
-        Stdio::inherit()
-    }
-}
-
-/// `cargo test` arguments for harness targets of one package (without `--no-run` or `--`).
-pub(crate) fn cargo_test_args(
-    global: &GlobalArgs,
-    cargo: &CargoFlags,
-    package: &str,
-    tests: &[String],
-) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["test".into()];
-    for t in tests {
-        a.extend(["--test".into(), t.into()]);
-    }
-    a.extend(cargo.cargo_args(global, Packages::Only(&[package.to_owned()])));
-    a
-}
-
 /// The `ROCM_TEST_*` variables that carry our options to the harnesses.
 fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     let join = |v: &[Backend]| v.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(",");
@@ -368,6 +297,7 @@ fn parse_race_check(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::build_env;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -406,10 +336,6 @@ mod tests {
             "saxpy",
             "--exact",
         ]);
-        let h = workspace::HarnessTargets {
-            package: "k".into(),
-            tests: vec!["kernels".into()],
-        };
         let global = GlobalArgs {
             verbose: 0,
             quiet: false,
@@ -417,7 +343,7 @@ mod tests {
             manifest_path: Some("/w/Cargo.toml".into()),
         };
         assert_eq!(
-            cargo_test_args(&global, &a.cargo, &h.package, &h.tests),
+            TestHarness::new("cargo", &global, &a.cargo, "k", &["kernels".into()], &[]).args(),
             [
                 "test",
                 "--test",

@@ -13,7 +13,7 @@ mod merge;
 mod report;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, Stdio};
+use std::process::Command as Process;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -24,10 +24,10 @@ use rocm_test_events::tune::{
     TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
 };
 
-use crate::cargo_flags::{build_env, harness_build_env, CargoFlags};
+use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::commands::test::{build_harness, cargo_test_args, workspace};
 use crate::exit;
+use crate::harness::{build_env, child_stdout, TestHarness, Workspace};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -248,7 +248,6 @@ fn parse_problem(s: &str) -> Result<std::collections::BTreeMap<String, i64>, Str
 }
 
 pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<u8> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     if let Some(TuneAction::Merge(merge)) = &args.action {
         return merge::run(merge, out);
     }
@@ -256,11 +255,9 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         // No crate needed: results go to its target directory when there is one.
         let target_dir = match &args.cargo.target_dir {
             Some(d) => d.clone(),
-            None => workspace::locate_manifest(global.manifest_path.as_deref())
-                .ok()
-                .and_then(|m| workspace::metadata(&cargo, Some(&m)).ok())
-                .map(|m| m.target_directory.into_std_path_buf())
-                .unwrap_or_else(|| PathBuf::from("target")),
+            None => Workspace::open(global)
+                .map(|ws| ws.target_dir(None))
+                .unwrap_or_else(|_| PathBuf::from("target")),
         };
         let out_dir = args
             .out_dir
@@ -295,36 +292,14 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         }
         return present(&args, &out_dir, report, out);
     }
-    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
-    let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    let packages = args.cargo.selected(&meta, &manifest)?;
-    let harnesses: Vec<(workspace::HarnessTargets, PathBuf)> = packages
-        .iter()
-        .map(|p| {
-            let root = p
-                .manifest_path
-                .parent()
-                .map(|d| d.as_std_path().to_path_buf())
-                .unwrap_or_default();
-            workspace::harness_targets(p).map(|h| (h, root))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?
-        .into_iter()
-        .filter(|(h, _)| !h.tests.is_empty())
-        .collect();
-    if harnesses.is_empty() {
-        return Err(exit::coded(
-            exit::INPUT,
-            "no rocm-test harness here: `cargo rocm tune` runs the tunables a harness declares \
-             (`s.tune(\"kernel\")…` beside the kernel's check; `cargo rocm new` writes an \
-             example), or an external program with --cmd-template",
-        ));
-    }
-    let target_dir = args
-        .cargo
-        .target_dir
-        .clone()
-        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
+    let ws = Workspace::open(global)?;
+    let harnesses = ws.harnesses(&args.cargo, |_| {
+        "no rocm-test harness here: `cargo rocm tune` runs the tunables a harness declares \
+         (`s.tune(\"kernel\")…` beside the kernel's check; `cargo rocm new` writes an \
+         example), or an external program with --cmd-template"
+            .to_owned()
+    })?;
+    let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
     let out_dir = args
         .out_dir
         .clone()
@@ -336,17 +311,16 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     for (h, root) in &harnesses {
         for test in &h.tests {
             out.status("Tuning", format!("{} ({test})", h.package));
-            let base = cargo_test_args(global, &args.cargo, &h.package, std::slice::from_ref(test));
-            build_harness(
-                &cargo,
-                &base,
-                &args.backend,
-                child_stdout(&args),
+            let harness = TestHarness::new(
+                &ws.cargo,
+                global,
+                &args.cargo,
                 &h.package,
-            )?;
-            let mut cmd = Process::new(&cargo);
-            // As build_harness built it, or cargo would rebuild.
-            cmd.args(&base).envs(harness_build_env(&args.backend));
+                std::slice::from_ref(test),
+                &args.backend,
+            );
+            harness.build(child_stdout(args.format.json()))?;
+            let cmd = harness.command();
             run_harness(
                 &args,
                 cmd,
@@ -381,7 +355,7 @@ fn run_harness(
     let _ = std::fs::remove_file(&events);
     let request = request(args, root, out_dir, &results, &events);
     cmd.env(REQUEST_ENV, serde_json::to_string(&request)?)
-        .stdout(child_stdout(args));
+        .stdout(child_stdout(args.format.json()));
     out.verbose(format!("running {cmd:?}"));
     let mut child = cmd
         .spawn()
@@ -569,14 +543,6 @@ fn request(
         list: args.list,
         devices: args.devices.clone(),
         partition: args.partition.map(|p| p.to_string()),
-    }
-}
-
-fn child_stdout(args: &TuneArgs) -> Stdio {
-    if args.format.json() {
-        Stdio::from(std::io::stderr())
-    } else {
-        Stdio::inherit()
     }
 }
 

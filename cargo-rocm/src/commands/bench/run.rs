@@ -16,10 +16,10 @@ use rocm_kernels_core::Backend;
 
 use super::machine::MachineInfo;
 use super::{history_error, RunArgs, SUITES};
-use crate::cargo_flags::{build_env, Packages};
+use crate::cargo_flags::Packages;
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::commands::test::workspace;
 use crate::exit;
+use crate::harness::{self, build_env, Workspace};
 use crate::output::Output;
 
 /// Where results go under the target directory.
@@ -43,14 +43,7 @@ fn target_dir(global: &GlobalArgs, run: &RunArgs) -> anyhow::Result<PathBuf> {
     if let Some(d) = &run.cargo.target_dir {
         return Ok(d.clone());
     }
-    let cargo = cargo();
-    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
-    let meta = workspace::metadata(&cargo, Some(&manifest))?;
-    Ok(meta.target_directory.into_std_path_buf())
-}
-
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+    Ok(Workspace::open(global)?.target_dir(None))
 }
 
 /// One bench binary to run.
@@ -124,7 +117,7 @@ fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
 /// the cargo-rocm checkout this binary was built from.
 fn suite_package(
     name: &str,
-    meta: &workspace::Metadata,
+    meta: &harness::Metadata,
 ) -> anyhow::Result<(String, Option<PathBuf>)> {
     let Some((_, package)) = SUITES.iter().find(|(s, _)| *s == name) else {
         let known: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
@@ -237,16 +230,15 @@ pub fn run(
     format: FormatArgs,
     out: &Output,
 ) -> anyhow::Result<u8> {
-    let cargo = cargo();
-    let manifest = workspace::locate_manifest(global.manifest_path.as_deref())?;
-    let meta = workspace::metadata(&cargo, Some(&manifest))?;
+    let ws = Workspace::open(global)?;
+    let meta = &ws.meta;
     let (packages, suite_manifest): (Vec<String>, Option<PathBuf>) = match &args.suite {
         Some(name) => {
-            let (package, manifest) = suite_package(name, &meta)?;
+            let (package, manifest) = suite_package(name, meta)?;
             (vec![package], manifest)
         }
         None => {
-            let selected = args.cargo.selected(&meta, &manifest)?;
+            let selected = ws.selected(&args.cargo)?;
             let with_benches: Vec<String> = selected
                 .iter()
                 .filter(|p| p.targets.iter().any(|t| t.is_bench()))
@@ -274,11 +266,7 @@ pub fn run(
     };
     check_devices(args)?;
 
-    let target_dir = args
-        .cargo
-        .target_dir
-        .clone()
-        .unwrap_or_else(|| meta.target_directory.clone().into_std_path_buf());
+    let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
     let dir = bench_dir(&target_dir);
     let history_file = history
         .map(Path::to_owned)
@@ -288,61 +276,35 @@ pub fn run(
 
     // Build.
     out.status("Building", format!("benches of {}", packages.join(", ")));
-    let mut build = Command::new(&cargo);
+    let mut build = Command::new(&ws.cargo);
     build
         .args(cargo_bench_args(&build_global, args, &packages))
-        .envs(build_env(&args.backend))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    out.verbose(format!("running {build:?}"));
-    let output = build
-        .spawn()
-        .and_then(|c| c.wait_with_output())
-        .with_context(|| format!("could not run `{cargo} bench`"))?;
+        .envs(build_env(&args.backend));
+    let what = format!("building the benches of {}", packages.join(", "));
+    let built = harness::build_executables(build, &what, out)?;
     let mut binaries = Vec::new();
-    for message in cargo_metadata::Message::parse_stream(output.stdout.as_slice()) {
-        if let Ok(cargo_metadata::Message::CompilerArtifact(a)) = message {
-            if a.target.is_bench() {
-                if let Some(exe) = a.executable {
-                    let package = meta
-                        .packages
-                        .iter()
-                        .find(|p| p.id == a.package_id)
-                        .map(|p| {
-                            (
-                                p.name.to_string(),
-                                p.manifest_path.parent().map(|d| d.to_path_buf()),
-                            )
-                        });
-                    let (package, dir) = match package {
-                        Some((n, Some(d))) => (n, d.into_std_path_buf()),
-                        _ => (
-                            a.target.name.clone(),
-                            a.target
-                                .src_path
-                                .parent()
-                                .map(|d| d.to_path_buf().into_std_path_buf())
-                                .unwrap_or_default(),
-                        ),
-                    };
-                    binaries.push(BenchBinary {
-                        package,
-                        name: a.target.name.clone(),
-                        exe: exe.into_std_path_buf(),
-                        dir,
-                    });
-                }
-            }
+    for exe in built.executables {
+        if !exe.kinds.iter().any(|k| k == "bench") {
+            continue;
         }
-    }
-    if !output.status.success() {
-        return Err(exit::coded(
-            exit::BUILD,
-            format!(
-                "building the benches of {} failed (see cargo's messages above)",
-                packages.join(", ")
-            ),
-        ));
+        let package = meta
+            .packages
+            .iter()
+            .find(|p| p.id.repr == exe.package_id)
+            .and_then(|p| {
+                let dir = p.manifest_path.parent()?.to_path_buf().into_std_path_buf();
+                Some((p.name.to_string(), dir))
+            });
+        let (package, dir) = package.unwrap_or_else(|| {
+            let dir = exe.src_path.parent().map(Path::to_path_buf);
+            (exe.target.clone(), dir.unwrap_or_default())
+        });
+        binaries.push(BenchBinary {
+            package,
+            name: exe.target,
+            exe: exe.path,
+            dir,
+        });
     }
     if binaries.is_empty() {
         return Err(exit::coded(exit::INPUT, "cargo built no bench binary"));

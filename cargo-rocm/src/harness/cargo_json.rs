@@ -1,10 +1,11 @@
-//! Reading `cargo build --message-format json-render-diagnostics` from its stdout: which build
-//! scripts ran (or were fresh) and where their `OUT_DIR` is, and which executables were built.
+//! Reading `cargo build --message-format json-render-diagnostics` from its stdout (through
+//! `cargo_metadata::Message`): which build scripts ran (or were fresh) and where their `OUT_DIR`
+//! is, and which executables were built.
 
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use cargo_metadata::Message;
 
 /// A build script's run, as cargo reports it (`reason: build-script-executed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,10 +18,14 @@ pub struct BuildScriptRun {
 /// An executable cargo built (`reason: compiler-artifact` with an `executable`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executable {
+    /// Cargo's package id.
+    pub package_id: String,
     /// The target's name (`kernels` for `benches/kernels.rs`).
     pub target: String,
     /// The target's kinds (`bin`, `test`, `bench`, `example`).
     pub kinds: Vec<String>,
+    /// The target's root source file.
+    pub src_path: PathBuf,
     pub path: PathBuf,
 }
 
@@ -33,18 +38,6 @@ pub struct CargoReport {
     pub success: Option<bool>,
 }
 
-#[derive(Deserialize)]
-struct Message {
-    reason: String,
-    package_id: Option<String>,
-    out_dir: Option<PathBuf>,
-    success: Option<bool>,
-    executable: Option<PathBuf>,
-    /// `{"name": ..., "kind": [...], ...}`; kept loose, so a message that lacks a field still
-    /// reads.
-    target: Option<serde_json::Value>,
-}
-
 /// Read cargo's JSON lines. Lines that are not JSON (a build script printing to stdout under
 /// `-vv`) are passed to `other`.
 pub fn read_messages(
@@ -52,36 +45,25 @@ pub fn read_messages(
     mut other: impl FnMut(&str),
 ) -> std::io::Result<CargoReport> {
     let mut report = CargoReport::default();
-    for line in reader.lines() {
-        let line = line?;
-        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
-            other(&line);
-            continue;
-        };
-        match msg.reason.as_str() {
-            "build-script-executed" => {
-                if let (Some(package_id), Some(out_dir)) = (msg.package_id, msg.out_dir) {
-                    report.build_scripts.push(BuildScriptRun {
-                        package_id,
-                        out_dir,
-                    });
-                }
-            }
-            "compiler-artifact" => {
-                if let (Some(path), Some(target)) = (msg.executable, msg.target) {
-                    let kinds = target["kind"].as_array().map_or_else(Vec::new, |k| {
-                        k.iter()
-                            .filter_map(|k| k.as_str().map(str::to_owned))
-                            .collect()
-                    });
+    for message in Message::parse_stream(reader) {
+        match message? {
+            Message::BuildScriptExecuted(script) => report.build_scripts.push(BuildScriptRun {
+                package_id: script.package_id.repr,
+                out_dir: script.out_dir.into_std_path_buf(),
+            }),
+            Message::CompilerArtifact(artifact) => {
+                if let Some(path) = artifact.executable {
                     report.executables.push(Executable {
-                        target: target["name"].as_str().unwrap_or_default().to_owned(),
-                        kinds,
-                        path,
+                        package_id: artifact.package_id.repr,
+                        kinds: artifact.target.kind.iter().map(|k| k.to_string()).collect(),
+                        target: artifact.target.name,
+                        src_path: artifact.target.src_path.into_std_path_buf(),
+                        path: path.into_std_path_buf(),
                     });
                 }
             }
-            "build-finished" => report.success = msg.success,
+            Message::BuildFinished(finished) => report.success = Some(finished.success),
+            Message::TextLine(line) => other(&line),
             _ => {}
         }
     }
@@ -114,11 +96,9 @@ mod tests {
     #[test]
     fn build_scripts_and_result_are_collected() {
         let stdout = concat!(
-            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{}}"#,
-            "\n",
             r#"{"reason":"build-script-executed","package_id":"path+file:///w/a#0.1.0","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/t/debug/build/a-1/out"}"#,
             "\nbuild script chatter\n",
-            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{"name":"kernels","kind":["bench"]},"executable":"/t/release/deps/kernels-1"}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","manifest_path":"/w/a/Cargo.toml","target":{"name":"kernels","kind":["bench"],"crate_types":["bin"],"required-features":[],"src_path":"/w/a/benches/kernels.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/t/release/deps/kernels-1"],"executable":"/t/release/deps/kernels-1","fresh":false}"#,
             "\n",
             r#"{"reason":"build-finished","success":true}"#,
             "\n"
@@ -135,8 +115,10 @@ mod tests {
         assert_eq!(
             r.executables,
             [Executable {
+                package_id: "path+file:///w/a#0.1.0".into(),
                 target: "kernels".into(),
                 kinds: vec!["bench".into()],
+                src_path: "/w/a/benches/kernels.rs".into(),
                 path: "/t/release/deps/kernels-1".into()
             }]
         );
