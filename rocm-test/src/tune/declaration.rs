@@ -125,3 +125,50 @@ pub(crate) fn source_text(
     let text = std::fs::read_to_string(&path).ok()?;
     Some((path, text))
 }
+
+#[cfg(test)]
+mod tests {
+    use rocm_kernels::library::KernelDecl;
+
+    use super::*;
+    use crate::Launch;
+
+    static LIB: KernelLibrary = KernelLibrary {
+        name: "kernels",
+        code_objects: &[],
+        kernels: &[KernelDecl {
+            name: "saxpy",
+            source: "src/kernels.hip",
+            params: &[],
+            symbols: &[],
+            cpu: None,
+        }],
+        globals: &[],
+    };
+
+    fn verdict(default: i64) -> Result<Option<usize>, String> {
+        let mut suite = Suite::new(&LIB);
+        suite.check("saxpy");
+        suite
+            .tune("saxpy")
+            .param("B", [32, 64])
+            .restrict("B > 32")
+            .launch(|c, _| Launch::cover(64, c.int("B").unwrap_or(32) as u32))
+            .default_config(&[("B", default)]);
+        validate(&suite.tunables()[0], &suite).map(|v| v.map(|(space, _)| space.len()))
+    }
+
+    #[test]
+    fn without_the_engine_expressions_wait_for_tune_mode() {
+        // A default outside its parameter's list: an error with or without the engine.
+        assert!(verdict(16).unwrap_err().contains("not in its search space"));
+        // A default only the expression excludes: found by the engine (tune mode); a normal
+        // test binary cannot evaluate the expression and leaves the space to `cargo rocm tune`.
+        if cfg!(feature = "tune") {
+            assert!(verdict(32).unwrap_err().contains("not in its search space"));
+            assert_eq!(verdict(64), Ok(Some(1)));
+        } else {
+            assert_eq!(verdict(32), Ok(None));
+        }
+    }
+}
