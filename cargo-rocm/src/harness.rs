@@ -167,6 +167,12 @@ impl TestHarness {
         }
     }
 
+    /// Also pass `args` to cargo, building and running alike (e.g. `--features`).
+    pub fn with_cargo_args(mut self, args: impl IntoIterator<Item = OsString>) -> TestHarness {
+        self.args.extend(args);
+        self
+    }
+
     /// The `cargo test` arguments.
     #[cfg(test)]
     pub fn args(&self) -> &[OsString] {

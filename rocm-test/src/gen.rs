@@ -63,6 +63,7 @@ impl SizeSpec {
         matches!(self, SizeSpec::Fixed(_))
     }
     /// The largest value it can take (a tuning problem's size where none is given).
+    #[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
     pub(crate) fn high(&self) -> usize {
         match *self {
             SizeSpec::Fixed(n) | SizeSpec::Range(_, n) => n,

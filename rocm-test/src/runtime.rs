@@ -282,6 +282,7 @@ macro_rules! device_bufs {
                 })
             }
             /// Overwrite the device contents with `host` (same type and length).
+            #[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
             pub(crate) fn refill(&mut self, host: &HostBuf) -> rocm_kernels::runtime::Result<()> {
                 match (self, host) {
                     $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.upload(v),)*

@@ -60,6 +60,7 @@ impl Suite {
     }
 
     /// The tunables declared so far.
+    #[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
     pub(crate) fn tunables(&self) -> &[crate::tune::Tunable] {
         &self.tunables
     }

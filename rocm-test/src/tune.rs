@@ -32,9 +32,25 @@
 //! is compiled (compile-time parameters: at run time, NVRTC, hipRTC or the host compiler, cached
 //! on disk), launched, compared with the reference (a wrong result is recorded and never
 //! chosen), then timed with device events.
+//!
+//! Tune mode is the `tune` feature, off by default; `cargo rocm tune` turns it on when it
+//! builds the harness (`cargo test --no-run --features rocm-test/tune`). Evaluation has to run in
+//! the user's test binary, because that is where a tunable's inputs, reference and closures
+//! (launch, restrictions, throughput) live; what it needs besides (the run-time compilers and
+//! their cache, code-object reading, the search engine with evalexpr) is linked only into that
+//! build, so an ordinary `cargo test` binary does not carry it. Without the feature the
+//! declarations compile the same, the `::tunable` trial checks what it can (a space restricted by
+//! Kernel Tuner expressions is only enumerated by the engine: its emptiness, and whether the
+//! default passes the expressions, are checked by `cargo rocm tune`), and a harness asked to
+//! tune says to run `cargo rocm tune`.
 
+#[cfg(feature = "tune")]
 mod compile;
+mod declaration;
+#[cfg(feature = "tune")]
 mod evaluate;
+mod results;
+#[cfg(feature = "tune")]
 mod session;
 
 use std::path::PathBuf;
@@ -45,8 +61,12 @@ use crate::{Inputs, Launch};
 pub use rocm_tune::space::Assignment;
 pub use rocm_tune::{Config, Value};
 
-pub use session::wisdom_entry;
-pub(crate) use session::{run as run_tune_mode, validate};
+pub(crate) use declaration::validate;
+#[cfg(not(feature = "tune"))]
+pub(crate) use results::refuse_tune_mode as run_tune_mode;
+pub use results::wisdom_entry;
+#[cfg(feature = "tune")]
+pub(crate) use session::run as run_tune_mode;
 
 type TuneLaunchFn = Arc<dyn Fn(&Config, &Inputs<'_>) -> Launch + Send + Sync>;
 type WorkFn = Arc<dyn Fn(&Inputs<'_>) -> f64 + Send + Sync>;
@@ -73,6 +93,7 @@ pub(crate) enum Restriction {
 
 /// What a tuning run minimises and reports.
 #[derive(Clone)]
+#[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
 pub(crate) struct Throughput {
     pub unit: String,
     pub work: WorkFn,
@@ -262,6 +283,13 @@ impl Tunable {
         self
     }
 
+    /// Whether a restriction is a Kernel Tuner expression (only the engine evaluates those).
+    pub(crate) fn has_expressions(&self) -> bool {
+        self.restrictions
+            .iter()
+            .any(|r| matches!(r, Restriction::Expr(_)))
+    }
+
     /// Names of the compile-time parameters.
     pub(crate) fn defines(&self) -> Vec<String> {
         self.params
@@ -279,7 +307,16 @@ impl Tunable {
         }
         for r in &self.restrictions {
             b = match r {
+                #[cfg(feature = "tune")]
                 Restriction::Expr(e) => b.restrict(e.clone()),
+                #[cfg(not(feature = "tune"))]
+                Restriction::Expr(e) => {
+                    return Err(format!(
+                        "restriction `{e}` of tunable `{}`: Kernel Tuner expressions are \
+                         evaluated in tune mode only (`cargo rocm tune`)",
+                        self.name
+                    ))
+                }
                 Restriction::Fn { label, names, f } => {
                     let names: Vec<&str> = names.iter().map(String::as_str).collect();
                     let f = f.clone();
@@ -296,6 +333,7 @@ impl Tunable {
     }
 
     /// The restrictions as text, for reports.
+    #[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
     pub(crate) fn restriction_texts(&self) -> Vec<String> {
         self.restrictions
             .iter()
@@ -306,14 +344,11 @@ impl Tunable {
             .collect()
     }
 
-    /// The default as a configuration of `space`, or why it is not one.
-    pub(crate) fn default_in(
-        &self,
-        space: &rocm_tune::SearchSpace,
-    ) -> Option<Result<rocm_tune::ConfigId, String>> {
+    /// The default's values in parameter order, or why it does not name each parameter once.
+    fn default_values(&self) -> Option<Result<Vec<Value>, String>> {
         let default = self.default.as_ref()?;
         let mut values = Vec::new();
-        for n in space.names() {
+        for (n, _, _) in &self.params {
             match default.iter().find(|(d, _)| d == n) {
                 Some((_, v)) => values.push(v.clone()),
                 None => {
@@ -326,24 +361,57 @@ impl Tunable {
         }
         if let Some((extra, _)) = default
             .iter()
-            .find(|(d, _)| !space.names().iter().any(|n| n == d))
+            .find(|(d, _)| !self.params.iter().any(|(n, _, _)| n == d))
         {
             return Some(Err(format!(
                 "the default configuration of `{}` sets `{extra}`, which is not a parameter",
                 self.name
             )));
         }
-        Some(space.find_values(&values).ok_or_else(|| {
-            format!(
-                "the default configuration of `{}` ({}) is not in its search space: a value \
-                 is not in its parameter's list, or a restriction excludes it",
-                self.name,
-                default
-                    .iter()
-                    .map(|(n, v)| format!("{n}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+        Some(Ok(values))
+    }
+
+    fn default_not_in_space(&self) -> String {
+        format!(
+            "the default configuration of `{}` ({}) is not in its search space: a value \
+             is not in its parameter's list, or a restriction excludes it",
+            self.name,
+            self.default
+                .iter()
+                .flatten()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// The default as a configuration of `space` (the tunable's), or why it is not one.
+    pub(crate) fn default_in(
+        &self,
+        space: &rocm_tune::SearchSpace,
+    ) -> Option<Result<rocm_tune::ConfigId, String>> {
+        Some(self.default_values()?.and_then(|values| {
+            space
+                .find_values(&values)
+                .ok_or_else(|| self.default_not_in_space())
         }))
+    }
+
+    /// What can be checked of the default without the space: it names every parameter once,
+    /// with a value from the parameter's list.
+    pub(crate) fn default_in_lists(&self) -> Result<(), String> {
+        let Some(values) = self.default_values().transpose()? else {
+            return Ok(());
+        };
+        let listed = self
+            .params
+            .iter()
+            .zip(&values)
+            .all(|((_, _, list), v)| list.contains(v));
+        if listed {
+            Ok(())
+        } else {
+            Err(self.default_not_in_space())
+        }
     }
 }

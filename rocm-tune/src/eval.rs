@@ -136,6 +136,27 @@ pub trait Evaluator {
     /// features) soon, in this order. An evaluator that compiles can start compiling them in
     /// the background, so compilation overlaps measurement. Ignoring it is always correct.
     fn prefetch(&mut self, _upcoming: &[Config]) {}
+
+    /// Where the evaluator's time went since the last call, and how many configurations it
+    /// measured; the counters start again from zero. A [`crate::campaign`] asks after the
+    /// default configuration (to leave it out) and after each strategy run (the report's
+    /// overhead). The default knows nothing: zeros.
+    fn take_stats(&mut self) -> EvalStats {
+        EvalStats::default()
+    }
+}
+
+/// Where an evaluator's time went (seconds), see [`Evaluator::take_stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EvalStats {
+    /// Kernel (or program) time: every timed run and the warm-ups.
+    pub kernel_s: f64,
+    /// Compiling (waiting for compile threads included).
+    pub compile_s: f64,
+    /// Verifying results.
+    pub verify_s: f64,
+    /// Configurations measured (not answered from a cache).
+    pub measured: usize,
 }
 
 impl<E: Evaluator + ?Sized> Evaluator for &mut E {
@@ -150,6 +171,9 @@ impl<E: Evaluator + ?Sized> Evaluator for &mut E {
     }
     fn prefetch(&mut self, upcoming: &[Config]) {
         (**self).prefetch(upcoming)
+    }
+    fn take_stats(&mut self) -> EvalStats {
+        (**self).take_stats()
     }
 }
 

@@ -12,6 +12,13 @@
 //!   random sampling.
 //! - [`cache`] (our append-only JSON Lines cache) and [`kt`] (Kernel Tuner 1.x cache files).
 //! - [`synthetic`]: a tiled-matmul cost model to exercise all of the above.
+//! - [`campaign`]: one tuning campaign as `cargo rocm tune` runs it (the default configuration
+//!   first, then each strategy through one cache, into the report's runs), for a harness's
+//!   tunables and for `--cmd-template` alike.
+//!
+//! Everything but [`value`] and [`space`] (without restriction expressions) is behind the
+//! default `engine` feature, so that a crate that only *declares* a space (rocm-test in a normal
+//! test binary) builds neither evalexpr nor serde_json's `preserve_order`.
 //!
 //! ```
 //! use rocm_tune::{synthetic, Budget, RandomSampling, ReplayEvaluator, Tuner};
@@ -30,32 +37,56 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod cache;
-pub mod encode;
-pub mod eval;
-pub mod expr;
-pub mod kt;
-pub mod linalg;
-pub mod replay;
-pub mod rng;
-pub mod score;
+// Always built: the types a space is declared with.
 pub mod space;
-pub mod strategy;
-pub mod synthetic;
-pub mod tuner;
 pub mod value;
 
-pub use cache::{CacheMeta, CacheRecord, JsonlCache};
-pub use eval::{EvalError, Evaluator, FailureKind, Features, Measurement, Objective};
-pub use kt::KtCache;
-pub use replay::{RecordedTable, ReplayEvaluator};
+// The engine (the `engine` feature, on by default).
+#[cfg(feature = "engine")]
+pub mod cache;
+#[cfg(feature = "engine")]
+pub mod campaign;
+#[cfg(feature = "engine")]
+pub mod encode;
+#[cfg(feature = "engine")]
+pub mod eval;
+#[cfg(feature = "engine")]
+pub mod expr;
+#[cfg(feature = "engine")]
+pub mod kt;
+#[cfg(feature = "engine")]
+pub mod linalg;
+#[cfg(feature = "engine")]
+pub mod replay;
+#[cfg(feature = "engine")]
+pub mod rng;
+#[cfg(feature = "engine")]
+pub mod score;
+#[cfg(feature = "engine")]
+pub mod strategy;
+#[cfg(feature = "engine")]
+pub mod synthetic;
+#[cfg(feature = "engine")]
+pub mod tuner;
+
 pub use space::{Config, ConfigId, Neighborhood, SearchSpace, SpaceError};
+pub use value::Value;
+
+#[cfg(feature = "engine")]
+pub use cache::{CacheMeta, CacheRecord, JsonlCache};
+#[cfg(feature = "engine")]
+pub use eval::{EvalError, EvalStats, Evaluator, FailureKind, Features, Measurement, Objective};
+#[cfg(feature = "engine")]
+pub use kt::KtCache;
+#[cfg(feature = "engine")]
+pub use replay::{RecordedTable, ReplayEvaluator};
+#[cfg(feature = "engine")]
 pub use strategy::{
     BayesianOptimization, BruteForce, GeneticAlgorithm, RandomSampling, RegressionPrune,
     SimulatedAnnealing, Strategy,
 };
+#[cfg(feature = "engine")]
 pub use tuner::{
     Budget, Outcome, Partition, Session, StabilityGate, Stop, TuneError, TuneOptions, TuneResult,
     Tuner, Warning,
 };
-pub use value::Value;

@@ -18,6 +18,8 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+// Restriction expressions need the engine (evalexpr); closures do not.
+#[cfg(feature = "engine")]
 use crate::expr::{marker_value, to_py_value, EvalContext, Expr, ExprError, PyValue};
 use crate::value::Value;
 
@@ -65,6 +67,7 @@ pub enum SpaceError {
         value: String,
     },
     /// A restriction expression could not be parsed.
+    #[cfg(feature = "engine")]
     #[error(transparent)]
     Expr(#[from] ExprError),
     /// A restriction names a parameter that does not exist (usually a typo).
@@ -148,6 +151,7 @@ impl Assignment<'_> {
 type ClosureFn = Box<dyn Fn(&Assignment<'_>) -> bool>;
 
 enum PendingRestriction {
+    #[cfg(feature = "engine")]
     Expr(String),
     Closure {
         label: String,
@@ -193,7 +197,8 @@ impl SpaceBuilder {
     }
 
     /// Adds a restriction in Kernel Tuner's (Python) syntax, e.g. `"BM*BK + BK*BN <= 8192"`.
-    /// See [`crate::expr`] for what is supported.
+    /// See [`crate::expr`] for what is supported (the `engine` feature).
+    #[cfg(feature = "engine")]
     pub fn restrict(mut self, expr: impl Into<String>) -> Self {
         self.restrictions
             .push(PendingRestriction::Expr(expr.into()));
@@ -248,6 +253,7 @@ impl SpaceBuilder {
         let mut compiled: Vec<Compiled> = Vec::new();
         for r in self.restrictions {
             let (label, vars, kind) = match r {
+                #[cfg(feature = "engine")]
                 PendingRestriction::Expr(src) => {
                     let e = Expr::parse(&src)?;
                     let vars = e.variables().to_vec();
@@ -328,6 +334,7 @@ impl SpaceBuilder {
             }
         }
 
+        #[cfg(feature = "engine")]
         let py_values: Vec<Vec<PyValue>> = values
             .iter()
             .map(|vs| vs.iter().map(to_py_value).collect())
@@ -335,7 +342,9 @@ impl SpaceBuilder {
         let mut walk = Walk {
             names: &names,
             values: &values,
+            #[cfg(feature = "engine")]
             py_values: &py_values,
+            #[cfg(feature = "engine")]
             marker: marker_value(),
             radix: &radix,
             order: &order,
@@ -435,6 +444,7 @@ fn raw_size_of(values: &[Vec<Value>]) -> Result<u64, SpaceError> {
 }
 
 enum Kind {
+    #[cfg(feature = "engine")]
     Expr(Box<Expr>),
     Closure(ClosureFn),
 }
@@ -451,7 +461,9 @@ struct Compiled {
 struct Walk<'a> {
     names: &'a [String],
     values: &'a [Vec<Value>],
+    #[cfg(feature = "engine")]
     py_values: &'a [Vec<PyValue>],
+    #[cfg(feature = "engine")]
     marker: PyValue,
     radix: &'a [u64],
     order: &'a [usize],
@@ -483,6 +495,7 @@ impl Walk<'_> {
             }
         }
         let ok = match &self.compiled[r].kind {
+            #[cfg(feature = "engine")]
             Kind::Expr(e) => {
                 let ctx = EvalContext {
                     names: self.names,
@@ -515,6 +528,7 @@ impl Walk<'_> {
         Ok(ok)
     }
 
+    #[cfg(feature = "engine")]
     fn describe(&self, vars: &[usize]) -> String {
         vars.iter()
             .filter_map(|&p| {
@@ -862,7 +876,8 @@ impl fmt::Display for Config {
     }
 }
 
-#[cfg(test)]
+// The tests declare restrictions as expressions.
+#[cfg(all(test, feature = "engine"))]
 mod tests {
     use super::*;
 

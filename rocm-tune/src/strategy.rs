@@ -101,6 +101,21 @@ pub(crate) fn evaluate_random(session: &mut Session<'_>, n: usize) -> Result<(),
 /// their next ones.
 pub(crate) const PREFETCH: usize = 8;
 
+/// The names of [`default_strategies`], in their order: what [`by_name`] knows and what
+/// `cargo rocm tune --strategy` accepts (the one list of them; help texts and errors are made
+/// from it).
+pub const NAMES: [&str; 6] = [
+    "brute_force",
+    "random",
+    "annealing",
+    "genetic",
+    "bayes",
+    "regression_prune",
+];
+
+/// The strategy a campaign runs when none is named.
+pub const DEFAULT: &str = "regression_prune";
+
 /// Every strategy with default settings, in a fixed order.
 pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
     vec![
@@ -116,4 +131,17 @@ pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
 /// A strategy by its [`Strategy::name`], with default settings.
 pub fn by_name(name: &str) -> Option<Box<dyn Strategy>> {
     default_strategies().into_iter().find(|s| s.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_list_of_names_is_the_strategies_names() {
+        let names: Vec<String> = super::default_strategies()
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(names, super::NAMES);
+        assert!(super::NAMES.contains(&super::DEFAULT));
+    }
 }

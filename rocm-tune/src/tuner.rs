@@ -303,6 +303,19 @@ pub enum StopReason {
     Stalled,
 }
 
+impl StopReason {
+    /// The name reports give it (`TuneRun::stop`): `strategy_finished`, `budget_exhausted`,
+    /// `space_exhausted`, `stalled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::StrategyFinished => "strategy_finished",
+            StopReason::BudgetExhausted => "budget_exhausted",
+            StopReason::SpaceExhausted => "space_exhausted",
+            StopReason::Stalled => "stalled",
+        }
+    }
+}
+
 /// Result of one configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {

@@ -33,8 +33,9 @@ build() {
   cp "$CARGO_TARGET_DIR/release/cargo-rocm" "$bin/cargo-rocm"
   export ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}"
   local exe
+  # With tune mode (rocm-test's `tune` feature): this harness is also `tune --harness`'s.
   exe="$(cargo test --release --no-run --manifest-path "$here/examples/basic/Cargo.toml" \
-    --test kernels --message-format json | artifact kernels test)"
+    --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
   cp "$exe" "$bin/kernels-test"
   exe="$(cargo bench --no-run --manifest-path "$here/examples/basic/Cargo.toml" \
     --bench kernels --message-format json | artifact kernels bench)"

@@ -55,7 +55,7 @@ build() {
   cp "$exe" "$bin/score"
   exe="$(ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}" \
     cargo test --release --no-run --manifest-path "$here/examples/basic/Cargo.toml" \
-      --test kernels --message-format json | artifact kernels test)"
+      --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
   cp "$exe" "$bin/kernels-test"
   strip "$bin"/*
   # Compressed: the carried tree has a size limit (gunzipped into $OUT/bin by the run).

@@ -20,36 +20,19 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rocm_kernels_core::Backend;
 use rocm_test_events::tune::{
-    DeviceDesc, Measured, Overhead, ParamInfo, ParamKind, TraceStep, TuneEvent, TuneFailure,
-    TuneReport, TuneRequest, TuneRun, REQUEST_ENV,
+    DeviceDesc, ParamInfo, ParamKind, TuneEvent, TuneFailure, TuneReport, TuneRequest, TuneRun,
+    REQUEST_ENV,
 };
+use rocm_tune::campaign;
 
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit;
-use crate::harness::{build_env, child_stdout, TestHarness, Workspace};
+use crate::harness::{build_env, child_stdout, HarnessTargets, TestHarness, Workspace};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Examples:
-  cargo rocm tune                                   tune every tunable on the first GPU (else the cpu)
-  cargo rocm tune --backend cpu --budget 30 -- matmul
-  cargo rocm tune --strategy bayes --strategy random --seed 7 --problem n=2048
-  cargo rocm tune --cmd-template './app --bm {BM}' --param BM=32,64,128 --time-key time_ms
-  cargo rocm tune --backend nvidia --devices all    every GPU at once, each on a slice of the space
-  cargo rocm tune --partition $SLURM_ARRAY_TASK_ID/8 --target-dir /scratch/job-$SLURM_ARRAY_TASK_ID
-  cargo rocm tune merge /scratch/job-*/rocm/tune     join the jobs' caches, write the wisdom file
-
-Strategies: brute_force, random, annealing, genetic, bayes, regression_prune (default).
-Results: the crate's tune/wisdom.json (the best configuration per device and problem size,
-for Build::compile_tuned), <target-dir>/rocm/tune/ (append-only caches a rerun resumes from,
-results.json, report.html). --release makes the Rust references and the harness run faster;
-kernels are optimised either way.
-
-Exit codes: 0 tuned, 1 a tunable could not be tuned (bad declaration, empty space, a reference
-that panics, a kernel past the time limit), 2 usage error, 3 no device or compiler for the
-backend asked for, 4 the crate did not build, 5 no harness or tunable found.")]
+#[command(after_help = after_help())]
 pub struct TuneArgs {
     #[command(subcommand)]
     pub action: Option<TuneAction>,
@@ -77,9 +60,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
     pub backend: Vec<Backend>,
 
-    /// Strategy (repeatable; they share the cache): brute_force, random, annealing, genetic,
-    /// bayes, regression_prune
-    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_strategy)]
+    // The help names the strategies from rocm-tune's list: `strategy_help`.
+    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_strategy, help = strategy_help())]
     pub strategy: Vec<String>,
 
     /// At most N configurations per strategy and problem (default: min(100, the space))
@@ -142,8 +124,9 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
-    /// Run this prebuilt harness executable (a `cargo test --no-run` build of a rocm-test
-    /// harness) instead of building the package's: for a machine without Rust (repeatable).
+    /// Run this prebuilt harness executable (a `cargo test --no-run --features rocm-test/tune`
+    /// build of a rocm-test harness) instead of building the package's: for a machine without
+    /// Rust (repeatable).
     /// The wisdom file defaults to tune/wisdom.json and results go under --target-dir (default
     /// `target`), both relative to the current directory
     #[arg(long, value_name = "PATH", conflicts_with = "cmd_template")]
@@ -194,24 +177,61 @@ pub enum TuneAction {
     Merge(merge::MergeArgs),
 }
 
-const STRATEGIES: [&str; 6] = [
-    "brute_force",
-    "random",
-    "annealing",
-    "genetic",
-    "bayes",
-    "regression_prune",
-];
-
 fn parse_strategy(s: &str) -> Result<String, String> {
-    if STRATEGIES.contains(&s) {
+    use rocm_tune::strategy::NAMES;
+    if NAMES.contains(&s) {
         Ok(s.to_owned())
     } else {
         Err(format!(
             "unknown strategy `{s}` (one of: {})",
-            STRATEGIES.join(", ")
+            NAMES.join(", ")
         ))
     }
+}
+
+/// `--strategy`'s help: the names from rocm-tune's one list.
+fn strategy_help() -> String {
+    format!(
+        "Strategy (repeatable; they share the cache): {}",
+        rocm_tune::strategy::NAMES.join(", ")
+    )
+}
+
+/// The help's closing text; the strategies from rocm-tune's one list.
+fn after_help() -> String {
+    use rocm_tune::strategy::{DEFAULT, NAMES};
+    let strategies: Vec<String> = NAMES
+        .iter()
+        .map(|n| {
+            if *n == DEFAULT {
+                format!("{n} (default)")
+            } else {
+                (*n).to_owned()
+            }
+        })
+        .collect();
+    format!(
+        "\
+Examples:
+  cargo rocm tune                                   tune every tunable on the first GPU (else the cpu)
+  cargo rocm tune --backend cpu --budget 30 -- matmul
+  cargo rocm tune --strategy bayes --strategy random --seed 7 --problem n=2048
+  cargo rocm tune --cmd-template './app --bm {{BM}}' --param BM=32,64,128 --time-key time_ms
+  cargo rocm tune --backend nvidia --devices all    every GPU at once, each on a slice of the space
+  cargo rocm tune --partition $SLURM_ARRAY_TASK_ID/8 --target-dir /scratch/job-$SLURM_ARRAY_TASK_ID
+  cargo rocm tune merge /scratch/job-*/rocm/tune     join the jobs' caches, write the wisdom file
+
+Strategies: {}.
+Results: the crate's tune/wisdom.json (the best configuration per device and problem size,
+for Build::compile_tuned), <target-dir>/rocm/tune/ (append-only caches a rerun resumes from,
+results.json, report.html). --release makes the Rust references and the harness run faster;
+kernels are optimised either way.
+
+Exit codes: 0 tuned, 1 a tunable could not be tuned (bad declaration, empty space, a reference
+that panics, a kernel past the time limit), 2 usage error, 3 no device or compiler for the
+backend asked for, 4 the crate did not build, 5 no harness or tunable found.",
+        strategies.join(", ")
+    )
 }
 
 /// `90`, `90s`, `5m`, `1h` → seconds.
@@ -318,7 +338,8 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
                 &h.package,
                 std::slice::from_ref(test),
                 &args.backend,
-            );
+            )
+            .with_cargo_args(["--features".into(), tune_feature(h).into()]);
             harness.build(child_stdout(args.format.json()))?;
             let cmd = harness.command();
             run_harness(
@@ -334,6 +355,15 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
         }
     }
     present(&args, &out_dir, report, out)
+}
+
+/// The feature that makes a package's harnesses able to tune: rocm-test's `tune` (off in an
+/// ordinary `cargo test` build, so the compilers' side and the search engine stay out of it),
+/// named through the package's dependency on rocm-test (`rocm-test/tune`, or the name it is
+/// renamed to). Evaluation runs inside the harness because a tunable's inputs, reference and
+/// closures live there.
+fn tune_feature(h: &HarnessTargets) -> String {
+    format!("{}/tune", h.rocm_test)
 }
 
 /// Run one harness in tune mode (`cmd`: the harness, or cargo running it) and add its results
@@ -690,18 +720,13 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
         "{}.jsonl",
         name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
     ));
-    std::fs::create_dir_all(cache_path.parent().expect("has a parent"))?;
-    if args.fresh && cache_path.exists() {
-        let aside =
-            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
-        std::fs::rename(&cache_path, aside)?;
-    }
     let meta = rocm_tune::CacheMeta::for_space(&space, Some(&template), None);
-    let mut cache = rocm_tune::JsonlCache::open(&cache_path, meta).map_err(|e| {
-        exit::coded(
+    let mut cache = campaign::open_cache(&cache_path, meta, args.fresh).map_err(|e| match e {
+        campaign::OpenError::Cache(e) => exit::coded(
             exit::INPUT,
             format!("{e} (another command with other parameters? use --fresh)"),
-        )
+        ),
+        other => other.into(),
     })?;
     let mut evaluator = command::CommandEvaluator {
         template: template.clone(),
@@ -725,174 +750,112 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
                 let (_, parsed) = command::parse_param(&format!("{n}={v}")).map_err(usage)?;
                 values.push(parsed[0].clone());
             }
-            let id = space
-                .find_values(&values)
-                .ok_or_else(|| usage(format!("--default `{d}` is not in the search space")))?;
-            let config = space.config(id);
-            let m = rocm_tune::Evaluator::evaluate(&mut evaluator, &config);
-            Some(Measured {
-                config: config_json(&config),
-                time_ms: m
-                    .as_ref()
-                    .ok()
-                    .and_then(|m| rocm_tune::Objective::Mean.reduce(&m.times)),
-                cv: m
-                    .as_ref()
-                    .ok()
-                    .map(|m| rocm_tune::eval::coefficient_of_variation(&m.times)),
-                throughput: None,
-                failure: m.err().map(|e| e.to_string()),
-            })
+            Some(
+                space
+                    .find_values(&values)
+                    .ok_or_else(|| usage(format!("--default `{d}` is not in the search space")))?,
+            )
         }
     };
-    evaluator.program_s = 0.0;
-    evaluator.measured = 0;
-    let strategies = if args.strategy.is_empty() {
-        vec!["regression_prune".to_owned()]
-    } else {
-        args.strategy.clone()
+    let strategies = campaign::strategies(&args.strategy)?;
+    let budget = campaign::budget(args.budget, args.time, space.len());
+    let subject = campaign::Subject {
+        kernel: name,
+        device: DeviceDesc {
+            backend: "command".into(),
+            arch: std::env::consts::ARCH.into(),
+            name: template.clone(),
+            wave_size: 0,
+        },
+        problem: Default::default(),
+        parameters: params
+            .iter()
+            .map(|(n, v)| ParamInfo {
+                name: n.clone(),
+                kind: ParamKind::Command,
+                values: v.iter().map(|x| x.to_json()).collect(),
+            })
+            .collect(),
+        restrictions,
+        work: None,
     };
-    let budget = rocm_tune::Budget {
-        max_evals: args
-            .budget
-            .or_else(|| args.time.is_none().then(|| 100.min(space.len()))),
-        max_time: args.time.map(Duration::from_secs_f64),
+    let mut progress = CommandProgress {
+        out,
+        template: &template,
+        space: space.len(),
+        bar: None,
     };
-    let mut report = TuneReport::default();
-    for s in &strategies {
-        let mut strategy = rocm_tune::strategy::by_name(s).expect("validated by clap");
-        out.status("Tuning", format!("`{template}` with {s}"));
-        let bar = if out.quiet {
+    let mut runs = campaign::run(
+        campaign::Campaign {
+            space: &space,
+            strategies,
+            budget,
+            seed: args.seed,
+            partition: args.partition,
+            default,
+            // The program's default is measured anew on each run and stays out of the cache.
+            default_in_cache: false,
+            subject,
+        },
+        &mut evaluator,
+        &mut cache,
+        &mut progress,
+    );
+    for run in &mut runs {
+        // Kept as this command has always written them (issue 25 changes no output): the stop
+        // reason without underscores (`budgetexhausted`, where a harness writes the
+        // `budget_exhausted` rocm_test_events documents), and an aborted run's warnings without
+        // the strategy's own.
+        run.stop = run.stop.replace('_', "");
+        if run.stop == "aborted" {
+            run.warnings.truncate(1);
+        }
+    }
+    Ok(TuneReport {
+        runs,
+        ..TuneReport::default()
+    })
+}
+
+/// The progress of `--cmd-template`'s campaign: a status line and a bar per strategy.
+struct CommandProgress<'a> {
+    out: &'a Output,
+    template: &'a str,
+    space: usize,
+    bar: Option<ProgressBar>,
+}
+
+impl campaign::Progress for CommandProgress<'_> {
+    fn start(&mut self, strategy: &str, budget: rocm_tune::Budget) {
+        self.out
+            .status("Tuning", format!("`{}` with {strategy}", self.template));
+        self.bar = Some(if self.out.quiet {
             ProgressBar::hidden()
         } else {
             ProgressBar::with_draw_target(
-                Some(budget.max_evals.unwrap_or(space.len()) as u64),
+                Some(budget.max_evals.unwrap_or(self.space) as u64),
                 ProgressDrawTarget::stderr(),
             )
-        };
-        let started = std::time::Instant::now();
-        let result = {
-            let bar = bar.clone();
-            let mut observe = move |_: &rocm_tune::SearchSpace,
-                                    _: &rocm_tune::tuner::TraceEntry,
-                                    _: Option<f64>| bar.inc(1);
-            rocm_tune::Tuner::new(&space, &mut evaluator)
-                .budget(budget)
-                .seed(args.seed)
-                .partition(args.partition)
-                .cache(&mut cache)
-                .observe(&mut observe)
-                .run(strategy.as_mut())
-        };
-        bar.finish_and_clear();
-        let total_s = started.elapsed().as_secs_f64();
-        let (result, stop, warnings) = match result {
-            Ok(r) => {
-                let stop = format!("{:?}", r.stop).to_lowercase();
-                let w = r.warnings.iter().map(|w| format!("{w:?}")).collect();
-                (r, stop, w)
-            }
-            Err(rocm_tune::TuneError::Aborted { source, partial }) => (
-                *partial,
-                "aborted".into(),
-                vec![format!("stopped: {source}")],
-            ),
-        };
-        let measured = std::mem::take(&mut evaluator.measured);
-        let program_s = std::mem::take(&mut evaluator.program_s);
-        let mut failures = std::collections::BTreeMap::new();
-        for step in &result.trace {
-            if let rocm_tune::Outcome::Failed(kind) = &step.outcome {
-                let name = serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                *failures.entry(name).or_insert(0usize) += 1;
-            }
-        }
-        let best = result.best.as_ref().map(|b| Measured {
-            config: config_json(&b.config),
-            time_ms: Some(b.objective),
-            cv: Some(b.cv),
-            throughput: None,
-            failure: None,
-        });
-        report.runs.push(TuneRun {
-            kernel: name.clone(),
-            device: DeviceDesc {
-                backend: "command".into(),
-                arch: std::env::consts::ARCH.into(),
-                name: template.clone(),
-                wave_size: 0,
-            },
-            problem: Default::default(),
-            strategy: result.strategy.clone(),
-            seed: args.seed,
-            parameters: params
-                .iter()
-                .map(|(n, v)| ParamInfo {
-                    name: n.clone(),
-                    kind: ParamKind::Command,
-                    values: v.iter().map(|x| x.to_json()).collect(),
-                })
-                .collect(),
-            restrictions: restrictions.clone(),
-            space: space.len(),
-            raw_space: space.raw_size(),
-            budget: budget.max_evals,
-            evaluations: result.evaluations,
-            failures,
-            cache_hits: result.cache_hits,
-            remeasurements: result.remeasurements,
-            speedup: default
-                .as_ref()
-                .and_then(|d| d.time_ms)
-                .zip(best.as_ref().and_then(|b| b.time_ms))
-                .map(|(d, b)| d / b),
-            best,
-            default: default.clone(),
-            throughput_unit: None,
-            overhead: Overhead {
-                total_s,
-                kernel_s: program_s,
-                compile_s: 0.0,
-                verify_s: 0.0,
-                measured,
-                per_eval_ms: if measured > 0 {
-                    (total_s - program_s) / measured as f64 * 1e3
-                } else {
-                    0.0
-                },
-            },
-            stop,
-            warnings,
-            trace: result
-                .trace
-                .iter()
-                .map(|t| TraceStep {
-                    config: config_json(&space.config(t.id)),
-                    outcome: match &t.outcome {
-                        rocm_tune::Outcome::Valid { .. } => "ok".into(),
-                        rocm_tune::Outcome::Failed(k) => serde_json::to_value(k)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                    },
-                    time_ms: t.outcome.objective(),
-                    elapsed_s: t.elapsed.as_secs_f64(),
-                    from_cache: t.from_cache,
-                })
-                .collect(),
-            cache_file: Some(cache_path.clone()),
-            devices: Vec::new(),
-            partition: args.partition.map(|p| p.to_string()),
         });
     }
-    Ok(report)
-}
 
-fn config_json(c: &rocm_tune::Config) -> std::collections::BTreeMap<String, serde_json::Value> {
-    c.iter().map(|(n, v)| (n.to_owned(), v.to_json())).collect()
+    fn step(
+        &mut self,
+        _: usize,
+        _: &rocm_tune::SearchSpace,
+        _: &rocm_tune::tuner::TraceEntry,
+        _: Option<f64>,
+    ) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    fn done(&mut self, _: &TuneRun) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use crate::exit;
 pub struct HarnessTargets {
     pub package: String,
     pub tests: Vec<String>,
+    /// What the package calls its rocm-test dependency (`rocm-test`, or its rename): the
+    /// prefix of rocm-test's features on cargo's command line (`rocm-test/tune`).
+    pub rocm_test: String,
 }
 
 /// Run `cargo metadata --no-deps` for the manifest (or the current directory).
@@ -132,7 +135,8 @@ fn without<'m>(members: Vec<&'m Package>, exclude: &[String]) -> anyhow::Result<
 /// The harness test targets of `package`: `[[test]]` entries with `harness = false`, when the
 /// package depends on `rocm-test`.
 pub fn harness_targets(package: &Package) -> anyhow::Result<HarnessTargets> {
-    let uses_rocm_test = package.dependencies.iter().any(|d| d.name == "rocm-test");
+    let rocm_test = package.dependencies.iter().find(|d| d.name == "rocm-test");
+    let uses_rocm_test = rocm_test.is_some();
     let mut tests = Vec::new();
     if uses_rocm_test {
         let text = std::fs::read_to_string(&package.manifest_path).map_err(|e| {
@@ -154,6 +158,9 @@ pub fn harness_targets(package: &Package) -> anyhow::Result<HarnessTargets> {
     Ok(HarnessTargets {
         package: package.name.to_string(),
         tests,
+        rocm_test: rocm_test
+            .and_then(|d| d.rename.clone())
+            .unwrap_or_else(|| "rocm-test".to_owned()),
     })
 }
 

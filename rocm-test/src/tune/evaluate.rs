@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use proptest::strategy::{Just, Strategy, ValueTree};
 use proptest::test_runner::{Config as PropConfig, TestRunner};
 use rocm_kernels::runtime::{Device, Kernel, Module, RuntimeError, Stream};
-use rocm_tune::{Config, EvalError, Evaluator, Features, Measurement};
+use rocm_tune::{Config, EvalError, EvalStats, Evaluator, Features, Measurement};
 
 use super::compile::{Ahead, Variant};
 use super::{ParamKind, Tunable};
@@ -43,15 +43,6 @@ enum Slot {
         /// Index into the expected outputs, for buffers that are compared.
         compared: Option<usize>,
     },
-}
-
-/// Where the time of the evaluations went (seconds), since the last [`KernelEvaluator::take_stats`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Stats {
-    pub kernel_s: f64,
-    pub compile_s: f64,
-    pub verify_s: f64,
-    pub measured: usize,
 }
 
 /// The problem's inputs at one size: generated like a case of the check, with a fixed seed.
@@ -108,7 +99,8 @@ pub(crate) struct KernelEvaluator<'a> {
     iterations: u32,
     /// The variant used last (a re-measurement follows its evaluation).
     current: Option<Current>,
-    stats: Stats,
+    /// Where the time of the evaluations went, since the last [`Evaluator::take_stats`].
+    stats: EvalStats,
     time_limit: Duration,
     /// Where candidates run, and its wave size (what `Inputs::wave_size` answers).
     place: TrialPlace,
@@ -226,16 +218,11 @@ impl<'a> KernelEvaluator<'a> {
             downloaded,
             iterations: iterations.max(1),
             current: None,
-            stats: Stats::default(),
+            stats: EvalStats::default(),
             time_limit,
             place,
             wave_size,
         })
-    }
-
-    /// The time accounting so far, reset.
-    pub fn take_stats(&mut self) -> Stats {
-        std::mem::take(&mut self.stats)
     }
 
     pub fn inputs(&self) -> Inputs<'_> {
@@ -516,5 +503,9 @@ impl Evaluator for KernelEvaluator<'_> {
         if let Some(ahead) = &self.ahead {
             ahead.prefetch(&self.define_list(upcoming));
         }
+    }
+
+    fn take_stats(&mut self) -> EvalStats {
+        std::mem::take(&mut self.stats)
     }
 }

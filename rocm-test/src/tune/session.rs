@@ -7,27 +7,24 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rocm_kernels::library::ObjectFormat;
 use rocm_kernels::runtime::{CpuExec, CpuOptions, Device};
 use rocm_kernels::{Backend, KernelLibrary};
-use rocm_kernels_core::wisdom::{ParamValue, Wisdom, WisdomEntry};
+use rocm_kernels_core::wisdom::Wisdom;
 use rocm_test_events::tune::{
-    ConfigMap, DeviceDesc, ListedTunable, Measured, Overhead, ParamInfo,
-    ParamKind as EventParamKind, TraceStep, TuneEvent, TuneFailure, TuneReport, TuneRequest,
-    TuneRun,
+    DeviceDesc, ListedTunable, Overhead, ParamInfo, ParamKind as EventParamKind, TraceStep,
+    TuneEvent, TuneFailure, TuneReport, TuneRequest, TuneRun,
 };
-use rocm_tune::cache::{aggregate, Aggregate};
-use rocm_tune::eval::coefficient_of_variation;
-use rocm_tune::tuner::{StopReason, TraceEntry};
-use rocm_tune::{
-    Budget, CacheMeta, CacheRecord, Config, ConfigId, Evaluator, JsonlCache, KtCache, Objective,
-    Outcome, Partition, SearchSpace, TuneError, TuneResult, Tuner,
-};
+use rocm_tune::campaign::{self, Campaign, Subject};
+use rocm_tune::tuner::TraceEntry;
+use rocm_tune::{CacheMeta, ConfigId, KtCache, Partition, SearchSpace};
 
 use super::compile::{Ahead, Compiler, SourceSpec};
+use super::declaration::{crate_root, source_text, validate};
 use super::evaluate::{problem_case, KernelEvaluator};
+use super::results::{finish, wisdom_entry};
 use super::{ParamKind, Tunable};
 use crate::check::Check;
 use crate::Suite;
@@ -40,8 +37,6 @@ pub(crate) const HANG_EXIT: i32 = 3;
 const DEFAULT_ITERATIONS: u32 = 7;
 /// Default time limit of one launch.
 const DEFAULT_TIME_LIMIT_S: f64 = 30.0;
-/// Evaluations per strategy run without a budget: at most this many.
-const DEFAULT_MAX_EVALS: usize = 100;
 
 /// Appends progress events (best effort: progress must not fail a run). Shared by the threads
 /// of a run on several devices: each line is one write under the lock.
@@ -69,32 +64,6 @@ impl Events {
             let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
             let _ = f.write_all(line.as_bytes());
         }
-    }
-}
-
-fn config_map(config: &Config) -> ConfigMap {
-    config
-        .iter()
-        .map(|(n, v)| (n.to_string(), v.to_json()))
-        .collect()
-}
-
-fn outcome_name(o: &Outcome) -> String {
-    match o {
-        Outcome::Valid { .. } => "ok".into(),
-        Outcome::Failed(kind) => serde_json::to_value(kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| "other".into()),
-    }
-}
-
-fn stop_name(s: StopReason) -> &'static str {
-    match s {
-        StopReason::StrategyFinished => "strategy_finished",
-        StopReason::BudgetExhausted => "budget_exhausted",
-        StopReason::SpaceExhausted => "space_exhausted",
-        StopReason::Stalled => "stalled",
     }
 }
 
@@ -238,110 +207,6 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
     Ok(groups)
 }
 
-/// Checks of a tunable's declaration that need no device; `Err` says what to fix.
-pub(crate) fn validate(
-    tunable: &Tunable,
-    suite: &Suite,
-) -> Result<(SearchSpace, Option<ConfigId>), String> {
-    let mut errors = tunable.errors.clone();
-    if tunable.params.is_empty() {
-        errors.push("no parameters: add `.define(…)` or `.param(…)`".into());
-    }
-    if tunable.launch.is_none() {
-        errors.push(
-            "no launch: add `.launch(|config, inputs| …)`, the launch as a function of the \
-             parameters and the problem"
-                .into(),
-        );
-    }
-    let check = suite.find_check(&tunable.check);
-    match check {
-        None => errors.push(format!(
-            "no check named `{}` to take the arguments, reference and tolerance from: add \
-             `s.check(\"{}\")…` to the harness",
-            tunable.check, tunable.check
-        )),
-        Some(c) => {
-            for p in &tunable.problems {
-                for (n, _) in p {
-                    if !c.sizes.iter().any(|(s, _)| s == n) {
-                        errors.push(format!(
-                            "problem size `{n}` is not a size of check `{}` (its sizes: {})",
-                            c.name,
-                            c.sizes
-                                .iter()
-                                .map(|(s, _)| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
-                }
-            }
-            // A definition the kernel's source never mentions makes every value the same
-            // kernel: surely a typo.
-            if let Some((path, text)) = source_text(tunable, c, suite.library()) {
-                for d in tunable.defines() {
-                    if !mentions(&text, &d) {
-                        errors.push(format!(
-                            "compile-time parameter `{d}` does not appear in {}: the kernel \
-                             never reads it (a typo, or declare it with `.param` if only the \
-                             launch uses it)",
-                            path.display()
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(format!(
-            "tunable `{}` is not valid:\n{}",
-            tunable.name,
-            errors
-                .iter()
-                .map(|e| format!("  - {e}\n"))
-                .collect::<String>()
-        ));
-    }
-    let space = tunable.space()?;
-    let default = match tunable.default_in(&space) {
-        None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(e)) => return Err(e),
-    };
-    Ok((space, default))
-}
-
-/// Whether `word` appears in `text` as a whole identifier.
-fn mentions(text: &str, word: &str) -> bool {
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    text.match_indices(word).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + word.len()..].chars().next();
-        !before.is_some_and(ident) && !after.is_some_and(ident)
-    })
-}
-
-/// The crate root: `CARGO_MANIFEST_DIR` (cargo sets it when it runs a test).
-fn crate_root() -> Option<PathBuf> {
-    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from)
-}
-
-/// The kernel's source file on disk and its text, when it can be found.
-fn source_text(tunable: &Tunable, check: &Check, lib: &KernelLibrary) -> Option<(PathBuf, String)> {
-    let rel = match &tunable.source {
-        Some(p) => p.clone(),
-        None => PathBuf::from(lib.kernel(&check.kernel)?.source),
-    };
-    let path = if rel.is_absolute() {
-        rel
-    } else {
-        crate_root()?.join(rel)
-    };
-    let text = std::fs::read_to_string(&path).ok()?;
-    Some((path, text))
-}
-
 /// What the run-time compiles of `device` take: the file on disk, or (nvidia) the source the
 /// build embedded for NVRTC when the file is not here (a GPU machine without the crate).
 fn source_spec(
@@ -428,7 +293,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 kernel: t.name.clone(),
                 parameters: param_infos(t),
                 restrictions: t.restriction_texts(),
-                space: validate(t, &suite).map(|(s, _)| s.len()),
+                space: space_of(t, &suite).map(|(s, _)| s.len()),
                 problems: problems_of(t, &suite, &request)
                     .iter()
                     .map(|p| problem_map(p))
@@ -513,7 +378,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 message,
             });
         };
-        let (space, default) = match validate(tunable, &suite) {
+        let (space, default) = match space_of(tunable, &suite) {
             Ok(v) => v,
             Err(e) => {
                 fail(&mut report, e);
@@ -563,8 +428,8 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                     if request.fresh {
                         let desc = device_desc(&group[0].device);
                         let path = cache_path(&out_dir, &tunable.name, &desc, &problem_map(&sizes));
-                        if let Err(e) = set_aside(&path) {
-                            fail(&mut report, e);
+                        if let Err(e) = campaign::set_aside(&path) {
+                            fail(&mut report, e.to_string());
                             continue;
                         }
                     }
@@ -627,6 +492,12 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
     finish(&results_dir, report)
 }
 
+/// The declaration's checks and the space: this build evaluates every restriction.
+fn space_of(tunable: &Tunable, suite: &Suite) -> Result<(SearchSpace, Option<ConfigId>), String> {
+    validate(tunable, suite)
+        .map(|v| v.expect("a harness with the `tune` feature builds every space"))
+}
+
 fn param_infos(t: &Tunable) -> Vec<ParamInfo> {
     t.params
         .iter()
@@ -681,47 +552,6 @@ fn problems_of(t: &Tunable, suite: &Suite, request: &TuneRequest) -> Vec<Vec<(St
     }
 }
 
-/// Write the report and say how it went.
-fn finish(out_dir: &Path, report: TuneReport) -> ExitCode {
-    let path = out_dir.join("results.json");
-    let written = std::fs::create_dir_all(out_dir).and_then(|()| {
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&report).expect("report serializes") + "\n",
-        )
-    });
-    if let Err(e) = written {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        return ExitCode::from(2);
-    }
-    for r in &report.runs {
-        let best = r
-            .best
-            .as_ref()
-            .and_then(|b| b.time_ms)
-            .map(|t| format!("{t:.4} ms"))
-            .unwrap_or_else(|| "nothing valid".into());
-        eprintln!(
-            "tuned {} on {} {:?} with {}: best {best} after {} evaluations ({} failed){}",
-            r.kernel,
-            r.device.name,
-            r.problem,
-            r.strategy,
-            r.evaluations,
-            r.failures.values().sum::<usize>(),
-            r.speedup
-                .map(|s| format!(", {s:.2}x the default"))
-                .unwrap_or_default()
-        );
-    }
-    eprintln!("tuning results: {}", path.display());
-    if report.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
 /// Everything [`tune_one`] needs.
 struct TuneOne<'a> {
     tunable: &'a Tunable,
@@ -769,17 +599,6 @@ fn cache_path(
         ))
 }
 
-/// `--fresh`: the cache moves aside (`<name>.<unix time>.jsonl.old`), never deleted.
-fn set_aside(cache_path: &Path) -> Result<(), String> {
-    if cache_path.exists() {
-        let aside =
-            cache_path.with_extension(format!("{}.jsonl.old", rocm_tune::cache::now_unix() as u64));
-        std::fs::rename(cache_path, &aside)
-            .map_err(|e| format!("cannot set {} aside: {e}", cache_path.display()))?;
-    }
-    Ok(())
-}
-
 fn device_desc(device: &Device) -> DeviceDesc {
     let info = device.info();
     DeviceDesc {
@@ -808,6 +627,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         lead,
         events,
     } = job;
+    let strategies = campaign::strategies(&request.strategies).map_err(|e| e.to_string())?;
     let info = device.info().clone();
     let desc = device_desc(device);
     let problem = problem_map(sizes);
@@ -847,15 +667,9 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         .map(|t| (t.unit.clone(), (t.work)(&evaluator.inputs())));
 
     let cache_path = cache_path(out_dir, &tunable.name, &desc, &problem);
-    if request.fresh && lead {
-        set_aside(&cache_path)?;
-    }
-    if let Some(dir) = cache_path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
     let meta = CacheMeta::for_space(space, Some(&tunable.name), Some(&desc.name));
-    let mut cache = JsonlCache::open(&cache_path, meta).map_err(|e| e.to_string())?;
+    let mut cache = campaign::open_cache(&cache_path, meta, request.fresh && lead)
+        .map_err(|e| e.to_string())?;
     if let Some(kt) = request.import_kt.as_ref().filter(|_| lead) {
         let (kt, _) = KtCache::read(kt).map_err(|e| e.to_string())?;
         let (records, skipped) = kt.to_records(space);
@@ -869,269 +683,96 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         }
     }
 
-    // The default first: the report's speed-up is against it.
-    let default_measured = default.map(|id| {
-        measure_default(
+    let budget = campaign::budget(request.max_evals, request.max_seconds, space.len());
+    let mut progress = EventProgress {
+        events,
+        kernel: &tunable.name,
+        device: &desc.name,
+        problem: &problem,
+        space: space.len(),
+        strategy: String::new(),
+    };
+    let runs = campaign::run(
+        Campaign {
             space,
-            id,
-            &mut evaluator,
-            &mut cache,
-            work.as_ref().map(|w| w.1),
-        )
-    });
-    evaluator.take_stats();
-
-    let strategies: Vec<String> = if request.strategies.is_empty() {
-        vec!["regression_prune".into()]
-    } else {
-        request.strategies.clone()
-    };
-    let max_evals = match (request.max_evals, request.max_seconds) {
-        (Some(n), _) => Some(n),
-        (None, Some(_)) => None,
-        (None, None) => Some(DEFAULT_MAX_EVALS.min(space.len())),
-    };
-    let budget = Budget {
-        max_evals,
-        max_time: request.max_seconds.map(Duration::from_secs_f64),
-    };
-    let mut runs = Vec::new();
-    for name in &strategies {
-        let mut strategy = rocm_tune::strategy::by_name(name).ok_or_else(|| {
-            format!(
-                "unknown strategy `{name}` (known: brute_force, random, annealing, genetic, \
-                 bayes, regression_prune)"
-            )
-        })?;
-        events.send(&TuneEvent::Start {
-            kernel: tunable.name.clone(),
-            device: desc.name.clone(),
-            problem: problem.clone(),
-            strategy: name.clone(),
-            space: space.len(),
-            budget: budget.max_evals,
-        });
-        let started = Instant::now();
-        let result = {
-            let kernel_name = tunable.name.clone();
-            let strategy_name = name.clone();
-            let mut n = 0usize;
-            let events_ref = events;
-            let mut observe = |space: &SearchSpace, step: &TraceEntry, best: Option<f64>| {
-                n += 1;
-                events_ref.send(&TuneEvent::Eval {
-                    kernel: kernel_name.clone(),
-                    strategy: strategy_name.clone(),
-                    n,
-                    config: config_map(&space.config(step.id)),
-                    outcome: outcome_name(&step.outcome),
-                    time_ms: step.outcome.objective(),
-                    best_ms: best,
-                    from_cache: step.from_cache,
-                });
-            };
-            Tuner::new(space, &mut evaluator)
-                .budget(budget)
-                .seed(request.seed)
-                .objective(Objective::Mean)
-                .partition(partition)
-                .cache(&mut cache)
-                .observe(&mut observe)
-                .run(strategy.as_mut())
-        };
-        let total_s = started.elapsed().as_secs_f64();
-        let stats = evaluator.take_stats();
-        let (result, stop, mut warnings) = match result {
-            Ok(r) => {
-                let stop = stop_name(r.stop).to_owned();
-                (r, stop, Vec::new())
-            }
-            Err(TuneError::Aborted { source, partial }) => (
-                *partial,
-                "aborted".to_owned(),
-                vec![format!("stopped: {source}")],
-            ),
-        };
-        warnings.extend(result.warnings.iter().map(|w| format!("{w:?}")));
-        let run = tune_run(TuneRunParts {
-            tunable,
-            desc: &desc,
-            problem: &problem,
-            space,
-            result: &result,
-            stop,
-            warnings,
-            default: default_measured.clone(),
-            work: work.clone(),
+            strategies,
+            budget,
             seed: request.seed,
-            budget: budget.max_evals,
-            overhead: Overhead {
-                total_s,
-                kernel_s: stats.kernel_s,
-                compile_s: stats.compile_s,
-                verify_s: stats.verify_s,
-                measured: stats.measured,
-                per_eval_ms: if stats.measured > 0 {
-                    (total_s - stats.kernel_s) / stats.measured as f64 * 1e3
-                } else {
-                    0.0
-                },
+            partition,
+            default,
+            default_in_cache: true,
+            subject: Subject {
+                kernel: tunable.name.clone(),
+                device: desc.clone(),
+                problem: problem.clone(),
+                parameters: param_infos(tunable),
+                restrictions: tunable.restriction_texts(),
+                work,
             },
-            cache_file: cache.path().to_path_buf(),
-        });
-        let run = TuneRun {
-            partition: partition.map(|p| p.to_string()),
-            ..run
-        };
-        events.send(&TuneEvent::Done {
-            kernel: tunable.name.clone(),
-            strategy: name.clone(),
-            best_ms: run.best.as_ref().and_then(|b| b.time_ms),
-            evaluations: run.evaluations,
-        });
-        if request.export_kt {
-            let kt = KtCache::from_records(
-                space,
-                &desc.name,
-                &tunable.name,
-                Some(serde_json::json!(problem.values().collect::<Vec<_>>())),
-                cache.records(),
-            );
-            let path = cache_path.with_extension("kt.json");
-            kt.write(&path)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
-        runs.push(run);
+        },
+        &mut evaluator,
+        &mut cache,
+        &mut progress,
+    );
+    if request.export_kt {
+        let kt = KtCache::from_records(
+            space,
+            &desc.name,
+            &tunable.name,
+            Some(serde_json::json!(problem.values().collect::<Vec<_>>())),
+            cache.records(),
+        );
+        let path = cache_path.with_extension("kt.json");
+        kt.write(&path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(runs)
 }
 
-/// The default configuration's measurement: from the cache when it holds it, else measured
-/// now (and appended).
-fn measure_default(
-    space: &SearchSpace,
-    id: ConfigId,
-    evaluator: &mut KernelEvaluator<'_>,
-    cache: &mut JsonlCache,
-    work: Option<f64>,
-) -> Measured {
-    let config = space.config(id);
-    let known = cache
-        .records()
-        .iter()
-        .filter(|r| r.locate(space) == Ok(id))
-        .collect::<Vec<_>>();
-    let (times, failure) = match aggregate(known) {
-        Some(Aggregate::Ok { times, .. }) => (times, None),
-        Some(Aggregate::Failed { kind, message }) => {
-            (Vec::new(), Some(format!("{kind:?}: {message}")))
-        }
-        None => match evaluator.evaluate(&config) {
-            Ok(m) => {
-                let _ = cache.append(CacheRecord::new(
-                    space,
-                    id,
-                    m.times.clone(),
-                    None,
-                    m.features,
-                ));
-                (m.times, None)
-            }
-            Err(e) => {
-                let kind = e.kind().unwrap_or(rocm_tune::FailureKind::Other);
-                let _ = cache.append(CacheRecord::new(
-                    space,
-                    id,
-                    Vec::new(),
-                    Some((kind, e.message().to_owned())),
-                    Default::default(),
-                ));
-                (Vec::new(), Some(e.to_string()))
-            }
-        },
-    };
-    let time_ms = Objective::Mean.reduce(&times);
-    Measured {
-        config: config_map(&config),
-        time_ms,
-        cv: (!times.is_empty()).then(|| coefficient_of_variation(&times)),
-        throughput: work.zip(time_ms).map(|(w, t)| w / (t * 1e-3)),
-        failure,
-    }
-}
-
-struct TuneRunParts<'a> {
-    tunable: &'a Tunable,
-    desc: &'a DeviceDesc,
+/// A campaign's progress as events (the command's progress bar reads them).
+struct EventProgress<'a> {
+    events: &'a Events,
+    kernel: &'a str,
+    device: &'a str,
     problem: &'a BTreeMap<String, i64>,
-    space: &'a SearchSpace,
-    result: &'a TuneResult,
-    stop: String,
-    warnings: Vec<String>,
-    default: Option<Measured>,
-    work: Option<(String, f64)>,
-    seed: u64,
-    budget: Option<usize>,
-    overhead: Overhead,
-    cache_file: PathBuf,
+    space: usize,
+    /// The strategy running.
+    strategy: String,
 }
 
-fn tune_run(p: TuneRunParts<'_>) -> TuneRun {
-    let r = p.result;
-    let mut failures: BTreeMap<String, usize> = BTreeMap::new();
-    for step in &r.trace {
-        if let Outcome::Failed(_) = step.outcome {
-            *failures.entry(outcome_name(&step.outcome)).or_default() += 1;
-        }
+impl campaign::Progress for EventProgress<'_> {
+    fn start(&mut self, strategy: &str, budget: rocm_tune::Budget) {
+        self.strategy = strategy.to_owned();
+        self.events.send(&TuneEvent::Start {
+            kernel: self.kernel.to_owned(),
+            device: self.device.to_owned(),
+            problem: self.problem.clone(),
+            strategy: strategy.to_owned(),
+            space: self.space,
+            budget: budget.max_evals,
+        });
     }
-    let work = p.work.as_ref().map(|w| w.1);
-    let best = r.best.as_ref().map(|b| Measured {
-        config: config_map(&b.config),
-        time_ms: Some(b.objective),
-        cv: Some(b.cv),
-        throughput: work.map(|w| w / (b.objective * 1e-3)),
-        failure: None,
-    });
-    let speedup = match (&p.default, &best) {
-        (Some(d), Some(b)) => d.time_ms.zip(b.time_ms).map(|(d, b)| d / b),
-        _ => None,
-    };
-    TuneRun {
-        kernel: p.tunable.name.clone(),
-        device: p.desc.clone(),
-        problem: p.problem.clone(),
-        strategy: r.strategy.clone(),
-        seed: p.seed,
-        parameters: param_infos(p.tunable),
-        restrictions: p.tunable.restriction_texts(),
-        space: p.space.len(),
-        raw_space: p.space.raw_size(),
-        budget: p.budget,
-        evaluations: r.evaluations,
-        failures,
-        cache_hits: r.cache_hits,
-        remeasurements: r.remeasurements,
-        best,
-        default: p.default,
-        speedup,
-        throughput_unit: p.work.map(|w| w.0),
-        overhead: p.overhead,
-        stop: p.stop,
-        warnings: p.warnings,
-        trace: r
-            .trace
-            .iter()
-            .map(|s| TraceStep {
-                config: config_map(&p.space.config(s.id)),
-                outcome: outcome_name(&s.outcome),
-                time_ms: s.outcome.objective(),
-                elapsed_s: s.elapsed.as_secs_f64(),
-                from_cache: s.from_cache,
-            })
-            .collect(),
-        cache_file: Some(p.cache_file),
-        devices: Vec::new(),
-        partition: None,
+
+    fn step(&mut self, n: usize, space: &SearchSpace, step: &TraceEntry, best: Option<f64>) {
+        self.events.send(&TuneEvent::Eval {
+            kernel: self.kernel.to_owned(),
+            strategy: self.strategy.clone(),
+            n,
+            config: campaign::config_map(&space.config(step.id)),
+            outcome: campaign::outcome_name(&step.outcome),
+            time_ms: step.outcome.objective(),
+            best_ms: best,
+            from_cache: step.from_cache,
+        });
+    }
+
+    fn done(&mut self, run: &TuneRun) {
+        self.events.send(&TuneEvent::Done {
+            kernel: self.kernel.to_owned(),
+            strategy: self.strategy.clone(),
+            best_ms: run.best.as_ref().and_then(|b| b.time_ms),
+            evaluations: run.evaluations,
+        });
     }
 }
 
@@ -1217,50 +858,6 @@ fn pool(
         });
     }
     Ok(pooled)
-}
-
-/// The wisdom entry for one device and problem: the best of its strategy runs (`cargo rocm
-/// tune merge` makes one from merged caches too).
-pub fn wisdom_entry(runs: &[TuneRun]) -> Option<WisdomEntry> {
-    let best = runs
-        .iter()
-        .filter_map(|r| Some((r, r.best.as_ref()?.time_ms?)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (run, time_ms) = best;
-    let backend: Backend = run.device.backend.parse().ok()?;
-    let config = run
-        .best
-        .as_ref()?
-        .config
-        .iter()
-        .filter_map(|(n, v)| {
-            let v = match v {
-                serde_json::Value::Bool(b) => ParamValue::Bool(*b),
-                serde_json::Value::Number(x) => match x.as_i64() {
-                    Some(i) => ParamValue::Int(i),
-                    None => ParamValue::Float(x.as_f64()?),
-                },
-                serde_json::Value::String(s) => ParamValue::Str(s.clone()),
-                _ => return None,
-            };
-            Some((n.clone(), v))
-        })
-        .collect();
-    Some(WisdomEntry {
-        backend,
-        arch: run.device.arch.clone(),
-        device: run.device.name.clone(),
-        wave_size: run.device.wave_size,
-        problem: run.problem.clone(),
-        config,
-        time_ms,
-        default_time_ms: run.default.as_ref().and_then(|d| d.time_ms),
-        strategy: run.strategy.clone(),
-        evaluations: runs.iter().map(|r| r.evaluations).sum(),
-        space: run.space,
-        tool: format!("cargo-rocm {}", env!("CARGO_PKG_VERSION")),
-        unix_time: rocm_tune::cache::now_unix() as u64,
-    })
 }
 
 #[cfg(test)]
