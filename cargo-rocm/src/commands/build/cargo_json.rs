@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use cargo_metadata::Message;
 
 /// A build script's run, as cargo reports it (`reason: build-script-executed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,55 +33,30 @@ pub struct CargoReport {
     pub success: Option<bool>,
 }
 
-#[derive(Deserialize)]
-struct Message {
-    reason: String,
-    package_id: Option<String>,
-    out_dir: Option<PathBuf>,
-    success: Option<bool>,
-    executable: Option<PathBuf>,
-    /// `{"name": ..., "kind": [...], ...}`; kept loose, so a message that lacks a field still
-    /// reads.
-    target: Option<serde_json::Value>,
-}
-
-/// Read cargo's JSON lines. Lines that are not JSON (a build script printing to stdout under
-/// `-vv`) are passed to `other`.
+/// Read cargo's JSON lines (through [`cargo_metadata::Message`]). Lines that are not cargo's
+/// messages (a build script printing to stdout under `-vv`) are passed to `other`.
 pub fn read_messages(
     reader: impl BufRead,
     mut other: impl FnMut(&str),
 ) -> std::io::Result<CargoReport> {
     let mut report = CargoReport::default();
-    for line in reader.lines() {
-        let line = line?;
-        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
-            other(&line);
-            continue;
-        };
-        match msg.reason.as_str() {
-            "build-script-executed" => {
-                if let (Some(package_id), Some(out_dir)) = (msg.package_id, msg.out_dir) {
-                    report.build_scripts.push(BuildScriptRun {
-                        package_id,
-                        out_dir,
-                    });
-                }
-            }
-            "compiler-artifact" => {
-                if let (Some(path), Some(target)) = (msg.executable, msg.target) {
-                    let kinds = target["kind"].as_array().map_or_else(Vec::new, |k| {
-                        k.iter()
-                            .filter_map(|k| k.as_str().map(str::to_owned))
-                            .collect()
-                    });
+    for message in Message::parse_stream(reader) {
+        match message? {
+            Message::TextLine(line) => other(&line),
+            Message::BuildScriptExecuted(script) => report.build_scripts.push(BuildScriptRun {
+                package_id: script.package_id.repr,
+                out_dir: script.out_dir.into_std_path_buf(),
+            }),
+            Message::CompilerArtifact(artifact) => {
+                if let Some(path) = artifact.executable {
                     report.executables.push(Executable {
-                        target: target["name"].as_str().unwrap_or_default().to_owned(),
-                        kinds,
-                        path,
+                        target: artifact.target.name,
+                        kinds: artifact.target.kind.iter().map(|k| k.to_string()).collect(),
+                        path: path.into_std_path_buf(),
                     });
                 }
             }
-            "build-finished" => report.success = msg.success,
+            Message::BuildFinished(finished) => report.success = Some(finished.success),
             _ => {}
         }
     }
@@ -113,12 +88,13 @@ mod tests {
 
     #[test]
     fn build_scripts_and_result_are_collected() {
+        // As cargo 1.9x writes them (one line each).
         let stdout = concat!(
-            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{}}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","manifest_path":"/w/a/Cargo.toml","target":{"kind":["custom-build"],"crate_types":["bin"],"name":"build-script-build","src_path":"/w/a/build.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"0","debuginfo":0,"debug_assertions":true,"overflow_checks":true,"test":false},"features":[],"filenames":["/t/debug/build/a-2/build-script-build"],"executable":null,"fresh":true}"#,
             "\n",
             r#"{"reason":"build-script-executed","package_id":"path+file:///w/a#0.1.0","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/t/debug/build/a-1/out"}"#,
             "\nbuild script chatter\n",
-            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","target":{"name":"kernels","kind":["bench"]},"executable":"/t/release/deps/kernels-1"}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/a#0.1.0","manifest_path":"/w/a/Cargo.toml","target":{"kind":["bench"],"crate_types":["bin"],"name":"kernels","src_path":"/w/a/benches/kernels.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":true},"features":[],"filenames":["/t/release/deps/kernels-1"],"executable":"/t/release/deps/kernels-1","fresh":false}"#,
             "\n",
             r#"{"reason":"build-finished","success":true}"#,
             "\n"
