@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
+use rocm_report::plotters::prelude::*;
+use rocm_report::{escape, table_head, table_row, Page, Td, TABLE_END};
 
 use crate::history::{BenchResult, History, HistoryError, Run};
 
@@ -72,13 +73,6 @@ fn short_commit(run: &Run) -> String {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// One line of a plot: a label and its points.
 struct Series {
     label: String,
@@ -96,10 +90,6 @@ fn draw(
     x_labels: Option<&[String]>,
     log_x: bool,
 ) -> Result<(), ReportError> {
-    let draw_err = |e: &dyn std::fmt::Display| ReportError::Draw {
-        path: path.to_owned(),
-        detail: e.to_string(),
-    };
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let (mut x0, mut x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
@@ -110,66 +100,68 @@ fn draw(
     }
     let pad = (x1 - x0) * 0.03;
     let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
-    let root = SVGBackend::new(path, (760, 380)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| draw_err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..y1)
-        .map_err(|e| draw_err(&e))?;
-    let label_of = |x: &f64| -> String {
-        if let Some(labels) = x_labels {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                return labels[i as usize].clone();
+    let svg = rocm_report::svg((760, 380), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..y1)?;
+        let label_of = |x: &f64| -> String {
+            if let Some(labels) = x_labels {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    return labels[i as usize].clone();
+                }
+                return String::new();
             }
-            return String::new();
+            if log_x {
+                return human(10f64.powf(*x));
+            }
+            human(*x)
+        };
+        let x_count = x_labels.map_or(8, |l| l.len().clamp(2, 12));
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(x_count)
+            .y_labels(8)
+            .x_label_formatter(&label_of)
+            .y_label_formatter(&|y| human(*y))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))?
+                .label(s.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         }
-        if log_x {
-            return human(10f64.powf(*x));
+        if series.len() > 1 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()?;
         }
-        human(*x)
-    };
-    let x_count = x_labels.map_or(8, |l| l.len().clamp(2, 12));
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .x_labels(x_count)
-        .y_labels(8)
-        .x_label_formatter(&label_of)
-        .y_label_formatter(&|y| human(*y))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(|e| draw_err(&e))?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(|e| draw_err(&e))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| draw_err(&e))?;
-    }
-    if series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|e| draw_err(&e))?;
-    }
-    root.present().map_err(|e| draw_err(&e))
+        Ok(())
+    })
+    .map_err(|detail| ReportError::Draw {
+        path: path.to_owned(),
+        detail,
+    })?;
+    std::fs::write(path, svg).map_err(|source| ReportError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// A value in its unit for people: times in ns as `812 ns`, `1.07 ms`, `2.31 s`; other units as
@@ -234,7 +226,6 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
         results.push((run.clone(), history.results_of_run(run.id)?));
     }
     let mut plots = Vec::new();
-    let mut html = String::new();
     let newest = results.iter().rev().find(|(_, r)| !r.is_empty());
 
     // History over runs: benchmark id -> (run index, value); one plot per benchmark.
@@ -358,37 +349,36 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
         }
     }
 
+    let mut html = Page::new(
+        "cargo rocm bench report",
+        "body{max-width:1600px}table{font-size:0.9em;margin-bottom:1.5em}\
+         figure{display:inline-block;margin:0.5em;vertical-align:top}\
+         figure img{width:760px;border:1px solid #ddd}\
+         figcaption{font-size:0.85em;color:#555;max-width:760px}",
+    );
     let _ = write!(
         html,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>cargo rocm bench report</title><style>\
-         body{{font-family:sans-serif;margin:2em;max-width:1600px;color:#222}}\
-         table{{border-collapse:collapse;font-size:0.9em;margin-bottom:1.5em}}\
-         td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}\
-         td.n{{text-align:right;font-variant-numeric:tabular-nums}}\
-         figure{{display:inline-block;margin:0.5em;vertical-align:top}}\
-         figure img{{width:760px;border:1px solid #ddd}}\
-         figcaption{{font-size:0.85em;color:#555;max-width:760px}}\
-         </style></head><body>\n<h1>cargo rocm bench</h1>\n\
+        "<h1>cargo rocm bench</h1>\n\
          <p>{} run(s) in {}. Every figure comes from this history: regenerate with \
          <code>cargo rocm bench report</code>.</p>\n",
         runs.len(),
         escape(&history.path().display().to_string())
     );
-    html.push_str("<h2>Runs</h2>\n<table><tr><th>run</th><th>commit</th><th>started</th><th>status</th><th>results</th><th>command</th></tr>\n");
+    html.push_str("<h2>Runs</h2>\n");
+    html.push_str(&table_head(&[
+        "run", "commit", "started", "status", "results", "command",
+    ]));
     for run in runs.iter().rev() {
-        let _ = writeln!(
-            html,
-            "<tr><td class=n>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=n>{}</td><td><code>{}</code></td></tr>",
-            run.id,
-            escape(&short_commit(run)),
-            crate::sys::rfc3339_utc(run.started_at_ms),
-            run.status.as_str(),
-            run.result_count,
-            escape(&run.command_line)
-        );
+        html.push_str(&table_row([
+            Td::num(run.id),
+            Td::from(format!("<code>{}</code>", escape(&short_commit(run)))),
+            Td::from(crate::sys::rfc3339_utc(run.started_at_ms)),
+            Td::from(run.status.as_str()),
+            Td::num(run.result_count),
+            Td::from(format!("<code>{}</code>", escape(&run.command_line))),
+        ]));
     }
-    html.push_str("</table>\n");
+    html.push_str(TABLE_END);
     if !sweep_html.is_empty() {
         html.push_str("<h2>Sweeps (newest run)</h2>\n");
         html.push_str(&sweep_html);
@@ -400,10 +390,20 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
     if let Some((run, rs)) = newest {
         let _ = writeln!(
             html,
-            "<h2>Results of run {} ({})</h2>\n<table><tr><th>benchmark</th><th>device</th><th>median</th><th>rate</th><th>MAD</th><th>samples</th><th>stability</th><th>note</th></tr>",
+            "<h2>Results of run {} ({})</h2>",
             run.id,
             escape(&short_commit(run))
         );
+        html.push_str(&table_head(&[
+            "benchmark",
+            "device",
+            "median",
+            "rate",
+            "MAD",
+            "samples",
+            "stability",
+            "note",
+        ]));
         for r in rs {
             let (v, unit) = headline(r);
             let rate = if r.throughput.is_some() {
@@ -411,25 +411,23 @@ pub fn write_report(history: &History, dir: &Path) -> Result<ReportFiles, Report
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                html,
-                "<tr><td><code>{}</code></td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&r.benchmark_id),
-                escape(&r.device.name),
-                escape(&with_unit(r.summary.median, &r.unit)),
-                rate,
-                escape(&with_unit(r.summary.mad, &r.unit)),
-                r.summary.count,
-                r.summary.stability.as_str(),
-                escape(r.note.as_deref().unwrap_or(""))
-            );
+            html.push_str(&table_row([
+                Td::from(format!("<code>{}</code>", escape(&r.benchmark_id))),
+                Td::from(escape(&r.device.name)),
+                Td::num(escape(&with_unit(r.summary.median, &r.unit))),
+                Td::num(rate),
+                Td::num(escape(&with_unit(r.summary.mad, &r.unit))),
+                Td::num(r.summary.count),
+                Td::from(r.summary.stability.as_str()),
+                Td::from(escape(r.note.as_deref().unwrap_or(""))),
+            ]));
         }
-        html.push_str("</table>\n");
+        html.push_str(TABLE_END);
     }
     if runs.is_empty() {
         html.push_str("<p>No runs recorded yet: run <code>cargo rocm bench</code>.</p>\n");
     }
-    html.push_str("</body></html>\n");
+    let html = html.finish();
     let index = dir.join("index.html");
     std::fs::write(&index, html).map_err(io(&index))?;
     Ok(ReportFiles { index, plots })

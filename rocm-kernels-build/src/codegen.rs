@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use rocm_kernels_core::library::canonical_kernel_name;
-use rocm_kernels_core::library::ParamKind;
+use rocm_kernels_core::library::{CpuExecution, ParamKind};
 use rocm_kernels_core::manifest::{
     BuildManifest, ManifestCpu, ManifestGlobal, ManifestKernel, ManifestObject, ManifestParam,
     ManifestSymbol,
@@ -243,13 +243,10 @@ pub(crate) fn render(m: &BuildManifest) -> String {
             .collect();
         let cpu = match &k.cpu {
             Some(c) => {
-                let execution = match c.execution.as_str() {
-                    "regions" => "Regions".to_owned(),
-                    "per-thread loop" => "PerThreadLoop".to_owned(),
-                    other => format!(
-                        "Fibers({:?})",
-                        other.strip_prefix("fibers: ").unwrap_or(other)
-                    ),
+                let execution = match CpuExecution::parse(&c.execution) {
+                    CpuExecution::Regions => "Regions".to_owned(),
+                    CpuExecution::PerThreadLoop => "PerThreadLoop".to_owned(),
+                    CpuExecution::Fibers(why) => format!("Fibers({why:?})"),
                 };
                 let race = if c.race_symbol.is_some() {
                     format!("Some(__rocm_kernels_cpu_race_{entry} as *const ())")

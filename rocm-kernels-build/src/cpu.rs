@@ -105,11 +105,13 @@ pub struct CpuKernelGen {
 impl CpuKernelGen {
     /// How its blocks run, in words: `regions`, `per-thread loop` or `fibers: <why>`.
     pub fn execution(&self) -> String {
+        use rocm_kernels_core::library::CpuExecution;
         match &self.region_form {
-            Ok(true) => "regions".to_string(),
-            Ok(false) => "per-thread loop".to_string(),
-            Err(why) => format!("fibers: {why}"),
+            Ok(true) => CpuExecution::Regions,
+            Ok(false) => CpuExecution::PerThreadLoop,
+            Err(why) => CpuExecution::Fibers(why.as_str()),
         }
+        .to_string()
     }
 }
 

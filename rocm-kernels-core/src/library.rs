@@ -301,23 +301,48 @@ pub struct CpuEntry {
 unsafe impl Sync for CpuEntry {}
 unsafe impl Send for CpuEntry {}
 
-/// How the cpu runtime runs a kernel's blocks (chosen by the build).
+/// How the cpu runtime runs a kernel's blocks (chosen by the build). `R` is the reason's type:
+/// `&'static str` in a kernel library, borrowed while a manifest is read ([`CpuExecution::parse`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CpuExecution {
+pub enum CpuExecution<R = &'static str> {
     /// In region form: the lanes of a wave in loops between barriers, no fibers.
     Regions,
     /// As a plain loop over the threads (the kernel has no barrier or collective).
     PerThreadLoop,
     /// One fiber per thread, because the region form does not apply (the reason).
-    Fibers(&'static str),
+    Fibers(R),
 }
 
-impl std::fmt::Display for CpuExecution {
+/// The one spelling, in manifests and reports: `regions`, `per-thread loop`, `fibers: <why>`.
+impl<R: std::fmt::Display> std::fmt::Display for CpuExecution<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CpuExecution::Regions => f.write_str("regions"),
             CpuExecution::PerThreadLoop => f.write_str("per-thread loop"),
             CpuExecution::Fibers(why) => write!(f, "fibers: {why}"),
+        }
+    }
+}
+
+impl<'a> CpuExecution<&'a str> {
+    /// Reads back what [`Display`](std::fmt::Display) wrote (a manifest's `execution`); other
+    /// words are taken as the reason for fibers.
+    pub fn parse(words: &'a str) -> Self {
+        match words {
+            "regions" => CpuExecution::Regions,
+            "per-thread loop" => CpuExecution::PerThreadLoop,
+            other => CpuExecution::Fibers(other.strip_prefix("fibers: ").unwrap_or(other)),
+        }
+    }
+}
+
+impl<R> CpuExecution<R> {
+    /// The same execution with the reason converted (`leak` it for a kernel library).
+    pub fn map_reason<S>(self, f: impl FnOnce(R) -> S) -> CpuExecution<S> {
+        match self {
+            CpuExecution::Regions => CpuExecution::Regions,
+            CpuExecution::PerThreadLoop => CpuExecution::PerThreadLoop,
+            CpuExecution::Fibers(why) => CpuExecution::Fibers(f(why)),
         }
     }
 }

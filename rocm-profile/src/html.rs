@@ -4,70 +4,54 @@
 
 use std::fmt::Write;
 
-use plotters::prelude::*;
+use rocm_report::plotters::prelude::*;
+use rocm_report::{color, escape, table_head, table_row, Page, Td, TABLE_END};
 
 use crate::dispatch::Dispatch;
 use crate::render::{self, duration};
 use crate::report::ProfileReport;
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The SVG chart of one kernel's dispatch times, in microseconds.
 pub fn timeline_svg(name: &str, times_ns: &[f64], median_ns: f64) -> Result<String, String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (760, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+    rocm_report::svg((760, 300), |root| {
         let n = times_ns.len().max(1) as f64;
         let top = times_ns.iter().copied().fold(0.0f64, f64::max) / 1e3;
         let top = if top > 0.0 { top * 1.1 } else { 1.0 };
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(format!("{name}: time of each dispatch"), ("sans-serif", 16))
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(64)
-            .build_cartesian_2d(0.0..n, 0.0..top)
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(0.0..n, 0.0..top)?;
         chart
             .configure_mesh()
             .x_desc("dispatch")
             .y_desc("µs")
             .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        let blue = RGBColor(31, 119, 180);
-        chart
-            .draw_series(
-                times_ns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| Circle::new((i as f64 + 0.5, t / 1e3), 2, blue.filled())),
-            )
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, median_ns / 1e3), (n, median_ns / 1e3)],
-                RGBColor(214, 39, 40).stroke_width(1),
-            ))
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(svg)
+            .draw()?;
+        chart.draw_series(
+            times_ns
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Circle::new((i as f64 + 0.5, t / 1e3), 2, color(0).filled())),
+        )?;
+        // The median, in red.
+        chart.draw_series(LineSeries::new(
+            [(0.0, median_ns / 1e3), (n, median_ns / 1e3)],
+            color(3).stroke_width(1),
+        ))?;
+        Ok(())
+    })
 }
 
 /// The whole page. `dispatches` are the profiled dispatches (for the charts).
 pub fn page(report: &ProfileReport, dispatches: &[Dispatch]) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cargo rocm profile</title>\n\
-         <style>body{font-family:sans-serif;margin:2em;max-width:1100px}\
-         table{border-collapse:collapse;margin:0.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}\
+    let mut out = Page::new(
+        "cargo rocm profile",
+        "body{max-width:1100px}table{margin:0.5em 0}\
+         td,th{padding:2px 10px;border:0;border-bottom:1px solid #ddd;text-align:right}\
          td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:8px}\
-         .stable{color:#2a7}.noisy{color:#c80}.unstable{color:#c22}</style></head><body>\n",
+         .stable{color:#2a7}.noisy{color:#c80}.unstable{color:#c22}",
     );
     let _ = writeln!(
         out,
@@ -81,25 +65,43 @@ pub fn page(report: &ProfileReport, dispatches: &[Dispatch]) -> String {
         report.dispatches,
         duration(report.total_time_ns)
     );
-    out.push_str("<table><tr><th>kernel</th><th>calls</th><th>total</th><th>share</th><th>median</th><th>min</th><th>max</th><th>occupancy</th><th>GB/s</th><th>stability</th></tr>\n");
+    out.push_str(&table_head(&[
+        "kernel",
+        "calls",
+        "total",
+        "share",
+        "median",
+        "min",
+        "max",
+        "occupancy",
+        "GB/s",
+        "stability",
+    ]));
     for (i, k) in report.kernels.iter().enumerate() {
         let class = k.stability.class.as_str();
-        let _ = writeln!(
-            out,
-            "<tr><td><a href=\"#k{i}\">{}</a></td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
-            escape(&k.name),
-            k.calls,
-            duration(k.time.total_ns),
-            100.0 * k.share,
-            duration(k.time.median_ns),
-            duration(k.time.min_ns),
-            duration(k.time.max_ns),
-            k.occupancy.as_ref().map_or_else(|| "-".into(), |o| format!("{}/{}", o.waves, o.max_waves)),
-            k.throughput.as_ref().and_then(|t| t.gb_per_s).map_or_else(|| "-".into(), |g| format!("{g:.1}")),
-            class.replace('_', " ")
-        );
+        out.push_str(&table_row([
+            Td::from(format!("<a href=\"#k{i}\">{}</a>", escape(&k.name))),
+            Td::from(k.calls.to_string()),
+            Td::from(duration(k.time.total_ns)),
+            Td::from(format!("{:.1}%", 100.0 * k.share)),
+            Td::from(duration(k.time.median_ns)),
+            Td::from(duration(k.time.min_ns)),
+            Td::from(duration(k.time.max_ns)),
+            Td::from(
+                k.occupancy
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |o| format!("{}/{}", o.waves, o.max_waves)),
+            ),
+            Td::from(
+                k.throughput
+                    .as_ref()
+                    .and_then(|t| t.gb_per_s)
+                    .map_or_else(|| "-".into(), |g| format!("{g:.1}")),
+            ),
+            Td::with_class(class, class.replace('_', " ")),
+        ]));
     }
-    out.push_str("</table>\n");
+    out.push_str(TABLE_END);
     for (i, k) in report.kernels.iter().enumerate() {
         let _ = writeln!(out, "<h2 id=\"k{i}\">{}</h2>", escape(&k.name));
         let _ = writeln!(out, "<pre>{}</pre>", escape(&render::kernel(k)));
@@ -122,6 +124,5 @@ pub fn page(report: &ProfileReport, dispatches: &[Dispatch]) -> String {
         }
         out.push_str("</ul>\n");
     }
-    out.push_str("</body></html>\n");
-    out
+    out.finish()
 }

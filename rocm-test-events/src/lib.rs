@@ -15,6 +15,7 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
 pub mod partition;
+pub mod signal;
 pub mod tune;
 
 /// How a trial ended.

@@ -12,9 +12,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wait_timeout::ChildExt;
 
 use crate::target::Bandwidth;
 
@@ -151,21 +152,17 @@ pub(crate) fn run_in_child(name: &str) -> Report {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(600),
     );
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if started.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Err(format!(
-                    "did not finish within {} s and was killed ({TRIAL_TIMEOUT} sets the limit)",
-                    limit.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => break Err(format!("waiting for it failed: {e}")),
+    let status = match child.wait_timeout(limit) {
+        Ok(Some(status)) => Ok(status),
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!(
+                "did not finish within {} s and was killed ({TRIAL_TIMEOUT} sets the limit)",
+                limit.as_secs()
+            ))
         }
+        Err(e) => Err(format!("waiting for it failed: {e}")),
     };
     let stdout = String::from_utf8_lossy(&out_thread.join().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&err_thread.join().unwrap_or_default()).into_owned();
@@ -210,20 +207,10 @@ fn died(status: std::process::ExitStatus) -> String {
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            let name = match sig {
-                4 => "SIGILL",
-                6 => "SIGABRT",
-                7 => "SIGBUS",
-                8 => "SIGFPE",
-                9 => "SIGKILL",
-                11 => "SIGSEGV",
-                _ => "",
-            };
-            return if name.is_empty() {
-                format!("was killed by signal {sig}")
-            } else {
-                format!("was killed by signal {sig} ({name})")
-            };
+            return format!(
+                "was killed by signal {sig}{}",
+                rocm_test_events::signal::signal_suffix(sig)
+            );
         }
     }
     format!("exited with {status} without reporting")

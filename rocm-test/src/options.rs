@@ -29,20 +29,7 @@ pub use rocm_test_events::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
 pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "regions" => Some(CpuExec::Regions),
-        "fibers" => Some(CpuExec::Fibers),
-        "blocks" => Some(CpuExec::Blocks),
-        _ => None,
-    }
-}
-
-fn cpu_exec_name(exec: CpuExec) -> &'static str {
-    match exec {
-        CpuExec::Regions => "regions",
-        CpuExec::Fibers => "fibers",
-        CpuExec::Blocks => "blocks",
-    }
+    value.trim().to_ascii_lowercase().parse().ok()
 }
 
 /// Parsed harness options.
@@ -234,7 +221,7 @@ impl HarnessOptions {
             flags.push_str(&self.race_check.flag());
         }
         if let Some(exec) = self.cpu_exec {
-            flags.push_str(&format!(" --cpu-exec={}", cpu_exec_name(exec)));
+            flags.push_str(&format!(" --cpu-exec={}", exec.as_str()));
         }
         if let Some(cases) = self.cases {
             flags.push_str(&format!(" --cases={cases}"));

@@ -667,32 +667,15 @@ pub fn marker_for(kind: FailureKind) -> &'static str {
 /// (Python omits the fraction when it is zero).
 pub fn python_utc_timestamp(unix: f64) -> String {
     let unix = if unix.is_finite() { unix } else { 0.0 };
-    let total_us = (unix * 1e6).round() as i64;
-    let secs = total_us.div_euclid(1_000_000);
-    let us = total_us.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let time =
+        chrono::DateTime::from_timestamp_micros((unix * 1e6).round() as i64).unwrap_or_default();
+    let us = time.timestamp_subsec_micros();
     let frac = if us == 0 {
         String::new()
     } else {
         format!(".{us:06}")
     };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}{frac}+00:00",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60
-    )
+    format!("{}{frac}+00:00", time.format("%Y-%m-%d %H:%M:%S"))
 }
 
 /// Appends entries to a Kernel Tuner cache file the way Kernel Tuner does, so its tools

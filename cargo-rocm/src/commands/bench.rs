@@ -74,7 +74,7 @@ pub struct RunArgs {
     pub suite: Option<String>,
 
     /// Only benchmark on these backends: cpu, amd, nvidia (repeatable or comma separated)
-    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub backend: Vec<Backend>,
 
     /// Only devices whose place (`nvidia/sm_90`, `cpu/w64`) or name contains this (repeatable)
@@ -165,10 +165,6 @@ pub enum BaselineAction {
     },
     /// List the baselines
     List,
-}
-
-fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
 }
 
 pub fn run(global: &GlobalArgs, args: BenchArgs, out: &Output) -> anyhow::Result<u8> {

@@ -1,6 +1,7 @@
 //! `cargo rocm new PATH`: write a crate with HIP kernels, their Rust references, a rocm-test
-//! harness, a criterion benchmark and a README, from one of the templates under `templates/`
-//! (embedded in the binary): `basic` (the default) or `llm` (`--template llm`).
+//! harness, a criterion benchmark and a README, from one of the example crates under `examples/`
+//! (embedded in the binary, renamed for the new package): `basic` (the default) or `llm`
+//! (`--template llm`).
 //!
 //! Dependencies on `rocm-kernels` and `rocm-test` are path dependencies when cargo-rocm runs from
 //! a source checkout (or `--path-deps DIR` names one), so a fresh crate builds without anything
@@ -41,42 +42,60 @@ pub struct NewArgs {
     pub crates_io: bool,
 }
 
-/// One file of the template: where it goes, and its text with `{{…}}` placeholders.
+/// One file of a template: where it goes in the new crate (and in the example it is read from),
+/// and its text.
 pub struct TemplateFile {
     pub path: &'static str,
     pub text: &'static str,
 }
 
+/// The files of `examples/<dir>`, embedded in the binary.
 macro_rules! template {
-    ($dir:literal: $($dest:literal => $src:literal),* $(,)?) => {
-        &[$(TemplateFile { path: $dest, text: include_str!(concat!("../../../templates/", $dir, "/", $src)) }),*]
+    ($dir:literal: $($path:literal),* $(,)?) => {
+        &[$(TemplateFile { path: $path, text: include_str!(concat!("../../../examples/", $dir, "/", $path)) }),*]
     };
 }
 
-/// A template: its name (`--template NAME`), what it gives, and its files.
+/// A template: its name (`--template NAME`), what it gives, the package name of the example it
+/// is read from, and the files taken from it.
+///
+/// The examples under `examples/` are the one source of the templates: a crate is rendered from
+/// an example by putting the new package's name where the example names itself (see [`render`]).
 pub struct Template {
     pub name: &'static str,
     pub about: &'static str,
+    /// The example's package name (`examples/<name>/Cargo.toml`).
+    pub example: &'static str,
     pub files: &'static [TemplateFile],
 }
 
-/// Every template, the default first. (`Cargo.toml.tmpl` and `gitignore` are renamed so that a
-/// template directory is neither a cargo package nor ignores itself.)
+/// The crates a rendered crate depends on, each written by [`render`] as [`Deps`] says. In the
+/// examples they are `<crate> = { path = "../../<crate>" }`.
+const OWN_CRATES: [&str; 4] = [
+    "rocm-kernels",
+    "rocm-kernels-build",
+    "rocm-test",
+    "rocm-bench",
+];
+
+/// Every template, the default first. (The examples' other files, such as
+/// `examples/basic/tune/wisdom.json`, are not part of a new crate.)
 pub const TEMPLATES: &[Template] = &[
     Template {
         name: "basic",
         about: "saxpy and a shared-memory reduction: the smallest crate with kernels, checks and a bench",
+        example: "basic",
         files: template! { "basic":
-            "Cargo.toml" => "Cargo.toml.tmpl",
-            ".gitignore" => "gitignore",
-            "README.md" => "README.md",
-            "build.rs" => "build.rs",
-            "kernels/kernels.hip" => "kernels/kernels.hip",
-            "kernels/matmul.hip" => "kernels/matmul.hip",
-            "kernels/conv2d.hip" => "kernels/conv2d.hip",
-            "src/lib.rs" => "src/lib.rs",
-            "tests/kernels.rs" => "tests/kernels.rs",
-            "benches/kernels.rs" => "benches/kernels.rs",
+            "Cargo.toml",
+            ".gitignore",
+            "README.md",
+            "build.rs",
+            "kernels/kernels.hip",
+            "kernels/matmul.hip",
+            "kernels/conv2d.hip",
+            "src/lib.rs",
+            "tests/kernels.rs",
+            "benches/kernels.rs",
         },
     },
     Template {
@@ -84,16 +103,18 @@ pub const TEMPLATES: &[Template] = &[
         about: "inference kernels (scale, causal mask, softmax, RMSNorm, SwiGLU, RoPE, RoPE + \
                 KV-cache append, FlashAttention, tiled matmul) with references, checks, and \
                 benches against the vendor BLAS",
+        // Not `llm`: the crate imports itself `as llm`, which a crate named `llm` cannot.
+        example: "llm-kernels",
         files: template! { "llm":
-            "Cargo.toml" => "Cargo.toml.tmpl",
-            ".gitignore" => "gitignore",
-            "README.md" => "README.md",
-            "build.rs" => "build.rs",
-            "kernels/llm.hip" => "kernels/llm.hip",
-            "src/lib.rs" => "src/lib.rs",
-            "src/vendor.rs" => "src/vendor.rs",
-            "tests/kernels.rs" => "tests/kernels.rs",
-            "benches/kernels.rs" => "benches/kernels.rs",
+            "Cargo.toml",
+            ".gitignore",
+            "README.md",
+            "build.rs",
+            "kernels/llm.hip",
+            "src/lib.rs",
+            "src/vendor.rs",
+            "tests/kernels.rs",
+            "benches/kernels.rs",
         },
     },
 ];
@@ -118,31 +139,84 @@ pub enum Deps {
     CratesIo,
 }
 
-/// The template's files with the placeholders filled in.
+/// The template's files for the package `name`: the example's files with its own name replaced.
+///
+/// Where an example names itself, and what each becomes:
+/// - `Cargo.toml`: the line `name = "<example>"`, and the lines
+///   `<crate> = { path = "../../<crate>" }` of [`OWN_CRATES`] (as `deps` says);
+/// - a Markdown title line `# <example>` and a crate doc line starting `//! <example>:`;
+/// - the example's crate in Rust paths: `<example_crate>::` and `use <example_crate> as`.
+///
+/// Nothing else changes, so the example must name itself nowhere else (a test holds it to that).
 pub fn render(template: &Template, name: &str, deps: &Deps) -> Vec<(&'static str, String)> {
     let crate_name = name.replace('-', "_");
-    let dep = |krate: &str| match deps {
+    let example = template.example;
+    let example_crate = example.replace('-', "_");
+    let dep = |krate: &str, deps: &Deps| match deps {
         Deps::Path(dir) => {
             let dir = dir.trim_end_matches('/');
             format!("{krate} = {{ path = \"{dir}/{krate}\" }}")
         }
         Deps::CratesIo => format!("{krate} = \"{}\"", env!("CARGO_PKG_VERSION")),
     };
+    let example_deps: Vec<(String, String)> = OWN_CRATES
+        .iter()
+        .map(|k| (dep(k, &Deps::Path("../..".into())), dep(k, deps)))
+        .collect();
+    let package_line = format!("name = \"{example}\"");
+    let title = format!("# {example}");
+    let crate_doc = format!("//! {example}:");
     template
         .files
         .iter()
         .map(|f| {
-            let text = f
-                .text
-                .replace("{{name}}", name)
-                .replace("{{crate_name}}", &crate_name)
-                .replace("{{rocm_kernels_dep}}", &dep("rocm-kernels"))
-                .replace("{{rocm_kernels_build_dep}}", &dep("rocm-kernels-build"))
-                .replace("{{rocm_test_dep}}", &dep("rocm-test"))
-                .replace("{{rocm_bench_dep}}", &dep("rocm-bench"));
+            let mut text = String::with_capacity(f.text.len());
+            for line in f.text.split_inclusive('\n') {
+                let (body, end) = match line.strip_suffix('\n') {
+                    Some(body) => (body, "\n"),
+                    None => (line, ""),
+                };
+                if f.path == "Cargo.toml" {
+                    if body == package_line {
+                        text.push_str(&format!("name = \"{name}\"{end}"));
+                    } else if let Some((_, to)) = example_deps.iter().find(|(from, _)| from == body)
+                    {
+                        text.push_str(to);
+                        text.push_str(end);
+                    } else {
+                        text.push_str(line);
+                    }
+                } else if body == title {
+                    text.push_str(&format!("# {name}{end}"));
+                } else if let Some(rest) = body.strip_prefix(&crate_doc) {
+                    text.push_str(&format!("//! {name}:{rest}{end}"));
+                } else {
+                    text.push_str(&rename_crate(line, &example_crate, &crate_name));
+                }
+            }
             (f.path, text)
         })
         .collect()
+}
+
+/// `line` with the crate `from` renamed `to` where it starts a Rust path (`from::`) or is
+/// imported (`use from as`).
+fn rename_crate(line: &str, from: &str, to: &str) -> String {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(from) {
+        let before = &rest[..at];
+        let after = &rest[at + from.len()..];
+        let starts_word = !before.ends_with(|c: char| is_ident(c) || c == ':');
+        let is_crate = after.starts_with("::")
+            || (after.starts_with(" as ") && before.trim_end().ends_with("use"));
+        out.push_str(before);
+        out.push_str(if starts_word && is_crate { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<u8> {
@@ -421,28 +495,73 @@ mod tests {
             .to_owned()
     }
 
+    /// The example's file `path`, as committed.
+    fn example_file(t: &Template, path: &str) -> String {
+        let file = checkout().join("examples").join(t.name).join(path);
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
     #[test]
-    fn the_committed_examples_are_the_rendered_templates() {
+    fn rendering_an_example_for_its_own_name_gives_the_example() {
         for t in TEMPLATES {
-            // examples/llm is the package `llm-kernels`: a crate named `llm` would import itself
-            // as `llm`, which the template's `use {{crate_name}} as llm;` cannot be.
-            let name = match t.name {
-                "llm" => "llm-kernels",
-                other => other,
-            };
-            let example = checkout().join("examples").join(t.name);
-            for (path, text) in render(t, name, &Deps::Path("../..".into())) {
-                let committed = std::fs::read_to_string(example.join(path))
-                    .unwrap_or_else(|e| panic!("examples/{}/{path}: {e}", t.name));
+            for (path, text) in render(t, t.example, &Deps::Path("../..".into())) {
                 assert_eq!(
-                    committed, text,
-                    "examples/{0}/{path} differs from the template: regenerate the example with \
-                     `cargo rocm new examples/{0} --template {0} --name {name} --path-deps .` \
-                     (after removing it)",
+                    text,
+                    example_file(t, path),
+                    "examples/{}/{path}: rendering the example for itself changed it (does it \
+                     depend on {OWN_CRATES:?} as `<crate> = {{ path = \"../../<crate>\" }}`?)",
                     t.name
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_rendered_crate_names_itself_wherever_the_example_did_and_nowhere_else() {
+        let words = |text: &str, word: &str| {
+            let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            text.match_indices(word)
+                .filter(|(at, _)| {
+                    !text[..*at].ends_with(is_ident)
+                        && !text[at + word.len()..].starts_with(is_ident)
+                })
+                .count()
+        };
+        for t in TEMPLATES {
+            let example_crate = t.example.replace('-', "_");
+            for (path, text) in render(t, "zz-fresh", &Deps::Path("../..".into())) {
+                // Every mention of the example's name was replaced...
+                for old in [t.example, example_crate.as_str()] {
+                    assert_eq!(
+                        words(&text, old),
+                        0,
+                        "examples/{}/{path} names itself `{old}` where `cargo rocm new` does not \
+                         rename it (see `render`): reword it, or teach `render` the place",
+                        t.name
+                    );
+                }
+                // ...and nothing else was.
+                let back = text
+                    .replace("zz-fresh", t.example)
+                    .replace("zz_fresh", &example_crate);
+                assert_eq!(back, example_file(t, path), "examples/{}/{path}", t.name);
+            }
+        }
+    }
+
+    #[test]
+    fn crate_paths_are_renamed_and_nothing_else() {
+        let r = |line| rename_crate(line, "basic", "my_k");
+        assert_eq!(
+            r("    basic::saxpy(basic::BLOCK)"),
+            "    my_k::saxpy(my_k::BLOCK)"
+        );
+        assert_eq!(r("use basic as b;"), "use my_k as b;");
+        assert_eq!(
+            r("a basic check, basic_x::y, x::basic::z"),
+            "a basic check, basic_x::y, x::basic::z"
+        );
+        assert_eq!(r("let basic as u32"), "let basic as u32");
     }
 
     #[test]
@@ -459,16 +578,16 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_are_all_filled() {
+    fn a_rendered_crate_has_its_name_and_dependencies() {
         for t in TEMPLATES {
-            for deps in [Deps::CratesIo, Deps::Path("/x".into())] {
-                for (path, text) in render(t, "my-kernels", &deps) {
-                    assert!(
-                        !text.contains("{{"),
-                        "{}: {path} still has a placeholder",
-                        t.name
-                    );
-                }
+            let files = render(t, "my-kernels", &Deps::Path("/x".into()));
+            let manifest = &files.iter().find(|(p, _)| *p == "Cargo.toml").unwrap().1;
+            for krate in OWN_CRATES {
+                assert!(
+                    manifest.contains(&format!("{krate} = {{ path = \"/x/{krate}\" }}")),
+                    "{}: {manifest}",
+                    t.name
+                );
             }
         }
         let files = render(&TEMPLATES[0], "my-kernels", &Deps::CratesIo);

@@ -62,7 +62,7 @@ pub struct ProfileArgs {
     pub cargo: CargoFlags,
 
     /// The backend to profile: amd, nvidia, cpu (default: the first GPU found, else cpu)
-    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    #[arg(long, value_name = "NAME")]
     pub backend: Option<Backend>,
     /// amd: counters for one rocprofv3 pass, comma or space separated (repeatable: one pass each;
     /// a set that does not fit one pass is split)
@@ -102,10 +102,6 @@ pub struct ProfileArgs {
     /// Arguments for the target, or the command to profile when no target is named
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
-}
-
-fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
 }
 
 /// Exit codes for the library's errors.

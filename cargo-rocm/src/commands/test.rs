@@ -12,6 +12,7 @@ mod report;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use rocm_kernels::runtime::CpuExec;
 use rocm_kernels_core::Backend;
 use rocm_test_events::partition::Partition;
 use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
@@ -43,11 +44,11 @@ pub struct TestArgs {
     pub cargo: CargoFlags,
 
     /// Only run trials of these backends: cpu, amd, nvidia (repeatable or comma separated)
-    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub backend: Vec<Backend>,
 
     /// Fail (instead of skipping) trials of this backend when it cannot run here
-    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub require_backend: Vec<Backend>,
 
     /// Wave sizes to test on the cpu backend (default: 32,64)
@@ -72,7 +73,7 @@ pub struct TestArgs {
     pub no_race_check: bool,
 
     /// How cpu trials run a block's threads: regions (default), fibers, blocks
-    #[arg(long, value_name = "MODE", value_parser = clap::builder::PossibleValuesParser::new(["regions", "fibers", "blocks"]))]
+    #[arg(long, value_name = "MODE", value_parser = clap::builder::PossibleValuesParser::new(CpuExec::ALL.map(CpuExec::as_str)))]
     pub cpu_exec: Option<String>,
 
     /// GPUs that get trials: all (default), N (the first N), ordinals (0,1; one is #1). With
@@ -104,10 +105,6 @@ pub struct TestArgs {
 pub enum TestAction {
     /// Merge the results of several shards (events, JSON output or JUnit) into one summary
     Merge(merge::MergeArgs),
-}
-
-fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
 }
 
 pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<u8> {

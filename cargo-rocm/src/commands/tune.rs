@@ -57,7 +57,7 @@ pub struct TuneArgs {
     pub partition: Option<rocm_tune::Partition>,
 
     /// Backends to tune on: cpu, amd, nvidia (default: the first GPU found, else cpu)
-    #[arg(long, value_name = "NAME", value_delimiter = ',', value_parser = parse_backend)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub backend: Vec<Backend>,
 
     // The help names the strategies from rocm-tune's list: `strategy_help`.
@@ -163,10 +163,6 @@ pub struct TuneArgs {
     /// Tunables to tune (names or parts of names), after `--`
     #[arg(last = true, value_name = "FILTER")]
     pub filter: Vec<String>,
-}
-
-fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
 }
 
 /// `cargo rocm tune`'s subcommands.

@@ -153,7 +153,7 @@ fn one_source_under_four_spellings_is_one_file_to_every_backend() {
 
 /// The basic template's kernels (what `cargo rocm new` writes), with one mistake planted by
 /// replacing `from` with `to`; the line the error must name.
-const TEMPLATE_KERNELS: &str = include_str!("../../../templates/basic/kernels/kernels.hip");
+const TEMPLATE_KERNELS: &str = include_str!("../../../examples/basic/kernels/kernels.hip");
 
 struct Mistake {
     what: &'static str,

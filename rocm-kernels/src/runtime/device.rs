@@ -109,14 +109,45 @@ pub enum CpuExec {
 }
 
 impl CpuExec {
+    /// Every mode, the default first.
+    pub const ALL: [CpuExec; 3] = [CpuExec::Regions, CpuExec::Fibers, CpuExec::Blocks];
+
+    /// The mode's one spelling (`--cpu-exec`, `ROCM_CPU_EXEC`): `regions`, `fibers`, `blocks`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CpuExec::Regions => "regions",
+            CpuExec::Fibers => "fibers",
+            CpuExec::Blocks => "blocks",
+        }
+    }
+
     /// `ROCM_CPU_EXEC=fibers` or `blocks` selects [`CpuExec::Fibers`] or [`CpuExec::Blocks`];
     /// anything else the default.
     pub fn from_env() -> CpuExec {
-        match std::env::var("ROCM_CPU_EXEC").as_deref() {
-            Ok("fibers") => CpuExec::Fibers,
-            Ok("blocks") => CpuExec::Blocks,
-            _ => CpuExec::Regions,
-        }
+        std::env::var("ROCM_CPU_EXEC")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for CpuExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for CpuExec {
+    type Err = String;
+
+    /// Exactly one of [`CpuExec::as_str`]'s names.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CpuExec::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown cpu execution mode `{s}` (expected regions, fibers or blocks)")
+            })
     }
 }
 

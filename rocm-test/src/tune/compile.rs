@@ -368,14 +368,12 @@ impl Compiler {
                         *so.get::<*const ()>(symbol.as_bytes())
                             .map_err(|e| format!("{}: {e}", k.symbol))?
                     };
-                    let execution = match k.execution.as_deref() {
-                        Some("regions") => CpuExecution::Regions,
-                        Some("per-thread loop") => CpuExecution::PerThreadLoop,
-                        Some(other) => CpuExecution::Fibers(leak(
-                            other.strip_prefix("fibers: ").unwrap_or(other),
-                        )),
-                        None => CpuExecution::PerThreadLoop,
-                    };
+                    let execution = k
+                        .execution
+                        .as_deref()
+                        .map_or(CpuExecution::PerThreadLoop, |words| {
+                            CpuExecution::parse(words).map_reason(leak)
+                        });
                     let params: Vec<ParamDecl> = k
                         .params
                         .iter()

@@ -462,13 +462,10 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            let name = match sig {
-                6 => " (SIGABRT)",
-                9 => " (SIGKILL)",
-                11 => " (SIGSEGV)",
-                _ => "",
-            };
-            return format!("was killed by signal {sig}{name}");
+            return format!(
+                "was killed by signal {sig}{}",
+                rocm_test_events::signal::signal_suffix(sig)
+            );
         }
     }
     match status.code() {

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rocm_tune::{Config, EvalError, Evaluator, Measurement, Value};
+use wait_timeout::ChildExt;
 
 /// A space: each parameter with its values, and the restrictions.
 pub type SpaceSpec = (Vec<(String, Vec<Value>)>, Vec<String>);
@@ -164,22 +165,16 @@ impl CommandEvaluator {
             let _ = err.read_to_string(&mut s);
             s
         });
-        let status = loop {
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|e| EvalError::Fatal(format!("waiting for `{command}`: {e}")))?
-            {
-                break status;
-            }
-            if started.elapsed() > self.time_limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(EvalError::Launch(format!(
-                    "`{command}` ran longer than the time limit ({:?}) and was killed",
-                    self.time_limit
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(2));
+        let waited = child
+            .wait_timeout(self.time_limit.saturating_sub(started.elapsed()))
+            .map_err(|e| EvalError::Fatal(format!("waiting for `{command}`: {e}")))?;
+        let Some(status) = waited else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(EvalError::Launch(format!(
+                "`{command}` ran longer than the time limit ({:?}) and was killed",
+                self.time_limit
+            )));
         };
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let stdout = out_t.join().unwrap_or_default();

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use plotters::prelude::*;
+use rocm_report::plotters::prelude::*;
+use rocm_report::{color, escape, table_head, table_row, Page, TABLE_END};
 use rocm_test_events::tune::{TuneReport, TuneRun};
 
 /// `n=2048, m=512`.
@@ -112,24 +113,6 @@ pub fn table(report: &TuneReport) -> String {
     out
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
 /// Best time so far after each evaluation of one run: (evaluation, ms).
 fn convergence(run: &TuneRun) -> Vec<(f64, f64)> {
     let mut best = f64::INFINITY;
@@ -160,32 +143,25 @@ fn convergence_svg(runs: &[&TuneRun]) -> Result<String, String> {
     let lo = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let hi = all.iter().map(|p| p.1).fold(0.0, f64::max);
     let pad = ((hi - lo) * 0.05).max(hi * 0.01);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, 360)).into_drawing_area();
-        let err = |e: &dyn std::fmt::Display| e.to_string();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+    rocm_report::svg((720, 360), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption("best time so far", ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(0.0..max_x + 1.0, (lo - pad).max(0.0)..hi + pad)
-            .map_err(|e| err(&e))?;
+            .build_cartesian_2d(0.0..max_x + 1.0, (lo - pad).max(0.0)..hi + pad)?;
         chart
             .configure_mesh()
             .x_desc("evaluations")
             .y_desc("ms")
-            .draw()
-            .map_err(|e| err(&e))?;
+            .draw()?;
         for (i, (name, points)) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
+            let color = color(i);
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),
                     color.stroke_width(2),
-                ))
-                .map_err(|e| err(&e))?
+                ))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
         }
@@ -193,11 +169,9 @@ fn convergence_svg(runs: &[&TuneRun]) -> Result<String, String> {
             .configure_series_labels()
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    Ok(svg)
+            .draw()?;
+        Ok(())
+    })
 }
 
 /// An SVG of the time of every valid evaluated configuration against one numeric parameter.
@@ -227,12 +201,8 @@ fn parameter_svg(runs: &[&TuneRun], param: &str) -> Result<String, String> {
     let (xa, xb) = (x(x_lo), x(x_hi));
     let xpad = ((xb - xa) * 0.08).max(0.5);
     let t_hi = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (360, 260)).into_drawing_area();
-        let err = |e: &dyn std::fmt::Display| e.to_string();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+    rocm_report::svg((360, 260), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(
                 if log {
                     format!("time vs {param} (log2)")
@@ -244,8 +214,7 @@ fn parameter_svg(runs: &[&TuneRun], param: &str) -> Result<String, String> {
             .margin(8)
             .x_label_area_size(28)
             .y_label_area_size(56)
-            .build_cartesian_2d(xa - xpad..xb + xpad, 0.0..t_hi * 1.05)
-            .map_err(|e| err(&e))?;
+            .build_cartesian_2d(xa - xpad..xb + xpad, 0.0..t_hi * 1.05)?;
         chart
             .configure_mesh()
             .y_desc("ms")
@@ -256,18 +225,14 @@ fn parameter_svg(runs: &[&TuneRun], param: &str) -> Result<String, String> {
                     format!("{v}")
                 }
             })
-            .draw()
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(
-                points
-                    .iter()
-                    .map(|p| Circle::new((x(p.0), p.1), 3, COLORS[0].mix(0.5).filled())),
-            )
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    Ok(svg)
+            .draw()?;
+        chart.draw_series(
+            points
+                .iter()
+                .map(|p| Circle::new((x(p.0), p.1), 3, color(0).mix(0.5).filled())),
+        )?;
+        Ok(())
+    })
 }
 
 /// The HTML report: per kernel, device and problem, a summary table, the convergence plot and
@@ -284,13 +249,11 @@ pub fn html(report: &TuneReport) -> String {
             .or_default()
             .push(r);
     }
-    let mut h = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cargo rocm tune</title>\n\
-         <style>body{font-family:sans-serif;margin:2em;max-width:1200px}\
-         table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
-         .plots{display:flex;flex-wrap:wrap;gap:8px}.err{color:#b00}</style></head><body>\n\
-         <h1>cargo rocm tune</h1>\n",
+    let mut h = Page::new(
+        "cargo rocm tune",
+        "body{max-width:1200px}.plots{display:flex;flex-wrap:wrap;gap:8px}",
     );
+    h.push_str("<h1>cargo rocm tune</h1>\n");
     for e in &report.errors {
         let _ = writeln!(
             h,
@@ -312,29 +275,32 @@ pub fn html(report: &TuneReport) -> String {
             first.restrictions.len(),
             ms(first.default.as_ref().and_then(|d| d.time_ms))
         );
-        h.push_str(
-            "<table><tr><th>strategy</th><th>evaluations</th><th>failed</th><th>best ms</th>\
-             <th>speed-up</th><th>overhead/eval ms</th><th>best configuration</th></tr>\n",
-        );
+        h.push_str(&table_head(&[
+            "strategy",
+            "evaluations",
+            "failed",
+            "best ms",
+            "speed-up",
+            "overhead/eval ms",
+            "best configuration",
+        ]));
         for r in runs {
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td></tr>",
+            h.push_str(&table_row([
                 escape(&r.strategy),
-                r.evaluations,
-                r.failures.values().sum::<usize>(),
+                r.evaluations.to_string(),
+                r.failures.values().sum::<usize>().to_string(),
                 ms(r.best.as_ref().and_then(|b| b.time_ms)),
                 r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_default(),
-                r.overhead.per_eval_ms,
+                format!("{:.1}", r.overhead.per_eval_ms),
                 escape(
                     &r.best
                         .as_ref()
                         .map(|b| config_text(&b.config))
-                        .unwrap_or_default()
-                )
-            );
+                        .unwrap_or_default(),
+                ),
+            ]));
         }
-        h.push_str("</table>\n");
+        h.push_str(TABLE_END);
         match convergence_svg(runs) {
             Ok(svg) => h.push_str(&svg),
             Err(e) => {
@@ -362,8 +328,7 @@ pub fn html(report: &TuneReport) -> String {
             }
         }
     }
-    h.push_str("</body></html>\n");
-    h
+    h.finish()
 }
 
 #[cfg(test)]
