@@ -38,7 +38,7 @@ pub use device::{
 };
 pub use error::{FaultSite, Result, RuntimeError};
 pub use host::HostBuffer;
-pub use launch::{ArgKind, ArgRef, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg, Value};
+pub use launch::{ArgKind, ArgRef, ByValue, Dim3, KernelArg, LaunchBuilder, LaunchConfig, PushArg};
 pub use memory::{Buffer, DeviceCopy};
 pub use module::{Global, Kernel, Module};
 pub use stream::{Event, Stream};

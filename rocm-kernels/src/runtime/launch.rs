@@ -161,9 +161,9 @@ value_arg!(half::f16, half::bf16);
 
 /// A by-value argument of any [`DeviceCopy`] type (a `#[repr(C)]` struct, an array).
 #[derive(Debug, Clone, Copy)]
-pub struct Value<T: DeviceCopy>(pub T);
+pub struct ByValue<T: DeviceCopy>(pub T);
 
-unsafe impl<T: DeviceCopy> KernelArg for Value<T> {
+unsafe impl<T: DeviceCopy> KernelArg for ByValue<T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.0 as *const T).cast()
     }
@@ -294,7 +294,7 @@ impl<'a> LaunchBuilder<'a> {
     }
 
     /// Append an argument: `&buffer` or `&mut buffer` (a [`Buffer`] the kernel reads or
-    /// writes), `&scalar`, or `&Value(x)`.
+    /// writes), `&scalar`, or `&ByValue(x)`.
     pub fn arg<A: PushArg<'a>>(mut self, arg: A) -> Self {
         self.args.push(arg.to_arg_ref());
         self
