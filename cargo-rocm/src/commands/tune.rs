@@ -267,47 +267,73 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
     if let Some(TuneAction::Merge(merge)) = &args.action {
         return merge::run(merge, out);
     }
-    if args.cmd_template.is_some() {
-        // No crate needed: results go to its target directory when there is one.
-        let target_dir = match &args.cargo.target_dir {
-            Some(d) => d.clone(),
-            None => Workspace::open(global)
-                .map(|ws| ws.target_dir(None))
-                .unwrap_or_else(|_| PathBuf::from("target")),
-        };
-        let out_dir = args
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
-        let report = tune_command(&args, &out_dir, out)?;
-        return present(&args, &out_dir, report, out);
+    let (out_dir, report) = if args.cmd_template.is_some() {
+        tune_external(global, &args, out)?
+    } else if !args.harness.is_empty() {
+        tune_prebuilt(&args, out)?
+    } else {
+        tune_crate(global, &args, out)?
+    };
+    present(&args, &out_dir, report, out)
+}
+
+/// `--out-dir`, else `<target-dir>/rocm/tune`; created.
+fn out_dir(args: &TuneArgs, target_dir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// `--cmd-template`: an external program. No crate needed: results go to its target directory
+/// when there is one.
+fn tune_external(
+    global: &GlobalArgs,
+    args: &TuneArgs,
+    out: &Output,
+) -> anyhow::Result<(PathBuf, TuneReport)> {
+    let target_dir = match &args.cargo.target_dir {
+        Some(d) => d.clone(),
+        None => Workspace::open(global)
+            .map(|ws| ws.target_dir(None))
+            .unwrap_or_else(|_| PathBuf::from("target")),
+    };
+    let out_dir = out_dir(args, &target_dir)?;
+    let report = tune_command(args, &out_dir, out)?;
+    Ok((out_dir, report))
+}
+
+/// `--harness EXE…`: harnesses built elsewhere (with rocm-test's `tune` feature).
+fn tune_prebuilt(args: &TuneArgs, out: &Output) -> anyhow::Result<(PathBuf, TuneReport)> {
+    let target_dir = args
+        .cargo
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let out_dir = out_dir(args, &target_dir)?;
+    let root = std::env::current_dir()?;
+    let mut report = TuneReport::default();
+    for exe in &args.harness {
+        let name = exe
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        out.status("Tuning", exe.display().to_string());
+        let mut cmd = Process::new(exe);
+        cmd.envs(build_env(&args.backend));
+        run_harness(args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
     }
-    if !args.harness.is_empty() {
-        let target_dir = args
-            .cargo
-            .target_dir
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("target"));
-        let out_dir = args
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
-        std::fs::create_dir_all(&out_dir)
-            .with_context(|| format!("cannot create {}", out_dir.display()))?;
-        let root = std::env::current_dir()?;
-        let mut report = TuneReport::default();
-        for exe in &args.harness {
-            let name = exe
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            out.status("Tuning", exe.display().to_string());
-            let mut cmd = Process::new(exe);
-            cmd.envs(build_env(&args.backend));
-            run_harness(&args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
-        }
-        return present(&args, &out_dir, report, out);
-    }
+    Ok((out_dir, report))
+}
+
+/// The selected packages' harnesses, each test target built with the `tune` feature and run.
+fn tune_crate(
+    global: &GlobalArgs,
+    args: &TuneArgs,
+    out: &Output,
+) -> anyhow::Result<(PathBuf, TuneReport)> {
     let ws = Workspace::open(global)?;
     let harnesses = ws.harnesses(&args.cargo, |_| {
         "no rocm-test harness here: `cargo rocm tune` runs the tunables a harness declares \
@@ -315,14 +341,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
          example), or an external program with --cmd-template"
             .to_owned()
     })?;
-    let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
-    let out_dir = args
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| target_dir.join("rocm").join("tune"));
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-
+    let out_dir = out_dir(args, &ws.target_dir(args.cargo.target_dir.as_deref()))?;
     let mut report = TuneReport::default();
     for (h, root) in &harnesses {
         for test in &h.tests {
@@ -339,7 +358,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
             harness.build(child_stdout(args.format.json()))?;
             let cmd = harness.command();
             run_harness(
-                &args,
+                args,
                 cmd,
                 &h.package,
                 test,
@@ -350,7 +369,7 @@ pub fn run(global: &GlobalArgs, args: TuneArgs, out: &Output) -> anyhow::Result<
             )?;
         }
     }
-    present(&args, &out_dir, report, out)
+    Ok((out_dir, report))
 }
 
 /// The feature that makes a package's harnesses able to tune: rocm-test's `tune` (off in an
