@@ -1,10 +1,20 @@
-//! `rocm-test-events`: what passes between a rocm-test harness and `cargo rocm test`.
+//! `rocm-test-events`: what cargo-rocm's processes tell each other, in one place (as
+//! cargo-nextest's `nextest-metadata`). Each format has one definition that its writer and its
+//! readers share:
 //!
-//! One JSON object per finished trial ([`TrialEvent`]), appended to the file named by
-//! `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads them to build its JSON
-//! stream, JUnit XML and summary. The options travel the other way as environment variables,
-//! named once in [`env`]. [`tune`] is the same for `cargo rocm tune`: a request, progress
-//! events and the report.
+//! - the trial events: one JSON object per finished trial ([`TrialEvent`]), appended by a rocm-test
+//!   harness to the file named by `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads
+//!   them to build its JSON stream, JUnit XML and summary. The options travel the other way as
+//!   environment variables, named once in [`env`]; [`partition`] is `--partition`'s shard rule;
+//! - [`tune`]: the same for `cargo rocm tune`: a request, progress events and the report;
+//! - [`isolate`]: the report of a trial run in a child process of its harness;
+//! - [`bench`]: the results stream bench binaries (`rocm-bench`) write for `cargo rocm bench`, and
+//!   its records, which the bench history stores;
+//! - [`launch_log`]: the runtime's launch log (`ROCM_LAUNCH_LOG`), read by `cargo rocm profile`;
+//! - [`exit`]: the exit codes of `cargo rocm` and of harness binaries.
+//!
+//! It depends on serde, serde_json, fs4 and thiserror, and on `rocm-kernels-core` for the
+//! `Backend` names: no runtime, no harness.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -14,6 +24,10 @@ use std::sync::Mutex;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
+pub mod bench;
+pub mod exit;
+pub mod isolate;
+pub mod launch_log;
 pub mod partition;
 pub mod tune;
 
@@ -187,17 +201,6 @@ impl std::fmt::Display for DeviceSelection {
     }
 }
 
-/// The target part of a trial place for one GPU: its architecture, with `#ordinal` when several
-/// devices of that backend and architecture take part (`sm_90#1`), so each gets trials (and
-/// benchmark ids) of its own.
-pub fn device_target(arch: &str, ordinal: usize, several: bool) -> String {
-    if several {
-        format!("{arch}#{ordinal}")
-    } else {
-        arch.to_owned()
-    }
-}
-
 /// What a check measured of its kernel: the kernel and a device-to-device copy moving the same
 /// number of bytes, each the median of several runs (the same method for both, so their ratio
 /// is fair).
@@ -345,8 +348,6 @@ mod tests {
         for text in ["all", "3", "#1", "0,2"] {
             assert_eq!(DeviceSelection::parse(text).unwrap().to_string(), text);
         }
-        assert_eq!(device_target("sm_90", 1, true), "sm_90#1");
-        assert_eq!(device_target("sm_90", 1, false), "sm_90");
     }
 
     #[test]
