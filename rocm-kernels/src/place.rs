@@ -119,4 +119,23 @@ mod tests {
             "amd/gfx90a#2"
         );
     }
+
+    #[test]
+    fn ordinals_count_each_backends_devices() {
+        use crate::runtime::CpuOptions;
+        let cpu = |wave_size| {
+            Device::cpu(CpuOptions {
+                wave_size,
+                ..CpuOptions::default()
+            })
+        };
+        let devices = [cpu(64), cpu(32)];
+        let numbered = with_ordinals(&devices);
+        assert_eq!(numbered.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
+        let places: Vec<String> = TrialPlace::of_devices(&numbered)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(places, ["cpu/w64", "cpu/w32"]);
+    }
 }
