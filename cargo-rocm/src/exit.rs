@@ -1,30 +1,26 @@
-//! Exit codes, documented in `docs/exit-codes.md` and in `cargo rocm --help`.
+//! Exit codes, documented in `docs/exit-codes.md` and in `cargo rocm --help`. The codes are
+//! defined once, with the protocol (`rocm_test_events::exit::RocmExitCode`); the short names here
+//! are what the commands use, with [`CodedError`] to carry one up to `main`.
+
+use rocm_test_events::exit::RocmExitCode;
 
 /// Everything asked for worked.
-pub const OK: u8 = 0;
+pub const OK: u8 = RocmExitCode::OK;
 /// A check failed: a test trial failed, or `doctor` found a requested backend unusable.
-pub const FAILED: u8 = 1;
+pub const FAILED: u8 = RocmExitCode::FAILED;
 /// The command line was wrong (unknown flag, bad value).
-pub const USAGE: u8 = 2;
+pub const USAGE: u8 = RocmExitCode::USAGE;
 /// The environment is missing something: no toolchain, compiler, library or device for what was asked.
-pub const ENVIRONMENT: u8 = 3;
+pub const ENVIRONMENT: u8 = RocmExitCode::ENVIRONMENT;
 /// Building the user's crate (cargo or a kernel compiler) failed.
-pub const BUILD: u8 = 4;
+pub const BUILD: u8 = RocmExitCode::BUILD;
 /// An input file (manifest, pin file, code object, settings) was unreadable or malformed.
-pub const INPUT: u8 = 5;
+pub const INPUT: u8 = RocmExitCode::INPUT;
 /// Something went wrong inside cargo-rocm itself (a bug: please report it).
-pub const INTERNAL: u8 = 101;
+pub const INTERNAL: u8 = RocmExitCode::INTERNAL;
 
 /// The table printed at the end of `--help`.
-pub const HELP_TABLE: &str = "\
-Exit codes:
-  0    success
-  1    a check failed (test trial, doctor check for a requested backend)
-  2    usage error (bad flag or value)
-  3    environment problem (missing toolchain, compiler, library or device)
-  4    build failed (cargo or a kernel compiler)
-  5    malformed or unreadable input file
-  101  internal error (a bug in cargo-rocm)";
+pub const HELP_TABLE: &str = RocmExitCode::HELP_TABLE;
 
 /// An error that carries its exit code. Commands return `anyhow::Error`; wrap the root cause
 /// in this to choose a code other than [`INTERNAL`].

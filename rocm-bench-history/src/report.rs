@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rocm_report::plotters::prelude::*;
 use rocm_report::{escape, table_head, table_row, Page, Td, TABLE_END};
 
-use crate::history::{BenchResult, History, HistoryError, Run};
+use crate::history::{BenchResult, History, HistoryError, Run, ThroughputKind};
 
 /// Errors of [`write_report`].
 #[derive(Debug, thiserror::Error)]
@@ -47,9 +47,9 @@ pub fn headline(r: &BenchResult) -> (f64, String) {
         (Some(t), "ns") if r.summary.median > 0.0 => {
             let per_s = t.per_iteration / (r.summary.median * 1e-9);
             match t.kind {
-                rocm_bench::ThroughputKind::Bytes => (per_s / 1e9, "GB/s".to_owned()),
-                rocm_bench::ThroughputKind::Elements => (per_s / 1e9, "G elements/s".to_owned()),
-                rocm_bench::ThroughputKind::Flops => (per_s / 1e9, "GFLOP/s".to_owned()),
+                ThroughputKind::Bytes => (per_s / 1e9, "GB/s".to_owned()),
+                ThroughputKind::Elements => (per_s / 1e9, "G elements/s".to_owned()),
+                ThroughputKind::Flops => (per_s / 1e9, "GFLOP/s".to_owned()),
             }
         }
         _ => (r.summary.median, r.unit.clone()),

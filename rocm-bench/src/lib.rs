@@ -6,9 +6,10 @@
 //!   device: `saxpy/cpu/w64/n=1M`, `saxpy/nvidia/sm_90/n=1M`.
 //! - [`target`]: the devices a benchmark runs on ([`targets`]), chosen as `cargo rocm bench
 //!   --backend/--device` asked, each named as the test trials name it.
-//! - [`event`]: what a bench binary tells `cargo rocm bench` (one JSON line per finished
-//!   benchmark, in the file `ROCM_BENCH_EVENTS` names), so every result is recorded as soon as it
-//!   is measured.
+//! - what a bench binary tells `cargo rocm bench` (one JSON line per finished benchmark, in the
+//!   file `ROCM_BENCH_EVENTS` names), so every result is recorded as soon as it is measured: the
+//!   stream's format is `rocm_test_events::bench`, re-exported here ([`BenchEvent`],
+//!   [`EventSink`], [`vars`]) for bench binaries that write results of their own.
 //!
 //! ```no_run
 //! use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -38,30 +39,11 @@
 //! criterion_main!(benches);
 //! ```
 
-pub mod event;
 pub mod target;
 pub mod timing;
 
-pub use event::{BenchEvent, BenchRecord, DeviceRecord, EventSink, Param, ThroughputKind};
+pub use rocm_test_events::bench::{
+    vars, BenchEvent, BenchRecord, DeviceRecord, EventSink, Param, ThroughputKind,
+};
 pub use target::{targets, BenchTarget};
 pub use timing::{time_launches, DeviceGroup, Settings};
-
-/// The variables `cargo rocm bench` sets for bench binaries (all optional: a plain `cargo bench`
-/// runs on every device with criterion's defaults).
-pub mod vars {
-    /// File to append [`BenchEvent`](crate::BenchEvent) lines to.
-    pub const EVENTS: &str = "ROCM_BENCH_EVENTS";
-    /// Backends to benchmark on, comma separated (`cpu`, `amd`, `nvidia`).
-    pub const BACKEND: &str = "ROCM_BENCH_BACKEND";
-    /// Only devices whose place (`nvidia/sm_90`, `cpu/w64`) or name contains one of these
-    /// comma-separated words.
-    pub const DEVICE: &str = "ROCM_BENCH_DEVICE";
-    /// Criterion's sample count per benchmark (at least 10).
-    pub const SAMPLES: &str = "ROCM_BENCH_SAMPLES";
-    /// Criterion's warm-up time, in milliseconds.
-    pub const WARMUP_MS: &str = "ROCM_BENCH_WARMUP_MS";
-    /// Criterion's measurement time, in milliseconds.
-    pub const MEASURE_MS: &str = "ROCM_BENCH_MEASURE_MS";
-    /// Suites: run the small (smoke-test) sizes even on a GPU (`1`).
-    pub const SMALL: &str = "ROCM_BENCH_SMALL";
-}

@@ -6,11 +6,11 @@
 //! list through `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`. On a machine with several GPUs of
 //! one architecture each has ids of its own (`saxpy/nvidia/sm_90#1/n=1M`).
 
+use rocm_kernels::place::with_ordinals;
 use rocm_kernels::runtime::{CpuOptions, Device};
-use rocm_kernels::Backend;
-use rocm_test::TrialPlace;
+use rocm_kernels::{Backend, TrialPlace};
 
-use crate::event::DeviceRecord;
+use crate::DeviceRecord;
 
 /// A device to benchmark on, with its place name.
 #[derive(Debug, Clone)]
@@ -29,18 +29,16 @@ impl BenchTarget {
     /// architecture: `nvidia/sm_90#1`, as the test trials of that device are named.
     pub fn numbered(device: Device, ordinal: Option<usize>) -> Self {
         let info = device.info();
-        let target = match (info.backend, ordinal) {
-            (Backend::Cpu, _) => format!("w{}", info.wave_size),
-            (_, Some(i)) => rocm_test_events::device_target(&info.arch, i, true),
-            (_, None) => info.arch.clone(),
+        let place = match info.backend {
+            Backend::Cpu => TrialPlace::cpu(info.wave_size),
+            b => TrialPlace::gpu(b, &info.arch, ordinal.unwrap_or(0), ordinal.is_some()),
         };
-        BenchTarget {
-            place: TrialPlace {
-                backend: info.backend,
-                target,
-            },
-            device,
-        }
+        BenchTarget { place, device }
+    }
+
+    /// The target for a device at a place already named (by [`TrialPlace::of_devices`]).
+    fn at(device: Device, place: TrialPlace) -> Self {
+        BenchTarget { place, device }
     }
 
     pub fn device(&self) -> &Device {
@@ -142,23 +140,16 @@ pub fn targets() -> Vec<BenchTarget> {
         }
     }
     // Ordinals count each backend's devices; ids carry one where an architecture has several.
-    let devices = probe.available;
+    let devices = with_ordinals(&probe.available);
+    let places = TrialPlace::of_devices(&devices);
     devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
+        .into_iter()
+        .zip(places)
+        .map(|((_, d), place)| {
             if d.backend() == Backend::Cpu {
                 return BenchTarget::new(cpu_device());
             }
-            let same_backend = |o: &&Device| o.backend() == d.backend();
-            let ordinal = devices[..i].iter().filter(same_backend).count();
-            let twins = devices
-                .iter()
-                .filter(same_backend)
-                .filter(|o| o.info().arch == d.info().arch)
-                .count()
-                > 1;
-            BenchTarget::numbered(d.clone(), twins.then_some(ordinal))
+            BenchTarget::at(d.clone(), place)
         })
         .filter(|t| selection.admits(t))
         .collect()

@@ -21,8 +21,8 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 use rocm_kernels::runtime::{Result, Stream};
 
-use crate::event::{BenchEvent, BenchRecord, EventSink, Param, ThroughputKind};
 use crate::target::BenchTarget;
+use crate::{BenchEvent, BenchRecord, EventSink, Param, ThroughputKind};
 
 /// Device time of `iters` back-to-back calls of `launch` on `stream`, between two events.
 ///
@@ -216,7 +216,7 @@ impl<'c> DeviceGroup<'c> {
             device: self.target.record(),
             unit: "ns".to_owned(),
             samples,
-            throughput: self.throughput.as_ref().map(ThroughputKind::of),
+            throughput: self.throughput.as_ref().map(throughput_of),
             note: self.note.clone(),
         };
         if let Err(e) = self.sink.write(&BenchEvent::Result(Box::new(record))) {
@@ -226,5 +226,17 @@ impl<'c> DeviceGroup<'c> {
 
     pub fn finish(self) {
         self.group.finish();
+    }
+}
+
+/// Criterion's throughput as a kind and an amount per iteration, as [`BenchRecord`]s keep it.
+pub fn throughput_of(t: &Throughput) -> (ThroughputKind, f64) {
+    use Throughput as T;
+    match *t {
+        T::Bytes(b) | T::BytesDecimal(b) => (ThroughputKind::Bytes, b as f64),
+        T::Elements(e) => (ThroughputKind::Elements, e as f64),
+        T::ElementsAndBytes { bytes, .. } => (ThroughputKind::Bytes, bytes as f64),
+        // Criterion has no FLOP variant: FLOPs are recorded as elements.
+        T::Bits(b) => (ThroughputKind::Bytes, b as f64 / 8.0),
     }
 }

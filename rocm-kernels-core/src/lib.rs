@@ -6,15 +6,12 @@
 //! * [`target`]: AMD target ids and which code runs on which device.
 //! * [`wisdom`]: the file `cargo rocm tune` writes (the best configuration per kernel, device and
 //!   problem size), which the build compiles in and the runtime chooses from.
-//! * [`launch_log`]: the records the runtime writes, when asked, for every launch (what
-//!   `cargo rocm profile` reads from inside a workload).
 //! * [`headers`]: the kernel-language headers (`include/cpu`, `include/nvidia`) both sides compile
 //!   against.
 //!
 //! It depends on nothing heavy: the build script of every user crate and every user binary link it.
 
 pub mod headers;
-pub mod launch_log;
 pub mod library;
 pub mod manifest;
 pub mod target;

@@ -3,12 +3,15 @@
 //! * [`include_kernels!`] embeds a library a build script compiled (`KernelLibrary`).
 //! * [`runtime`]: find a `Device` (an AMD GPU through libamdhip64, an NVIDIA GPU through the
 //!   CUDA driver, or the CPU), load a `Module`, launch `Kernel`s on `Buffer`s.
+//! * [`place`]: where work runs, by name ([`TrialPlace`]: `cpu/w64`, `nvidia/sm_90#1`), as test
+//!   trials, benchmarks and tuning results are named.
 //! * [`vector`]: HIP's vector types (`Float4`, `Int2`, ...) with HIP's layout, for buffers and
 //!   by-value arguments.
 //!
 //! A user crate lists this crate as a dependency and `rocm-kernels-build` as a build-dependency;
 //! neither links what only the other needs.
 
+pub mod place;
 pub mod runtime;
 pub mod tuning;
 pub mod vector;
@@ -17,6 +20,7 @@ pub mod vector;
 /// `__hip_bfloat16` (`Buffer<half::bf16>`); re-exported so a crate names the same version.
 #[cfg(feature = "half")]
 pub use half;
+pub use place::TrialPlace;
 pub use rocm_kernels_core::library;
 pub use rocm_kernels_core::{Backend, KernelLibrary};
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use libtest_mimic::Arguments;
 use rocm_kernels::KernelLibrary;
 
+use crate::events::exit::HarnessExitCode;
 use crate::events::EventSink;
 use crate::options::HarnessOptions;
 use crate::target::TargetSlot;
@@ -37,7 +38,7 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
         Ok(parsed) => parsed,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(HarnessExitCode::USAGE);
         }
     };
     let args = Arguments::from_iter(rest);
@@ -53,7 +54,7 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
                         "error: {} is not a valid tune request: {e}",
                         crate::events::tune::REQUEST_ENV
                     );
-                    return ExitCode::from(2);
+                    return ExitCode::from(HarnessExitCode::USAGE);
                 }
             };
         return crate::tune::run_tune_mode(suite, request);
@@ -73,7 +74,7 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
                     "error: cannot write the trial report {}: {e}",
                     report.display()
                 );
-                ExitCode::from(2)
+                ExitCode::from(HarnessExitCode::USAGE)
             }
         };
     }
@@ -92,7 +93,7 @@ pub(crate) fn run_suite(
             Ok(s) => Some(Arc::new(s)),
             Err(e) => {
                 eprintln!("error: cannot open the events file {}: {e}", path.display());
-                return ExitCode::from(2);
+                return ExitCode::from(HarnessExitCode::USAGE);
             }
         },
         None => None,
@@ -107,7 +108,7 @@ pub(crate) fn run_suite(
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(HarnessExitCode::USAGE);
         }
     };
     let bodies = suite.trial_bodies(

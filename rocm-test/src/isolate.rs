@@ -3,45 +3,24 @@
 //! overflow the runtime could not catch) fails that trial, named, with the signal and what was
 //! running, while every other trial still runs and is counted.
 //!
-//! The parent re-runs its own executable with the harness's arguments and two variables: the trial
-//! to run ([`CHILD_TRIAL`]) and a file for the outcome ([`CHILD_REPORT`]). The child runs only that
-//! trial's body and writes a [`Report`]; before each launch it appends what it is about to do to
-//! `<report>.trail` ([`note`]), which is what the parent names when the child dies instead.
+//! The wire part (the variables, the [`Report`] file, the trail beside it) is
+//! `rocm_test_events::isolate`; this module starts, watches and reads the child. The child runs
+//! only its trial's body and writes a [`Report`]; before each launch it appends what it is about
+//! to do to the trail ([`note`]), which is what the parent names when the child dies instead.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use wait_timeout::ChildExt;
 
-use crate::target::Bandwidth;
-
-/// The trial a child process runs.
-pub const CHILD_TRIAL: &str = "ROCM_TEST_CHILD_TRIAL";
-/// Where the child writes its [`Report`].
-pub const CHILD_REPORT: &str = "ROCM_TEST_CHILD_REPORT";
-/// How long a child may run before it is killed (seconds; default 600).
-pub const TRIAL_TIMEOUT: &str = "ROCM_TEST_TRIAL_TIMEOUT";
-
 /// How a trial body ended, as the child reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "lowercase")]
-pub(crate) enum Report {
-    Passed {
-        cases: Option<u32>,
-        seed: Option<u64>,
-        bandwidth: Option<Bandwidth>,
-    },
-    Ignored {
-        reason: String,
-    },
-    Failed {
-        message: String,
-    },
-}
+pub(crate) use rocm_test_events::isolate::ChildReport as Report;
+use rocm_test_events::isolate::{
+    trail_path, CHILD_REPORT, CHILD_TRIAL, DEFAULT_TRIAL_TIMEOUT_S, TRIAL_TIMEOUT,
+};
 
 /// The harness's own command line, forwarded to children.
 static ARGS: OnceLock<Vec<String>> = OnceLock::new();
@@ -56,13 +35,6 @@ pub(crate) fn child() -> Option<(String, PathBuf)> {
     let trial = std::env::var(CHILD_TRIAL).ok()?;
     let report = std::env::var_os(CHILD_REPORT)?;
     Some((trial, PathBuf::from(report)))
-}
-
-/// The trail file of a report file.
-fn trail_path(report: &Path) -> PathBuf {
-    let mut p = report.as_os_str().to_owned();
-    p.push(".trail");
-    PathBuf::from(p)
 }
 
 /// The child's trail, once opened.
@@ -89,8 +61,8 @@ pub(crate) fn note(what: impl FnOnce() -> String) {
 }
 
 /// Write the child's outcome.
-pub(crate) fn write_report(path: &Path, report: &Report) -> std::io::Result<()> {
-    std::fs::write(path, serde_json::to_vec(report).expect("reports serialize"))
+pub(crate) fn write_report(path: &std::path::Path, report: &Report) -> std::io::Result<()> {
+    std::fs::write(path, report.to_bytes())
 }
 
 /// Run trial `name` in a child process and return what it reported, or a failure that says how
@@ -150,7 +122,7 @@ pub(crate) fn run_in_child(name: &str) -> Report {
         std::env::var(TRIAL_TIMEOUT)
             .ok()
             .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(600),
+            .unwrap_or(DEFAULT_TRIAL_TIMEOUT_S),
     );
     let status = match child.wait_timeout(limit) {
         Ok(Some(status)) => Ok(status),
@@ -170,7 +142,7 @@ pub(crate) fn run_in_child(name: &str) -> Report {
     print!("{stdout}");
     let reported = std::fs::read(&report)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Report>(&b).ok());
+        .and_then(|b| Report::from_bytes(&b));
     match (status, reported) {
         (Ok(status), Some(report)) if status.success() => report,
         (status, _) => {
@@ -219,26 +191,6 @@ fn died(status: std::process::ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reports_round_trip() {
-        for r in [
-            Report::Passed {
-                cases: Some(3),
-                seed: Some(7),
-                bandwidth: None,
-            },
-            Report::Ignored {
-                reason: "no GPU".into(),
-            },
-            Report::Failed {
-                message: "boom".into(),
-            },
-        ] {
-            let json = serde_json::to_vec(&r).unwrap();
-            assert_eq!(serde_json::from_slice::<Report>(&json).unwrap(), r);
-        }
-    }
 
     #[cfg(unix)]
     #[test]

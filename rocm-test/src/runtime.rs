@@ -25,10 +25,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
     if opts.selects(Backend::Cpu) {
         let cpu_built = lib.kernels.is_empty() || lib.has_cpu();
         for &wave_size in &opts.wave_sizes {
-            let id = TrialPlace {
-                backend: Backend::Cpu,
-                target: format!("w{wave_size}"),
-            };
+            let id = TrialPlace::cpu(wave_size);
             let target: Result<Arc<dyn Target>, String> = if cpu_built {
                 Ok(cpu_target(lib, wave_size, opts.cpu_exec))
             } else {
@@ -143,10 +140,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
             let several = matching.len() > 1;
             for (ordinal, device) in matching {
                 slots.push(TargetSlot {
-                    id: TrialPlace {
-                        backend,
-                        target: rocm_test_events::device_target(&arch, *ordinal, several),
-                    },
+                    id: TrialPlace::gpu(backend, &arch, *ordinal, several),
                     target: Ok(Arc::new(DeviceTarget::new((*device).clone(), lib))),
                 });
             }

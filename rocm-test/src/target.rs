@@ -2,10 +2,7 @@
 //! one thing the harness needs from it: launch a kernel on host data and copy results back.
 //! This trait is the only seam between the harness and `rocm_kernels`' runtime (see `runtime.rs`).
 
-use std::fmt;
 use std::sync::Arc;
-
-use rocm_kernels::Backend;
 
 use crate::element::{HostBuf, ScalarValue};
 use crate::Launch;
@@ -66,23 +63,8 @@ pub(crate) trait Target: Send + Sync {
     ) -> Result<(), String>;
 }
 
-/// A trial's place: `cpu/w64`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TrialPlace {
-    pub backend: Backend,
-    /// `w32`/`w64` (cpu wave size), `gfx90a`, `sm_90`, or empty when the backend has no target here.
-    pub target: String,
-}
-
-impl fmt::Display for TrialPlace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.target.is_empty() {
-            write!(f, "{}", self.backend)
-        } else {
-            write!(f, "{}/{}", self.backend, self.target)
-        }
-    }
-}
+/// A trial's place: `cpu/w64` (the runtime's place names, shared with benchmarks and tuning).
+pub use rocm_kernels::TrialPlace;
 
 /// A target this harness will make trials for: usable, or why not.
 #[derive(Clone)]
@@ -99,6 +81,7 @@ pub fn trial_name(check: &str, id: &TrialPlace) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocm_kernels::Backend;
 
     #[test]
     fn names() {

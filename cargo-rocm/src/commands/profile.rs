@@ -150,16 +150,17 @@ pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Resu
         let backend = args.backend.unwrap_or_else(default_backend);
         let mut workload = workload;
         workload.env.push((
-            rocm_kernels_core::launch_log::ENV_LAUNCH_LOG.into(),
+            rocm_test_events::launch_log::ENV_LAUNCH_LOG.into(),
             log_path.clone().into(),
         ));
         workload
             .env
             .push(("ROCM_DEFAULT_BACKEND".into(), backend.as_str().into()));
         // rocm-bench's benches run on every device unless told which.
-        workload
-            .env
-            .push((rocm_bench::vars::BACKEND.into(), backend.as_str().into()));
+        workload.env.push((
+            rocm_test_events::bench::vars::BACKEND.into(),
+            backend.as_str().into(),
+        ));
         out.status(
             "Profiling",
             format!("`{}` on {backend}", workload.command_line().join(" ")),

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use rocm_kernels_core::launch_log::{
-    DriverResources, Function, Launch, LaunchRecord, Origin, LAUNCH_LOG_VERSION,
-};
 use rocm_kernels_core::Backend;
 use rocm_profile::{build, Collected, Dispatch, ReportInput};
 use rocm_stats::Stability;
+use rocm_test_events::launch_log::{
+    DriverResources, Function, Launch, LaunchRecord, Origin, LAUNCH_LOG_VERSION,
+};
 
 fn collected(backend: Backend, sets: &[(&str, Vec<f64>)]) -> Collected {
     let mut c = Collected::new("test", "synthetic", backend);

@@ -195,10 +195,7 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
                 same.into_iter()
                     .map(|(i, d)| TuneDevice {
                         device: (*d).clone(),
-                        place: format!(
-                            "{backend}/{}",
-                            rocm_test_events::device_target(&m.0, *i, twins)
-                        ),
+                        place: rocm_kernels::TrialPlace::gpu(backend, &m.0, *i, twins).to_string(),
                     })
                     .collect(),
             );

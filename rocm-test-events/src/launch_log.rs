@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::library::Backend;
+use rocm_kernels_core::Backend;
 
 /// The variable naming the log file.
 pub const ENV_LAUNCH_LOG: &str = "ROCM_LAUNCH_LOG";

@@ -1,6 +1,8 @@
 //! What a bench binary tells `cargo rocm bench`: one JSON object per line, appended to the file
 //! named by `ROCM_BENCH_EVENTS` as each benchmark finishes, so the command records every result
-//! as soon as it exists (a crash or a kill later loses nothing already measured).
+//! as soon as it exists (a crash or a kill later loses nothing already measured). The options
+//! travel the other way as the environment variables of [`vars`]. `rocm-bench` writes the stream,
+//! `cargo rocm bench` reads it, `rocm-bench-history` stores its records.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -8,6 +10,26 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+
+/// The variables `cargo rocm bench` sets for bench binaries (all optional: a plain `cargo bench`
+/// runs on every device with criterion's defaults).
+pub mod vars {
+    /// File to append [`BenchEvent`](super::BenchEvent) lines to.
+    pub const EVENTS: &str = "ROCM_BENCH_EVENTS";
+    /// Backends to benchmark on, comma separated (`cpu`, `amd`, `nvidia`).
+    pub const BACKEND: &str = "ROCM_BENCH_BACKEND";
+    /// Only devices whose place (`nvidia/sm_90`, `cpu/w64`) or name contains one of these
+    /// comma-separated words.
+    pub const DEVICE: &str = "ROCM_BENCH_DEVICE";
+    /// Criterion's sample count per benchmark (at least 10).
+    pub const SAMPLES: &str = "ROCM_BENCH_SAMPLES";
+    /// Criterion's warm-up time, in milliseconds.
+    pub const WARMUP_MS: &str = "ROCM_BENCH_WARMUP_MS";
+    /// Criterion's measurement time, in milliseconds.
+    pub const MEASURE_MS: &str = "ROCM_BENCH_MEASURE_MS";
+    /// Suites: run the small (smoke-test) sizes even on a GPU (`1`).
+    pub const SMALL: &str = "ROCM_BENCH_SMALL";
+}
 
 /// One line of the events file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,18 +78,6 @@ impl ThroughputKind {
             "flops" => ThroughputKind::Flops,
             _ => return None,
         })
-    }
-
-    /// Criterion's throughput as a kind and an amount per iteration.
-    pub fn of(t: &criterion::Throughput) -> (ThroughputKind, f64) {
-        use criterion::Throughput as T;
-        match *t {
-            T::Bytes(b) | T::BytesDecimal(b) => (ThroughputKind::Bytes, b as f64),
-            T::Elements(e) => (ThroughputKind::Elements, e as f64),
-            T::ElementsAndBytes { bytes, .. } => (ThroughputKind::Bytes, bytes as f64),
-            // Criterion has no FLOP variant: FLOPs are recorded as elements.
-            T::Bits(b) => (ThroughputKind::Bytes, b as f64 / 8.0),
-        }
     }
 }
 
@@ -125,7 +135,7 @@ impl EventSink {
     /// The sink `cargo rocm bench` asked for through `ROCM_BENCH_EVENTS`, or one that drops
     /// everything (a plain `cargo bench`).
     pub fn from_env() -> std::io::Result<Self> {
-        match std::env::var_os(crate::vars::EVENTS) {
+        match std::env::var_os(vars::EVENTS) {
             Some(path) if !path.is_empty() => EventSink::open(Path::new(&path)),
             _ => Ok(EventSink { file: None }),
         }
