@@ -103,7 +103,7 @@ pub(crate) fn probe() -> ProbeResult {
             std::env::consts::OS
         ));
     }
-    Ok(vec![Arc::new(CpuDevice::new(CpuOptions::default()))])
+    Ok(vec![Arc::new(CpuDevice::new(CpuOptions::from_env()))])
 }
 
 /// Puts the cpu backend's fault handlers back in front of any installed since (hipRTC brings
