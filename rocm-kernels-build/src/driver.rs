@@ -47,6 +47,11 @@ struct Paths {
 }
 
 impl Build {
+    /// One build, in steps: the paths, sources and settings; each backend's compiler
+    /// (`amd_backend`, `nvidia_backend`, `cpu_request`); every job in parallel (`compile_all`);
+    /// their results gathered (`collect_results`), a broken backend nobody asked for skipped
+    /// (`skip_broken_backends`); the library written (`write_library`) and described
+    /// (`describe_build`).
     pub(super) fn run(
         &self,
         name: &str,
@@ -75,24 +80,18 @@ impl Build {
         // Backends nobody asked for (found on this machine) may be skipped with a warning when
         // their compiler is broken; asked-for ones fail the build.
         let optional = backend_origin == settings::Origin::Default;
+        let ctx = BackendContext {
+            name,
+            env,
+            metadata: &metadata,
+            paths: &paths,
+        };
         let mut amd = if backends.contains(&Backend::Amd) {
-            let ctx = BackendContext {
-                name,
-                env,
-                metadata: &metadata,
-                paths: &paths,
-            };
             self.amd_backend(&ctx, toolchain, backend_origin, optional, out, &mut log)?
         } else {
             None
         };
         let mut nvidia = if backends.contains(&Backend::Nvidia) {
-            let ctx = BackendContext {
-                name,
-                env,
-                metadata: &metadata,
-                paths: &paths,
-            };
             self.nvidia_backend(&ctx, &nvcc_lookup, out, &mut log)?
         } else {
             None
@@ -130,42 +129,19 @@ impl Build {
             return Err(e);
         }
 
-        let (rust_file, manifest_file) = write_library(name, &paths, &built)?;
+        let files = write_library(name, &paths, &built)?;
         let reused = built.objects.iter().filter(|o| o.fresh).count();
         log.line(&format!(
             "done compiled={} reused={reused} elapsed_ms={}",
             built.objects.len() - reused,
             started.elapsed().as_millis()
         ));
-        let mut backends_built = Vec::new();
-        backends_built.extend(cpu_request.map(|_| Backend::Cpu));
-        backends_built.extend(amd.as_ref().map(|_| Backend::Amd));
-        backends_built.extend(nvidia.as_ref().map(|_| Backend::Nvidia));
-        Ok(Compiled {
-            name: name.to_string(),
-            rust_file,
-            manifest_file,
-            backends: backends_built,
-            targets: amd.map(|a| a.targets).unwrap_or_default(),
-            objects: built
-                .objects
-                .into_iter()
-                .map(|o| CompiledObject {
-                    backend: o.backend,
-                    source: o.source,
-                    target: o.target,
-                    format: o.format,
-                    path: o.path,
-                    reused: o.fresh,
-                })
-                .collect(),
-            warnings: Vec::new(),
-            cpu_execution: built
-                .cpu_kernels
-                .iter()
-                .map(|k| (k.name.clone(), k.execution()))
-                .collect(),
-        })
+        let compilers = Compilers {
+            cpu: cpu_request.as_ref(),
+            amd: amd.as_ref(),
+            nvidia: nvidia.as_ref(),
+        };
+        Ok(describe_build(name, files, &compilers, built))
     }
 
     /// The amd backend's compiler, or `None` (with a warning) when there are no targets or,
@@ -624,13 +600,8 @@ fn skip_broken_backends(
     }
 }
 
-/// Writes `$OUT_DIR/<name>.rs` and the manifest for tools (each only when changed); returns
-/// their paths.
-fn write_library(
-    name: &str,
-    paths: &Paths,
-    built: &Built,
-) -> Result<(PathBuf, PathBuf), BuildError> {
+/// Writes `$OUT_DIR/<name>.rs` and the manifest for tools (each only when changed).
+fn write_library(name: &str, paths: &Paths, built: &Built) -> Result<LibraryFiles, BuildError> {
     let manifest = codegen::manifest(name, &built.objects, &built.cpu_kernels, &built.cpu_globals)?;
     let rust_file = paths.out_dir.join(format!("{name}.rs"));
     write_if_changed(&rust_file, codegen::render(&manifest).as_bytes())?;
@@ -639,7 +610,55 @@ fn write_library(
         &manifest_file,
         &serde_json::to_vec_pretty(&manifest).expect("manifest serializes"),
     )?;
-    Ok((rust_file, manifest_file))
+    Ok(LibraryFiles {
+        rust_file,
+        manifest_file,
+    })
+}
+
+/// The two files a run writes: `$OUT_DIR/<name>.rs` and the manifest for tools.
+struct LibraryFiles {
+    rust_file: PathBuf,
+    manifest_file: PathBuf,
+}
+
+/// What [`Build::try_compile`] returns: the backends built (those whose compiler was kept), the
+/// amd targets, every object, and how each cpu kernel runs.
+fn describe_build(
+    name: &str,
+    files: LibraryFiles,
+    compilers: &Compilers<'_>,
+    built: Built,
+) -> Compiled {
+    let mut backends = Vec::new();
+    backends.extend(compilers.cpu.map(|_| Backend::Cpu));
+    backends.extend(compilers.amd.map(|_| Backend::Amd));
+    backends.extend(compilers.nvidia.map(|_| Backend::Nvidia));
+    Compiled {
+        name: name.to_string(),
+        rust_file: files.rust_file,
+        manifest_file: files.manifest_file,
+        backends,
+        targets: compilers.amd.map(|a| a.targets.clone()).unwrap_or_default(),
+        objects: built
+            .objects
+            .into_iter()
+            .map(|o| CompiledObject {
+                backend: o.backend,
+                source: o.source,
+                target: o.target,
+                format: o.format,
+                path: o.path,
+                reused: o.fresh,
+            })
+            .collect(),
+        warnings: Vec::new(),
+        cpu_execution: built
+            .cpu_kernels
+            .iter()
+            .map(|k| (k.name.clone(), k.execution()))
+            .collect(),
+    }
 }
 
 /// gfx targets of this machine's AMD GPUs (the last resort for targets).
