@@ -122,7 +122,7 @@ impl Selection {
 pub fn cpu_device() -> Device {
     Device::cpu(CpuOptions {
         checked: false,
-        ..CpuOptions::default()
+        ..CpuOptions::from_env()
     })
 }
 

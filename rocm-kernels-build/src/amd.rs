@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use crate::cache::{self, Hasher, ProbeCache, Record};
 use crate::contract::ParamGen;
-use crate::diagnostics;
 use crate::error::{BuildError, CompileFailure};
 use crate::settings::processor;
 use crate::source::SourceFile;
 use crate::toolchain_cache::{CompilerInfo, ToolchainInfo};
 use crate::{CompileOptions, ObjectKernel, ObjectOut};
+use rocm_cpu_frontend::diagnostics;
 use rocm_kernels_core::Backend;
 use rocm_kernels_core::ObjectFormat;
 use rocm_toolkit::toolchain::CompilerKind;

@@ -7,7 +7,6 @@ use std::time::Instant;
 use crate::amd::{self, write_if_changed, AmdCompiler};
 use crate::cache::Hasher;
 use crate::codegen;
-use crate::cpu::{self, CpuBuildOutput, CpuBuildRequest, CpuGlobalGen, CpuKernelGen};
 use crate::error::BuildError;
 use crate::jobs;
 use crate::nvidia::NvidiaCompiler;
@@ -17,6 +16,7 @@ use crate::settings::{self, EnvReader, Metadata, ENV_HIPFLAGS, ENV_HIP_COMPILER}
 use crate::source::{self, SourceFile};
 use crate::toolchain_cache::{self, CompilerInfo, ToolchainInfo};
 use crate::{Build, CompileOptions, Compiled, CompiledObject, ObjectOut};
+use rocm_cpu_frontend::{self as cpu, CpuBuildOutput, CpuBuildRequest, CpuGlobalGen, CpuKernelGen};
 use rocm_kernels_core::Backend;
 use rocm_toolkit::toolchain::CompilerKind;
 
@@ -47,6 +47,11 @@ struct Paths {
 }
 
 impl Build {
+    /// One build, in steps: the paths, sources and settings; each backend's compiler
+    /// (`amd_backend`, `nvidia_backend`, `cpu_request`); every job in parallel (`compile_all`);
+    /// their results gathered (`collect_results`), a broken backend nobody asked for skipped
+    /// (`skip_broken_backends`); the library written (`write_library`) and described
+    /// (`describe_build`).
     pub(super) fn run(
         &self,
         name: &str,
@@ -57,14 +62,8 @@ impl Build {
         validate_name(name)?;
         let paths = self.paths(name)?;
         let mut log = Log::open(&paths.state.join(format!("{name}.log")));
-
         let sources = self.sources(&paths.crate_root)?;
-        let manifest_path = paths.crate_root.join("Cargo.toml");
-        let metadata = Metadata::from_manifest(&manifest_path)?;
-        out.watch(&manifest_path);
-        for s in &sources {
-            out.watch(&s.abs);
-        }
+        let metadata = read_metadata_and_watch_inputs(&paths.crate_root, &sources, out)?;
 
         let toolchain = self.find_toolchain(env, &paths.state, &paths.crate_root);
         // Looked up at most once: finding nvcc may ask python3 where pip put it.
@@ -81,85 +80,174 @@ impl Build {
         // Backends nobody asked for (found on this machine) may be skipped with a warning when
         // their compiler is broken; asked-for ones fail the build.
         let optional = backend_origin == settings::Origin::Default;
-        let amd = if backends.contains(&Backend::Amd) {
-            let (targets, origin) =
-                settings::resolve_targets(&self.targets, env, &metadata, detect_gfx_targets)?;
-            if targets.is_empty() {
-                out.warn(&format!(
-                    "the amd backend of `{name}` is skipped: no GPU targets were given and none \
-                     were detected. Set them with ROCM_OFFLOAD_ARCH=gfx90a,gfx1030, with \
-                     `[package.metadata.rocm] targets = [\"gfx90a\"]` in Cargo.toml, or with \
-                     Build::offload_arch"
-                ));
-                log.line("skipped amd no-targets");
-                None
-            } else {
-                let toolchain = toolchain.ok_or_else(|| BuildError::ToolchainNotFound {
-                    searched: format!(
-                        "amd was requested by {backend_origin}; looked at ROCM_PATH, HIP_PATH, \
-                         /opt/rocm*, /usr and pip-installed ROCm SDKs"
-                    ),
-                })?;
-                log.line(&format!("amd targets {} from {origin}", targets.join(",")));
-                match self.prepare_amd(toolchain, env, targets, &paths) {
-                    Ok(amd) => {
-                        log.line(&format!(
-                            "amd compiler {} ({}) rocm {}",
-                            amd.compiler.path.display(),
-                            amd.version,
-                            amd.toolchain.root.display()
-                        ));
-                        Some(amd)
-                    }
-                    Err(e @ BuildError::IncompleteCompiler { .. }) if optional => {
-                        skip_backend(out, &mut log, name, Backend::Amd, &e);
-                        None
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        let ctx = BackendContext {
+            name,
+            env,
+            metadata: &metadata,
+            paths: &paths,
+        };
+        let mut amd = if backends.contains(&Backend::Amd) {
+            self.amd_backend(&ctx, toolchain, backend_origin, optional, out, &mut log)?
         } else {
             None
         };
-        let nvidia = if backends.contains(&Backend::Nvidia) {
-            let (targets, origin) = settings::resolve_nvidia_targets(
-                &self.nvidia_targets,
-                env,
-                &metadata,
-                detect_nvidia_targets,
-            )?;
-            let nvcc = nvcc_lookup.get_or_init(|| find_nvcc(env)).clone();
-            if nvcc.is_none() {
-                out.warn(&format!(
-                    "no nvcc found for the nvidia backend of `{name}`: the sources are embedded \
-                     and compiled at run time with NVRTC. Install nvcc (CUDA toolkit, or `pip \
-                     install nvidia-cuda-nvcc`) to embed cubins"
-                ));
-                log.line("nvidia source-only (no nvcc)");
-                Some(NvidiaCompiler { nvcc, targets })
-            } else if targets.is_empty() {
-                out.warn(&format!(
-                    "the nvidia backend of `{name}` is skipped: no NVIDIA targets were given and \
-                     none were detected. Set them with ROCM_NVIDIA_ARCH=sm_90, with \
-                     `[package.metadata.rocm] nvidia-targets = [\"sm_90\"]` in Cargo.toml, or \
-                     with Build::nvidia_arch"
-                ));
-                log.line("skipped nvidia no-targets");
-                None
-            } else {
+        let mut nvidia = if backends.contains(&Backend::Nvidia) {
+            self.nvidia_backend(&ctx, &nvcc_lookup, out, &mut log)?
+        } else {
+            None
+        };
+        let cpu_request = backends
+            .contains(&Backend::Cpu)
+            .then(|| self.cpu_request(name, &sources, &paths, &opts));
+
+        let compilers = Compilers {
+            cpu: cpu_request.as_ref(),
+            amd: amd.as_ref(),
+            nvidia: nvidia.as_ref(),
+        };
+        let results = compile_all(&compilers, &sources, &paths, &opts);
+        let mut built = collect_results(results, &paths, out, &mut log)?;
+        for (backend, e) in &built.errors {
+            log.line(&format!(
+                "failed {backend} {}",
+                e.to_string().lines().next().unwrap_or("")
+            ));
+        }
+        out.flush_watches();
+        if optional {
+            skip_broken_backends(
+                &mut built,
+                &mut amd,
+                &mut nvidia,
+                &paths,
+                name,
+                out,
+                &mut log,
+            );
+        }
+        if let Some((_, e)) = std::mem::take(&mut built.errors).into_iter().next() {
+            return Err(e);
+        }
+
+        let files = write_library(name, &paths, &built)?;
+        let reused = built.objects.iter().filter(|o| o.fresh).count();
+        log.line(&format!(
+            "done compiled={} reused={reused} elapsed_ms={}",
+            built.objects.len() - reused,
+            started.elapsed().as_millis()
+        ));
+        let compilers = Compilers {
+            cpu: cpu_request.as_ref(),
+            amd: amd.as_ref(),
+            nvidia: nvidia.as_ref(),
+        };
+        Ok(describe_build(name, files, &compilers, built))
+    }
+
+    /// The amd backend's compiler, or `None` (with a warning) when there are no targets or,
+    /// for an optional backend, its compiler is incomplete.
+    fn amd_backend(
+        &self,
+        ctx: &BackendContext<'_>,
+        toolchain: Option<ToolchainInfo>,
+        backend_origin: settings::Origin,
+        optional: bool,
+        out: &mut Output,
+        log: &mut Log,
+    ) -> Result<Option<AmdCompiler>, BuildError> {
+        let name = ctx.name;
+        let (targets, origin) =
+            settings::resolve_targets(&self.targets, ctx.env, ctx.metadata, detect_gfx_targets)?;
+        if targets.is_empty() {
+            out.warn(&format!(
+                "the amd backend of `{name}` is skipped: no GPU targets were given and none \
+                 were detected. Set them with ROCM_OFFLOAD_ARCH=gfx90a,gfx1030, with \
+                 `[package.metadata.rocm] targets = [\"gfx90a\"]` in Cargo.toml, or with \
+                 Build::offload_arch"
+            ));
+            log.line("skipped amd no-targets");
+            return Ok(None);
+        }
+        let toolchain = toolchain.ok_or_else(|| BuildError::ToolchainNotFound {
+            searched: format!(
+                "amd was requested by {backend_origin}; looked at ROCM_PATH, HIP_PATH, \
+                 /opt/rocm*, /usr and pip-installed ROCm SDKs"
+            ),
+        })?;
+        log.line(&format!("amd targets {} from {origin}", targets.join(",")));
+        match self.prepare_amd(toolchain, ctx.env, targets, ctx.paths) {
+            Ok(amd) => {
                 log.line(&format!(
-                    "nvidia targets {} from {origin}, nvcc {}",
-                    targets.join(","),
-                    nvcc.as_ref()
-                        .map(|n| n.path.display().to_string())
-                        .unwrap_or_default()
+                    "amd compiler {} ({}) rocm {}",
+                    amd.compiler.path.display(),
+                    amd.version,
+                    amd.toolchain.root.display()
                 ));
-                Some(NvidiaCompiler { nvcc, targets })
+                Ok(Some(amd))
             }
+            Err(e @ BuildError::IncompleteCompiler { .. }) if optional => {
+                skip_backend(out, log, name, Backend::Amd, &e);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The nvidia backend's compiler: nvcc with its targets, NVRTC at run time (no nvcc), or
+    /// `None` (with a warning) when nvcc has no targets.
+    fn nvidia_backend(
+        &self,
+        ctx: &BackendContext<'_>,
+        nvcc_lookup: &std::cell::OnceCell<Option<rocm_toolkit::nvcc::Nvcc>>,
+        out: &mut Output,
+        log: &mut Log,
+    ) -> Result<Option<NvidiaCompiler>, BuildError> {
+        let name = ctx.name;
+        let (targets, origin) = settings::resolve_nvidia_targets(
+            &self.nvidia_targets,
+            ctx.env,
+            ctx.metadata,
+            detect_nvidia_targets,
+        )?;
+        let nvcc = nvcc_lookup.get_or_init(|| find_nvcc(ctx.env)).clone();
+        if nvcc.is_none() {
+            out.warn(&format!(
+                "no nvcc found for the nvidia backend of `{name}`: the sources are embedded \
+                 and compiled at run time with NVRTC. Install nvcc (CUDA toolkit, or `pip \
+                 install nvidia-cuda-nvcc`) to embed cubins"
+            ));
+            log.line("nvidia source-only (no nvcc)");
+            Ok(Some(NvidiaCompiler { nvcc, targets }))
+        } else if targets.is_empty() {
+            out.warn(&format!(
+                "the nvidia backend of `{name}` is skipped: no NVIDIA targets were given and \
+                 none were detected. Set them with ROCM_NVIDIA_ARCH=sm_90, with \
+                 `[package.metadata.rocm] nvidia-targets = [\"sm_90\"]` in Cargo.toml, or \
+                 with Build::nvidia_arch"
+            ));
+            log.line("skipped nvidia no-targets");
+            Ok(None)
         } else {
-            None
-        };
-        let cpu_request = backends.contains(&Backend::Cpu).then(|| CpuBuildRequest {
+            log.line(&format!(
+                "nvidia targets {} from {origin}, nvcc {}",
+                targets.join(","),
+                nvcc.as_ref()
+                    .map(|n| n.path.display().to_string())
+                    .unwrap_or_default()
+            ));
+            Ok(Some(NvidiaCompiler { nvcc, targets }))
+        }
+    }
+
+    /// What the cpu front end is asked to build.
+    fn cpu_request(
+        &self,
+        name: &str,
+        sources: &[SourceFile],
+        paths: &Paths,
+        opts: &CompileOptions,
+    ) -> CpuBuildRequest {
+        CpuBuildRequest {
             name: name.to_string(),
             sources: sources.iter().map(|s| s.abs.clone()).collect(),
             crate_root: paths.crate_root.clone(),
@@ -172,187 +260,7 @@ impl Build {
             opt_level: self.opt_level,
             cargo_metadata: self.cargo_metadata,
             race_variant: self.cpu_race_variant,
-        });
-
-        // The cpu build goes first: it is one long job, and the amd files fill the other slots.
-        let mut work: Vec<Job> = Vec::new();
-        work.extend(cpu_request.as_ref().map(Job::Cpu));
-        if amd.is_some() {
-            work.extend(sources.iter().cloned().map(Job::Amd));
         }
-        if nvidia.is_some() {
-            work.extend(sources.iter().cloned().map(Job::Nvidia));
-        }
-        let amd_dir = paths.lib.join("amd");
-        let nvidia_dir = paths.lib.join("nvidia");
-        let hasher = Hasher::default();
-        let results = jobs::run_parallel(work, |job| match job {
-            Job::Cpu(req) => {
-                let t = Instant::now();
-                Done::Cpu(
-                    cpu::build_cpu(req).map_err(BuildError::from),
-                    t.elapsed().as_millis(),
-                )
-            }
-            Job::Amd(src) => Done::Gpu(
-                Backend::Amd,
-                amd.as_ref()
-                    .expect("amd jobs exist only with a compiler")
-                    .compile(&src, &amd_dir, &paths.crate_root, &opts, &hasher),
-            ),
-            Job::Nvidia(src) => Done::Gpu(
-                Backend::Nvidia,
-                nvidia
-                    .as_ref()
-                    .expect("nvidia jobs exist only with a compiler")
-                    .compile(&src, &nvidia_dir, &paths.crate_root, &opts, &hasher),
-            ),
-        });
-
-        let mut objects: Vec<ObjectOut> = Vec::new();
-        let mut cpu_kernels: Vec<CpuKernelGen> = Vec::new();
-        let mut cpu_globals: Vec<CpuGlobalGen> = Vec::new();
-        let mut errors: Vec<(Backend, BuildError)> = Vec::new();
-        for done in results {
-            match done {
-                Done::Cpu(Ok(cpu_out), ms) => {
-                    log.line(&format!(
-                        "built cpu {} kernels {ms}ms",
-                        cpu_out.kernels.len()
-                    ));
-                    for p in &cpu_out.rerun_if_changed {
-                        out.watch(p);
-                    }
-                    for w in &cpu_out.warnings {
-                        out.warn(w);
-                    }
-                    cpu_kernels = cpu_out.kernels;
-                    cpu_globals = cpu_out.globals;
-                    // Kernels compiled at run time (`cargo rocm tune`) link against the runtime
-                    // in the executable: export its kernel-side symbols.
-                    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-                        let list = cpu::write_runtime_dynamic_list(&paths.lib.join("cpu"))
-                            .map_err(BuildError::from)?;
-                        out.line(&format!(
-                            "cargo:rustc-link-arg=-Wl,--dynamic-list={}",
-                            list.display()
-                        ));
-                    }
-                }
-                Done::Gpu(backend, Ok(compiled)) => {
-                    // One line per source: `compiled amd kernels/k.hip gfx1030,gfx90a 812ms`.
-                    if let Some(first) = compiled.first() {
-                        let targets: Vec<&str> =
-                            compiled.iter().map(|o| o.target.as_str()).collect();
-                        log.line(&format!(
-                            "{} {backend} {} {} {}ms",
-                            if compiled.iter().all(|o| o.fresh) {
-                                "fresh"
-                            } else {
-                                "compiled"
-                            },
-                            first.source.rel,
-                            targets.join(","),
-                            compiled.iter().map(|o| o.millis).sum::<u64>()
-                        ));
-                    }
-                    for o in compiled {
-                        for w in &o.warnings {
-                            out.warn(w);
-                        }
-                        for p in &o.inputs {
-                            out.watch(p);
-                        }
-                        objects.push(o);
-                    }
-                }
-                Done::Cpu(Err(e), _) => errors.push((Backend::Cpu, e)),
-                Done::Gpu(backend, Err(e)) => errors.push((backend, e)),
-            }
-        }
-        for (backend, e) in &errors {
-            log.line(&format!(
-                "failed {backend} {}",
-                e.to_string().lines().next().unwrap_or("")
-            ));
-        }
-        out.flush_watches();
-        // A backend nobody asked for whose compiler fails on a one-line kernel too is broken
-        // itself: skip it rather than fail a build the user wants for another backend.
-        let mut amd = amd;
-        let mut nvidia = nvidia;
-        if optional {
-            for backend in [Backend::Amd, Backend::Nvidia] {
-                if !errors.iter().any(|(b, _)| *b == backend) {
-                    continue;
-                }
-                let probe_dir = paths.lib.join(format!("{backend}-probe"));
-                let probe = match backend {
-                    Backend::Amd => amd.as_ref().map(|c| probe::amd(c, &probe_dir)),
-                    _ => nvidia.as_ref().map(|c| probe::nvidia(c, &probe_dir)),
-                };
-                let _ = std::fs::remove_dir_all(&probe_dir);
-                if let Some(Err(broken)) = probe {
-                    let e = BuildError::BrokenCompiler {
-                        backend,
-                        source: Box::new(broken),
-                    };
-                    skip_backend(out, &mut log, name, backend, &e);
-                    errors.retain(|(b, _)| *b != backend);
-                    objects.retain(|o| o.backend != backend);
-                    match backend {
-                        Backend::Amd => amd = None,
-                        _ => nvidia = None,
-                    }
-                }
-            }
-        }
-        if let Some((_, e)) = errors.into_iter().next() {
-            return Err(e);
-        }
-
-        let manifest = codegen::manifest(name, &objects, &cpu_kernels, &cpu_globals)?;
-        let rust_file = paths.out_dir.join(format!("{name}.rs"));
-        write_if_changed(&rust_file, codegen::render(&manifest).as_bytes())?;
-        let manifest_file = paths.state.join(format!("{name}.manifest.json"));
-        write_if_changed(
-            &manifest_file,
-            &serde_json::to_vec_pretty(&manifest).expect("manifest serializes"),
-        )?;
-
-        let reused = objects.iter().filter(|o| o.fresh).count();
-        log.line(&format!(
-            "done compiled={} reused={reused} elapsed_ms={}",
-            objects.len() - reused,
-            started.elapsed().as_millis()
-        ));
-        let mut built = Vec::new();
-        built.extend(cpu_request.map(|_| Backend::Cpu));
-        built.extend(amd.as_ref().map(|_| Backend::Amd));
-        built.extend(nvidia.as_ref().map(|_| Backend::Nvidia));
-        Ok(Compiled {
-            name: name.to_string(),
-            rust_file,
-            manifest_file,
-            backends: built,
-            targets: amd.map(|a| a.targets).unwrap_or_default(),
-            objects: objects
-                .into_iter()
-                .map(|o| CompiledObject {
-                    backend: o.backend,
-                    source: o.source,
-                    target: o.target,
-                    format: o.format,
-                    path: o.path,
-                    reused: o.fresh,
-                })
-                .collect(),
-            warnings: Vec::new(),
-            cpu_execution: cpu_kernels
-                .iter()
-                .map(|k| (k.name.clone(), k.execution()))
-                .collect(),
-        })
     }
 
     fn paths(&self, name: &str) -> Result<Paths, BuildError> {
@@ -491,6 +399,265 @@ impl Build {
             &paths.state.join("compiler-versions.json"),
             fingerprint_env,
         )
+    }
+}
+
+/// What every backend's setup reads.
+struct BackendContext<'a> {
+    name: &'a str,
+    env: &'a EnvReader,
+    metadata: &'a Metadata,
+    paths: &'a Paths,
+}
+
+/// The compilers of the backends this run builds.
+struct Compilers<'a> {
+    cpu: Option<&'a CpuBuildRequest>,
+    amd: Option<&'a AmdCompiler>,
+    nvidia: Option<&'a NvidiaCompiler>,
+}
+
+/// What the jobs produced, every backend together.
+#[derive(Default)]
+struct Built {
+    objects: Vec<ObjectOut>,
+    cpu_kernels: Vec<CpuKernelGen>,
+    cpu_globals: Vec<CpuGlobalGen>,
+    errors: Vec<(Backend, BuildError)>,
+}
+
+/// Reads `[package.metadata.rocm]` and tells cargo to watch the manifest and the sources.
+fn read_metadata_and_watch_inputs(
+    crate_root: &Path,
+    sources: &[SourceFile],
+    out: &mut Output,
+) -> Result<Metadata, BuildError> {
+    let manifest_path = crate_root.join("Cargo.toml");
+    let metadata = Metadata::from_manifest(&manifest_path)?;
+    out.watch(&manifest_path);
+    for s in sources {
+        out.watch(&s.abs);
+    }
+    Ok(metadata)
+}
+
+/// Compiles every backend's jobs in parallel: the cpu build first (it is one long job, and the
+/// amd files fill the other slots), then a job per source and GPU backend.
+fn compile_all(
+    compilers: &Compilers<'_>,
+    sources: &[SourceFile],
+    paths: &Paths,
+    opts: &CompileOptions,
+) -> Vec<Done> {
+    let mut work: Vec<Job> = Vec::new();
+    work.extend(compilers.cpu.map(Job::Cpu));
+    if compilers.amd.is_some() {
+        work.extend(sources.iter().cloned().map(Job::Amd));
+    }
+    if compilers.nvidia.is_some() {
+        work.extend(sources.iter().cloned().map(Job::Nvidia));
+    }
+    let amd_dir = paths.lib.join("amd");
+    let nvidia_dir = paths.lib.join("nvidia");
+    let hasher = Hasher::default();
+    jobs::run_parallel(work, |job| match job {
+        Job::Cpu(req) => {
+            let t = Instant::now();
+            Done::Cpu(
+                cpu::build_cpu(req).map_err(BuildError::from),
+                t.elapsed().as_millis(),
+            )
+        }
+        Job::Amd(src) => Done::Gpu(
+            Backend::Amd,
+            compilers
+                .amd
+                .expect("amd jobs exist only with a compiler")
+                .compile(&src, &amd_dir, &paths.crate_root, opts, &hasher),
+        ),
+        Job::Nvidia(src) => Done::Gpu(
+            Backend::Nvidia,
+            compilers
+                .nvidia
+                .expect("nvidia jobs exist only with a compiler")
+                .compile(&src, &nvidia_dir, &paths.crate_root, opts, &hasher),
+        ),
+    })
+}
+
+/// Gathers the jobs' results: logs each, passes on their warnings and the files to watch, and
+/// keeps the objects, the cpu kernels and globals, and the errors.
+fn collect_results(
+    results: Vec<Done>,
+    paths: &Paths,
+    out: &mut Output,
+    log: &mut Log,
+) -> Result<Built, BuildError> {
+    let mut built = Built::default();
+    for done in results {
+        match done {
+            Done::Cpu(Ok(cpu_out), ms) => {
+                log.line(&format!(
+                    "built cpu {} kernels {ms}ms",
+                    cpu_out.kernels.len()
+                ));
+                for p in &cpu_out.rerun_if_changed {
+                    out.watch(p);
+                }
+                for w in &cpu_out.warnings {
+                    out.warn(w);
+                }
+                built.cpu_kernels = cpu_out.kernels;
+                built.cpu_globals = cpu_out.globals;
+                export_cpu_runtime_symbols(paths, out)?;
+            }
+            Done::Gpu(backend, Ok(compiled)) => {
+                log_gpu_source(backend, &compiled, log);
+                for o in compiled {
+                    for w in &o.warnings {
+                        out.warn(w);
+                    }
+                    for p in &o.inputs {
+                        out.watch(p);
+                    }
+                    built.objects.push(o);
+                }
+            }
+            Done::Cpu(Err(e), _) => built.errors.push((Backend::Cpu, e)),
+            Done::Gpu(backend, Err(e)) => built.errors.push((backend, e)),
+        }
+    }
+    Ok(built)
+}
+
+/// Kernels compiled at run time (`cargo rocm tune`) link against the runtime in the executable:
+/// export its kernel-side symbols (Linux).
+fn export_cpu_runtime_symbols(paths: &Paths, out: &mut Output) -> Result<(), BuildError> {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        let list =
+            cpu::write_runtime_dynamic_list(&paths.lib.join("cpu")).map_err(BuildError::from)?;
+        out.line(&format!(
+            "cargo:rustc-link-arg=-Wl,--dynamic-list={}",
+            list.display()
+        ));
+    }
+    Ok(())
+}
+
+/// One line per source: `compiled amd kernels/k.hip gfx1030,gfx90a 812ms`.
+fn log_gpu_source(backend: Backend, compiled: &[ObjectOut], log: &mut Log) {
+    if let Some(first) = compiled.first() {
+        let targets: Vec<&str> = compiled.iter().map(|o| o.target.as_str()).collect();
+        log.line(&format!(
+            "{} {backend} {} {} {}ms",
+            if compiled.iter().all(|o| o.fresh) {
+                "fresh"
+            } else {
+                "compiled"
+            },
+            first.source.rel,
+            targets.join(","),
+            compiled.iter().map(|o| o.millis).sum::<u64>()
+        ));
+    }
+}
+
+/// A backend nobody asked for whose compiler fails on a one-line kernel too is broken itself:
+/// skip it (its errors and objects dropped, its compiler gone) rather than fail a build the user
+/// wants for another backend.
+fn skip_broken_backends(
+    built: &mut Built,
+    amd: &mut Option<AmdCompiler>,
+    nvidia: &mut Option<NvidiaCompiler>,
+    paths: &Paths,
+    name: &str,
+    out: &mut Output,
+    log: &mut Log,
+) {
+    for backend in [Backend::Amd, Backend::Nvidia] {
+        if !built.errors.iter().any(|(b, _)| *b == backend) {
+            continue;
+        }
+        let probe_dir = paths.lib.join(format!("{backend}-probe"));
+        let probe = match backend {
+            Backend::Amd => amd.as_ref().map(|c| probe::amd(c, &probe_dir)),
+            _ => nvidia.as_ref().map(|c| probe::nvidia(c, &probe_dir)),
+        };
+        let _ = std::fs::remove_dir_all(&probe_dir);
+        if let Some(Err(broken)) = probe {
+            let e = BuildError::BrokenCompiler {
+                backend,
+                source: Box::new(broken),
+            };
+            skip_backend(out, log, name, backend, &e);
+            built.errors.retain(|(b, _)| *b != backend);
+            built.objects.retain(|o| o.backend != backend);
+            match backend {
+                Backend::Amd => *amd = None,
+                _ => *nvidia = None,
+            }
+        }
+    }
+}
+
+/// Writes `$OUT_DIR/<name>.rs` and the manifest for tools (each only when changed).
+fn write_library(name: &str, paths: &Paths, built: &Built) -> Result<LibraryFiles, BuildError> {
+    let manifest = codegen::manifest(name, &built.objects, &built.cpu_kernels, &built.cpu_globals)?;
+    let rust_file = paths.out_dir.join(format!("{name}.rs"));
+    write_if_changed(&rust_file, codegen::render(&manifest).as_bytes())?;
+    let manifest_file = paths.state.join(format!("{name}.manifest.json"));
+    write_if_changed(
+        &manifest_file,
+        &serde_json::to_vec_pretty(&manifest).expect("manifest serializes"),
+    )?;
+    Ok(LibraryFiles {
+        rust_file,
+        manifest_file,
+    })
+}
+
+/// The two files a run writes: `$OUT_DIR/<name>.rs` and the manifest for tools.
+struct LibraryFiles {
+    rust_file: PathBuf,
+    manifest_file: PathBuf,
+}
+
+/// What [`Build::try_compile`] returns: the backends built (those whose compiler was kept), the
+/// amd targets, every object, and how each cpu kernel runs.
+fn describe_build(
+    name: &str,
+    files: LibraryFiles,
+    compilers: &Compilers<'_>,
+    built: Built,
+) -> Compiled {
+    let mut backends = Vec::new();
+    backends.extend(compilers.cpu.map(|_| Backend::Cpu));
+    backends.extend(compilers.amd.map(|_| Backend::Amd));
+    backends.extend(compilers.nvidia.map(|_| Backend::Nvidia));
+    Compiled {
+        name: name.to_string(),
+        rust_file: files.rust_file,
+        manifest_file: files.manifest_file,
+        backends,
+        targets: compilers.amd.map(|a| a.targets.clone()).unwrap_or_default(),
+        objects: built
+            .objects
+            .into_iter()
+            .map(|o| CompiledObject {
+                backend: o.backend,
+                source: o.source,
+                target: o.target,
+                format: o.format,
+                path: o.path,
+                reused: o.fresh,
+            })
+            .collect(),
+        warnings: Vec::new(),
+        cpu_execution: built
+            .cpu_kernels
+            .iter()
+            .map(|k| (k.name.clone(), k.execution()))
+            .collect(),
     }
 }
 

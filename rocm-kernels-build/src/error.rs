@@ -4,45 +4,11 @@ use std::path::PathBuf;
 
 use rocm_kernels_core::Backend;
 
-/// One diagnostic the compiler printed (`file:line:col: severity: message`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// The file as the compiler names it (crate-relative for the crate's own files).
-    pub file: String,
-    pub line: u32,
-    pub column: Option<u32>,
-    /// `error`, `warning`, `note`, `remark` or `fatal error`.
-    pub severity: String,
-    pub message: String,
-}
-
-impl Diagnostic {
-    /// Whether this diagnostic makes the compile fail.
-    pub fn is_error(&self) -> bool {
-        self.severity.contains("error")
-    }
-}
-
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.column {
-            Some(c) => write!(
-                f,
-                "{}:{}:{}: {}: {}",
-                self.file, self.line, c, self.severity, self.message
-            ),
-            None => write!(
-                f,
-                "{}:{}: {}: {}",
-                self.file, self.line, self.severity, self.message
-            ),
-        }
-    }
-}
+pub use rocm_cpu_frontend::Diagnostic;
 
 /// The first errors, one `  --> file:line: error: ...` line each, and how many more there are.
 fn list_diagnostics(diags: &[Diagnostic]) -> String {
-    crate::diagnostics::summary(diags)
+    rocm_cpu_frontend::diagnostics::summary(diags)
         .lines()
         .map(|l| {
             if l.starts_with('(') {
@@ -200,7 +166,7 @@ pub enum BuildError {
 
     /// The cpu backend's build failed.
     #[error("cpu backend: {0}")]
-    Cpu(#[from] super::cpu::CpuBuildError),
+    Cpu(#[from] rocm_cpu_frontend::CpuBuildError),
 }
 
 impl BuildError {

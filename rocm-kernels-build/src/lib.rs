@@ -30,8 +30,6 @@ mod amd;
 mod cache;
 mod codegen;
 mod contract;
-pub mod cpu;
-mod diagnostics;
 mod driver;
 mod error;
 mod jobs;
@@ -42,6 +40,11 @@ mod settings;
 mod source;
 mod toolchain_cache;
 mod tuned;
+
+/// The cpu backend's build (the `rocm-cpu-frontend` crate), under the path it had when it lived
+/// here: `rocm_kernels_build::cpu::build_cpu` is `rocm_cpu_frontend::build_cpu`. New code names
+/// `rocm_cpu_frontend` itself.
+pub use rocm_cpu_frontend as cpu;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

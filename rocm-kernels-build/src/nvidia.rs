@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cache::{self, Hasher, Record};
-use crate::diagnostics;
 use crate::error::{BuildError, CompileFailure};
 use crate::source::SourceFile;
 use crate::{CompileOptions, ObjectKernel, ObjectOut};
+use rocm_cpu_frontend::diagnostics;
 use rocm_kernels_core::Backend;
 use rocm_kernels_core::ObjectFormat;
 use rocm_toolkit::nvcc::{self, Nvcc, NvccJob};
@@ -148,7 +148,7 @@ impl NvidiaCompiler {
         let result = nvcc::compile(nvcc, &job).map_err(|f| {
             // nvcc says only "At end of source: expected a `}`" of a missing `}`: the front
             // end's check names the bracket left open.
-            let unbalanced = crate::cpu::balance::check_file(&src.abs, crate_root);
+            let unbalanced = rocm_cpu_frontend::unbalanced_bracket(&src.abs, crate_root);
             BuildError::CompileFailed(Box::new(CompileFailure {
                 backend: Backend::Nvidia,
                 source_file: src.rel.clone(),

@@ -50,20 +50,9 @@ impl SourceFile {
     }
 }
 
-/// How a source file at `abs` (resolved) is named to users: relative to the crate root when inside
-/// it (`kernels/saxpy.hip`), else its absolute path; always with `/` separators. The crate root is
-/// resolved too, so a crate reached through a symlink names its files the same way.
-pub(crate) fn display_name(abs: &Path, crate_root: &Path) -> String {
-    let root = std::fs::canonicalize(crate_root).unwrap_or_else(|_| crate_root.to_path_buf());
-    match abs.strip_prefix(&root) {
-        Ok(inside) => inside
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/"),
-        Err(_) => abs.to_string_lossy().replace('\\', "/"),
-    }
-}
+/// How a source file is named to users (crate-relative, `/`-separated): the one definition, shared
+/// with the cpu front end's diagnostics.
+pub(crate) use rocm_cpu_frontend::diagnostics::display_name;
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

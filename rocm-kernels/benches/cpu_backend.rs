@@ -125,12 +125,12 @@ fn main() {
     let unchecked = Device::cpu(CpuOptions {
         checked: false,
         threads,
-        ..CpuOptions::default()
+        ..CpuOptions::from_env()
     });
     let checked = Device::cpu(CpuOptions {
         checked: true,
         threads,
-        ..CpuOptions::default()
+        ..CpuOptions::from_env()
     });
     let info = unchecked.info().clone();
     let host: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
@@ -189,7 +189,7 @@ fn main() {
             checked: false,
             race_check: true,
             threads,
-            ..CpuOptions::default()
+            ..CpuOptions::from_env()
         });
         // Seconds a launch at full size: BENCH_RACE_RUNS (default 2) timed runs after the warm-up.
         let runs = std::env::var("BENCH_RACE_RUNS")

@@ -21,9 +21,12 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Backends live in [`backend`]; the types here are the safe layer over them.
+//! The types here are the safe layer over the backends (cpu, amd, nvidia), which are private;
+//! two lower layers are public on purpose: [`rtc`] (compiling kernels at run time with NVRTC or
+//! hipRTC) and [`amd`] (choosing the HIP library the amd backend opens, and HIP's C ABI).
 
-pub mod backend;
+pub mod amd;
+pub(crate) mod backend;
 mod device;
 mod error;
 mod host;
@@ -31,6 +34,7 @@ mod launch;
 mod launch_log;
 mod memory;
 mod module;
+pub mod rtc;
 mod stream;
 
 pub use device::{

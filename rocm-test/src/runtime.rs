@@ -164,7 +164,7 @@ pub(crate) fn cpu_target(
             time_limit: Some(CPU_TIME_LIMIT),
             race_check,
             exec: exec.unwrap_or_else(CpuExec::from_env),
-            ..CpuOptions::default()
+            ..CpuOptions::from_env()
         })
     };
     Arc::new(CpuTarget {

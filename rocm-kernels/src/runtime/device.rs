@@ -50,12 +50,13 @@ pub struct CpuOptions {
     /// Strict race detection: report every formal data race of the CUDA/HIP memory models,
     /// including a plain read racing another thread's atomic write, which the default lets pass
     /// (the CAS loop seeded by a plain read, a monotone update's early exit: see
-    /// [`RaceMethod::Detector`]). The default reads `ROCM_RACE_STRICT` (`1` for strict).
+    /// [`RaceMethod::Detector`]). Off by default; [`CpuOptions::from_env`] reads
+    /// `ROCM_RACE_STRICT` (`1` for strict).
     pub race_strict: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
-    /// How the threads of a block run ([`CpuExec`]); the default reads `ROCM_CPU_EXEC`
-    /// (`regions` or `fibers`).
+    /// How the threads of a block run ([`CpuExec`]); [`CpuExec::Regions`] by default,
+    /// [`CpuOptions::from_env`] reads `ROCM_CPU_EXEC` (`regions`, `fibers` or `blocks`).
     pub exec: CpuExec,
 }
 
@@ -151,8 +152,23 @@ impl std::str::FromStr for CpuExec {
     }
 }
 
+impl CpuOptions {
+    /// The defaults with what the environment sets: [`exec`](CpuOptions::exec) from
+    /// `ROCM_CPU_EXEC` ([`CpuExec::from_env`]) and [`race_strict`](CpuOptions::race_strict) from
+    /// `ROCM_RACE_STRICT=1`. What [`Device::probe`] and [`Device::default`] use for the cpu
+    /// device, and the test harness for its trials; [`CpuOptions::default`] reads nothing.
+    pub fn from_env() -> CpuOptions {
+        CpuOptions {
+            race_strict: std::env::var("ROCM_RACE_STRICT").is_ok_and(|v| v == "1"),
+            exec: CpuExec::from_env(),
+            ..CpuOptions::default()
+        }
+    }
+}
+
 impl Default for CpuOptions {
-    /// Wave 64 (as AMD CDNA), checked, in order, no time limit, all cores.
+    /// Wave 64 (as AMD CDNA), checked, in order, no time limit, all cores, region forms, not
+    /// strict; the environment is not read (see [`CpuOptions::from_env`]).
     fn default() -> Self {
         CpuOptions {
             wave_size: 64,
@@ -162,9 +178,9 @@ impl Default for CpuOptions {
             threads: 0,
             race_check: false,
             race_method: RaceMethod::Detector,
-            race_strict: std::env::var("ROCM_RACE_STRICT").is_ok_and(|v| v == "1"),
+            race_strict: false,
             stack_size: 128 * 1024,
-            exec: CpuExec::from_env(),
+            exec: CpuExec::Regions,
         }
     }
 }
@@ -194,7 +210,7 @@ impl std::fmt::Debug for Device {
 pub const ENV_DEFAULT_BACKEND: &str = "ROCM_DEFAULT_BACKEND";
 
 impl Default for Device {
-    /// The first GPU found, else the cpu backend with default [`CpuOptions`]. With
+    /// The first GPU found, else the cpu backend with [`CpuOptions::from_env`]. With
     /// `ROCM_DEFAULT_BACKEND` set, the first device of that backend (a warning on stderr says so
     /// when it has none, and the usual choice is made).
     fn default() -> Self {
@@ -215,7 +231,7 @@ impl Default for Device {
         }
         all.into_iter()
             .next()
-            .unwrap_or_else(|| Device::cpu(CpuOptions::default()))
+            .unwrap_or_else(|| Device::cpu(CpuOptions::from_env()))
     }
 }
 

@@ -328,6 +328,35 @@ impl<'a> LaunchBuilder<'a> {
     }
 
     /// Check the arguments against the kernel's parameters and launch on `stream`.
+    ///
+    /// # Trust boundary
+    ///
+    /// `run` is safe to call, unlike cudarc's `launch` (an `unsafe fn`), because what it cannot
+    /// check it takes from the kernel library, which this crate trusts as it trusts its own code:
+    /// the parameter list recorded by the build (`rocm-kernels-build`: the kernel's declaration
+    /// as the cpu front end read it, else the AMD code object's metadata), embedded with
+    /// [`include_kernels!`](crate::include_kernels). That list must match what the compiled
+    /// kernel reads; a library assembled by hand, or a kernel that reads memory its arguments do
+    /// not reach (an index out of bounds, a pointer it made up), is outside what `run` can make
+    /// safe, as it is for any GPU API.
+    ///
+    /// What `run` checks before anything is launched, each failure an error rather than a launch:
+    /// * the stream and every buffer argument belong to the kernel's device;
+    /// * the grid and block have no zero extent;
+    /// * where the parameter list is known (on `cpu` the compiled entry's own layout, on `amd`
+    ///   and `nvidia` the build's): the number of arguments, pointer parameters given a [`Buffer`] and by-value
+    ///   ones a value, each argument's size (where the build recorded one) and a by-value
+    ///   argument's alignment (where the compiled code reports one). With no list recorded (a
+    ///   kernel the build found no parameters for), the arguments are passed as given.
+    ///
+    /// What it guarantees on the Rust side: every argument stays borrowed until `run` returns,
+    /// so no buffer can be freed or moved under the launch; by-value arguments are copied into
+    /// 16-byte-aligned storage. GPU launches are asynchronous: a kernel's faults are reported by
+    /// a later call on the stream (synchronize, a copy), naming the kernel; the cpu backend runs
+    /// the kernel to its end here and, in its checked mode ([`CpuOptions::checked`]), reports
+    /// out-of-bounds accesses as errors.
+    ///
+    /// [`CpuOptions::checked`]: super::CpuOptions::checked
     pub fn run(self, stream: &Stream) -> Result<()> {
         self.kernel
             .launch_checked(&self.config, &self.args, self.work, stream)

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use rocm_kernels::runtime::backend::amd::sys;
+use rocm_kernels::runtime::amd::sys;
 
 const PROGRAM: &str = r#"
 #define __HIP_PLATFORM_AMD__

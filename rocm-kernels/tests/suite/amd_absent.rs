@@ -3,7 +3,7 @@
 //!
 //! Isolated in a process of its own: it sets an environment variable for the whole process.
 
-use rocm_kernels::runtime::backend::amd::{library_candidates, HipLibrary, HIP_LIB_ENV};
+use rocm_kernels::runtime::amd::{library_candidates, HipLibrary, HIP_LIB_ENV};
 use rocm_kernels::runtime::{Device, RuntimeError};
 use rocm_kernels::Backend;
 

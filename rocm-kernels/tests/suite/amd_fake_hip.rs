@@ -10,7 +10,7 @@ use crate::amd_common as common;
 use std::path::Path;
 
 use common::*;
-use rocm_kernels::runtime::backend::amd::{self, HipLibrary};
+use rocm_kernels::runtime::amd::{self, HipLibrary};
 use rocm_kernels::runtime::{Device, LaunchConfig, RuntimeError};
 use rocm_kernels::Backend;
 

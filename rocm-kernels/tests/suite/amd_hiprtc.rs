@@ -8,7 +8,7 @@
 //! stays as a second line.
 
 use rocm_kernels::library::ObjectFormat;
-use rocm_kernels::runtime::backend::amd;
+use rocm_kernels::runtime::rtc::amd;
 use rocm_kernels::runtime::RuntimeError;
 
 use crate::amd_common::elf_mach;

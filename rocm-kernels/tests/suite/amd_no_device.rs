@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rocm_kernels::runtime::backend::amd::{self, HipLibrary, HIP_LIB_ENV};
+use rocm_kernels::runtime::amd::{self, HipLibrary, HIP_LIB_ENV};
 use rocm_kernels::runtime::Device;
 use rocm_kernels::Backend;
 

@@ -1,5 +1,5 @@
 //! The cpu backend's region form against its per-thread fibers: every kernel of
-//! tests/corpus/kernels/shapes.hip (shapes the rewrite in `rocm-kernels-build/src/cpu/region.rs`
+//! tests/corpus/kernels/shapes.hip (shapes the rewrite in `rocm-cpu-frontend/src/region.rs`
 //! has to handle) runs in region form (waves, and whole blocks) and with fibers at both wave
 //! sizes, and the results must be identical bit for bit. (That a region form which does not
 //! compile costs only its own kernel its region form is tested where the build is:

@@ -66,7 +66,7 @@ pub const NVRTC: testkit::Need = testkit::Need::check(
     "install NVRTC matching the driver (`cargo rocm doctor --backend nvidia`)",
     testkit::Kind::Machine,
     || {
-        rocm_kernels::runtime::backend::nvidia::check_nvrtc("sm_80")
+        rocm_kernels::runtime::rtc::nvidia::check_nvrtc("sm_80")
             .map(|_| ())
             .map_err(|e| e.to_string())
     },
@@ -212,7 +212,7 @@ __global__ void tiles(float* p, uint64_t* mask) {
     p[threadIdx.x] = tile.shfl(v, 0) + cg::reduce(tile, v, cg::plus<float>());
 }
 "#;
-    let image = rocm_kernels::runtime::backend::nvidia::compile_at_run_time(
+    let image = rocm_kernels::runtime::rtc::nvidia::compile_at_run_time(
         "hipcc_style.hip",
         HIPCC_STYLE.as_bytes(),
         "sm_90",

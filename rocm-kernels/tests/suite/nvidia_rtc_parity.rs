@@ -94,7 +94,7 @@ fn nvrtc_compiles_what_nvcc_compiles() {
         };
         let by_nvcc = nvcc::compile(&nvcc, &job).map(|_| ()).map_err(|e| e.output);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let by_nvrtc = rocm_kernels::runtime::backend::nvidia::compile_at_run_time(
+        let by_nvrtc = rocm_kernels::runtime::rtc::nvidia::compile_at_run_time(
             &name,
             text.as_bytes(),
             "sm_90",

@@ -4,9 +4,9 @@
 //! * `cpu`: `rocm-kernels-build`'s cpu build (region forms and all, as the crate's own build)
 //!   into a static library, linked into a shared object and `dlopen`ed; its kernels call the
 //!   runtime linked into this executable, which exports it for them (the build's dynamic list).
-//! * `nvidia`: NVRTC (`rocm_kernels::runtime::backend::nvidia::compile_at_run_time`), machine
+//! * `nvidia`: NVRTC (`rocm_kernels::runtime::rtc::nvidia::compile_at_run_time`), machine
 //!   code for the device's `sm_XX`.
-//! * `amd`: hipRTC (`rocm_kernels::runtime::backend::amd::compile_at_run_time`), a code object
+//! * `amd`: hipRTC (`rocm_kernels::runtime::rtc::amd::compile_at_run_time`), a code object
 //!   for the device's gfx target.
 //!
 //! Each result becomes a small [`KernelLibrary`] of its own (leaked: the runtime loads
@@ -126,8 +126,8 @@ impl Compiler {
                 (id, tree_digest(&rocm_kernels_build::cpu::cpu_include_dir()))
             }
             Backend::Nvidia => {
-                let (version, lib) = rocm_kernels::runtime::backend::nvidia::nvrtc_version()
-                    .map_err(|e| {
+                let (version, lib) =
+                    rocm_kernels::runtime::rtc::nvidia::nvrtc_version().map_err(|e| {
                         format!("compile-time parameters need NVRTC on the nvidia backend: {e}")
                     })?;
                 let headers = rocm_kernels_core::headers::nvidia_dir()
@@ -136,8 +136,8 @@ impl Compiler {
                 (format!("nvrtc {version} ({lib})"), headers)
             }
             Backend::Amd => {
-                let (version, lib) = rocm_kernels::runtime::backend::amd::hiprtc_version()
-                    .map_err(|e| {
+                let (version, lib) =
+                    rocm_kernels::runtime::rtc::amd::hiprtc_version().map_err(|e| {
                         format!("compile-time parameters need hipRTC on the amd backend: {e}")
                     })?;
                 (format!("hiprtc {version} ({lib})"), String::new())
@@ -280,14 +280,14 @@ impl Compiler {
         }
         let kernels = [self.source.kernel.as_str()];
         let image = match self.backend {
-            Backend::Nvidia => rocm_kernels::runtime::backend::nvidia::compile_at_run_time(
+            Backend::Nvidia => rocm_kernels::runtime::rtc::nvidia::compile_at_run_time(
                 &self.source.file,
                 &self.source.text,
                 &self.arch,
                 &kernels,
                 &options,
             ),
-            _ => rocm_kernels::runtime::backend::amd::compile_at_run_time(
+            _ => rocm_kernels::runtime::rtc::amd::compile_at_run_time(
                 &self.source.file,
                 &self.source.text,
                 &self.arch,

@@ -29,7 +29,7 @@
 
 use std::fmt::Write as _;
 
-use rocm_kernels_build::cpu::lex::{self, Kind, Tokens};
+use rocm_cpu_frontend::lex::{self, Kind, Tokens};
 
 /// A program's device code, and what was done to get it.
 #[derive(Debug, Clone, PartialEq, Eq)]

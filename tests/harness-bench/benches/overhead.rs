@@ -39,7 +39,7 @@ fn suite() -> Suite {
 fn overhead(c: &mut Criterion) {
     let device = Device::cpu(CpuOptions {
         wave_size: 64,
-        ..CpuOptions::default()
+        ..CpuOptions::from_env()
     });
     let module = match device.load(harness_bench::KERNELS) {
         Ok(m) => m,

@@ -206,7 +206,7 @@ fn version_key(release: &str) -> (u32, u32) {
 /// NVRTC as the runtime finds it (the loader's path, the toolkit folders, pip's wheels), and a
 /// test compile as a library built without nvcc is compiled at load time.
 fn nvrtc_check(arch: &str, checks: &mut Vec<Check>) -> bool {
-    match rocm_kernels::runtime::backend::nvidia::check_nvrtc(arch) {
+    match rocm_kernels::runtime::rtc::nvidia::check_nvrtc(arch) {
         Ok(library) => {
             checks.push(Check::ok(
                 "NVRTC",

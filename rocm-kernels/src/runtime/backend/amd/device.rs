@@ -66,16 +66,6 @@ impl AmdDevice {
         })
     }
 
-    /// The HIP device ordinal.
-    pub fn ordinal(&self) -> i32 {
-        self.ordinal
-    }
-
-    /// The device's full target id as HIP reports it (`gfx90a:sramecc+:xnack-`).
-    pub fn target(&self) -> &TargetId {
-        &self.target
-    }
-
     pub(crate) fn make_current(&self) -> Result<()> {
         self.hip.set_device(self.ordinal)
     }

@@ -1,4 +1,5 @@
-//! The one C++ lexer of the cpu front end, and the token list the rest of it reads.
+//! The one C++ lexer of the cpu front end, and the token list the rest of it reads; public for
+//! tools that read HIP sources the way the build does (`scripts/rocm-examples`).
 //!
 //! Used on kernel sources as written (the `extern __shared__` rewrite) and on the preprocessed
 //! translation unit (finding kernels, the region form). It knows what it must not misread:
@@ -29,9 +30,13 @@ pub enum Kind {
 /// One token: its kind, its bytes in the text, and the line it starts on (1-based).
 #[derive(Debug, Clone, Copy)]
 pub struct Token {
+    /// What it is.
     pub kind: Kind,
+    /// Its first byte in the text.
     pub start: usize,
+    /// Just past its last byte.
     pub end: usize,
+    /// The line it starts on, 1-based.
     pub line: u32,
 }
 
@@ -46,7 +51,9 @@ struct Directive {
 /// A line marker of preprocessed output: `# LINE "FILE" FLAGS`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineMarker<'a> {
+    /// The line of `file` that the next line of the text is.
     pub line: u32,
+    /// The file, as the preprocessor names it (`<built-in>` for its own).
     pub file: &'a str,
     /// `1` entering an include, `2` returning, `3` a system header, `4` extern "C".
     pub flags: Vec<&'a str>,
@@ -284,10 +291,12 @@ impl<'a> Tokens<'a> {
         self.text
     }
 
+    /// How many tokens there are.
     pub fn len(&self) -> usize {
         self.toks.len()
     }
 
+    /// Whether the text has no tokens.
     pub fn is_empty(&self) -> bool {
         self.toks.is_empty()
     }
@@ -303,6 +312,7 @@ impl<'a> Tokens<'a> {
         self.toks[i]
     }
 
+    /// The kind of token `i`, `None` past the end.
     pub fn kind(&self, i: usize) -> Option<Kind> {
         self.toks.get(i).map(|t| t.kind)
     }

@@ -3,14 +3,14 @@
 //! the preprocessed text to the kernels and their region forms (scan + region generation; the
 //! host compiler's own preprocessing is not counted). Prints a table.
 //!
-//! `cargo bench -p rocm-kernels-build --bench cpu_frontend` (`CXX` picks the compiler,
+//! `cargo bench -p rocm-cpu-frontend --bench cpu_frontend` (`CXX` picks the compiler,
 //! `FRONTEND_ROUNDS` the rounds per unit, default 20).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rocm_kernels_build::cpu;
+use rocm_cpu_frontend as cpu;
 
 /// A unit whose kernels are few and small but whose headers are large: what the front end must
 /// not spend its time on.

@@ -170,7 +170,7 @@ pub fn source_errors(
             users
         };
         diagnostics.extend(kept.into_iter().map(|mut d| {
-            d.file = crate::source::display_name(Path::new(&d.file), &req.crate_root);
+            d.file = crate::diagnostics::display_name(Path::new(&d.file), &req.crate_root);
             d
         }));
     }

@@ -1,31 +1,49 @@
-//! The cpu variant of a kernel build: compile `.hip` sources with the host C++ compiler against
-//! the cpu kernel-language header (`include/cpu`), with one generated `extern "C"` entry point
-//! per kernel, into a static library linked into the user's crate.
+//! `rocm-cpu-frontend`: the cpu backend's build of HIP kernels. It compiles `.hip` sources with
+//! the host C++ compiler against the cpu kernel-language header (`include/cpu`), with one
+//! generated `extern "C"` entry point per kernel, into a static library linked into the user's
+//! crate. It is build-side only: `rocm-kernels-build` (a user crate's build-dependency) calls it
+//! for the `cpu` backend, and `cargo rocm tune` compiles candidates with it; no user binary links
+//! it.
 //!
-//! Per source file:
-//! 1. rewrite `extern __shared__` declarations (see [`rewrite`]) into a copy under `out_dir`,
+//! The public API:
+//! * [`build_cpu`] builds a [`CpuBuildRequest`] into a [`CpuBuildOutput`] (the kernels, their
+//!   parameters and entry symbols, the globals, the library name), or a [`CpuBuildError`];
+//!   [`cpu_include_dir`] is the header folder a request names;
+//! * [`link_shared_object`] and [`compiler_identity`] serve run-time compiles (a shared object
+//!   per configuration, and the compiler's name for cache keys), [`write_runtime_dynamic_list`]
+//!   the executables that load them;
+//! * [`kernels_of_unit`] runs the front end alone on a preprocessed unit (tools, the
+//!   `cpu_frontend` benchmark), [`lex`] is its C++ lexer for tools that read HIP sources as the
+//!   build does (`scripts/rocm-examples`);
+//! * [`diagnostics`]: compiler diagnostics ([`Diagnostic`]), which every backend of the kernel
+//!   build reads, and [`unbalanced_bracket`], the front end's check that names the bracket a
+//!   source left open.
+//!
+//! Per source file, [`build_cpu`]:
+//! 1. rewrites `extern __shared__` declarations (see `rewrite`) into a copy under `out_dir`,
 //!    starting with `#line 1 "<original>"` so diagnostics point at the user's file;
-//! 2. preprocess that copy with `-DRK_SCAN`, where the header defines `__global__` as a marker,
-//!    [`lex`] the result once, [`scan`] it for kernels, explicit template instantiations and
-//!    their parameters, and give each kernel its [`region`] form where the rewrite applies;
-//! 3. append the region forms and one entry per kernel: `extern "C" void SYMBOL(const rk_call
+//! 2. preprocesses that copy with `-DRK_SCAN`, where the header defines `__global__` as a marker,
+//!    [`lex`]es the result once, scans it for kernels, explicit template instantiations and
+//!    their parameters (`scan`), and gives each kernel its region form where the rewrite applies
+//!    (`region`);
+//! 3. appends the region forms and one entry per kernel: `extern "C" void SYMBOL(const rk_call
 //!    *c) { rk::entry<&kernel>(c); }` (or `rk::entry_block<...>` with the region form) — a
 //!    variadic template unpacks the argument array into the kernel's own parameter types, so no
-//!    per-kernel glue is written by hand ([`generated`]);
-//! 4. compile all copies with `cc` into `lib<lib_name>.a` ([`compile`], which drops the region
+//!    per-kernel glue is written by hand (`generated`);
+//! 4. compiles all copies with `cc` into `lib<lib_name>.a` (`compile`, which drops the region
 //!    forms that do not compile, kernel by kernel); cc prints the `cargo:rustc-link-lib` lines.
 //!    The entries and the library name carry a hash of the build name and output directory, and
-//!    every other name the objects define gets it as a suffix ([`private`]), so two kernel
+//!    every other name the objects define gets it as a suffix (`private`), so two kernel
 //!    libraries (of one crate or several) link into one binary even when they define the same
 //!    kernels, device functions or globals, each running its own.
 
-pub(crate) mod balance;
+#![warn(missing_docs)]
+
+mod balance;
 mod compile;
+pub mod diagnostics;
 mod generated;
 mod globals;
-/// The cpu front end's C++ lexer, public for the repository's tools that read HIP sources the
-/// way this build does (`scripts/rocm-examples`); not a stable interface.
-#[doc(hidden)]
 pub mod lex;
 mod private;
 mod race;
@@ -33,6 +51,8 @@ mod region;
 mod rewrite;
 mod scan;
 mod scopes;
+
+pub use diagnostics::Diagnostic;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -74,6 +94,7 @@ pub struct CpuBuildRequest {
 /// One parameter as the build saw it in the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamGen {
+    /// Its name in the source (empty when the declaration names none).
     pub name: String,
     /// The source type, e.g. `const float*`.
     pub type_name: String,
@@ -94,6 +115,7 @@ pub struct CpuKernelGen {
     pub symbol: String,
     /// The source defining it, relative to the crate root (`/`-separated).
     pub source_rel: String,
+    /// Its parameters, in order.
     pub params: Vec<ParamGen>,
     /// How its blocks run: `Ok(true)` in region form (no fibers), `Ok(false)` with fibers only
     /// at barriers it never has, `Err(why)` with fibers because the region form does not apply.
@@ -115,17 +137,12 @@ impl CpuKernelGen {
     }
 }
 
-/// The symbol a GPU compiler gives the namespace-scope variable `qualified` (`ns::mask` →
-/// `_ZN2ns4maskE`), for `hipModuleGetGlobal` and `cuModuleGetGlobal`.
-pub fn gpu_symbol(qualified: &str) -> String {
-    rocm_kernels_core::library::variable_symbol(qualified)
-}
-
 /// A `__constant__` or `__device__` variable of the cpu build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuGlobalGen {
     /// Qualified by its namespaces: `ns::mask`.
     pub name: String,
+    /// `__constant__` (else `__device__`).
     pub constant: bool,
     /// The `extern "C"` accessor giving its address and size.
     pub symbol: String,
@@ -133,13 +150,16 @@ pub struct CpuGlobalGen {
     pub race_symbol: Option<String>,
     /// Where it is defined, relative to the crate root, and the line.
     pub source_rel: String,
+    /// The line of its definition, 1-based.
     pub line: u32,
 }
 
 /// What the cpu build produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuBuildOutput {
+    /// Every kernel, in source order (a kernel two sources define: the first).
     pub kernels: Vec<CpuKernelGen>,
+    /// Every `__constant__` and `__device__` variable, in source order.
     pub globals: Vec<CpuGlobalGen>,
     /// Files the build read (sources and the headers they include, system headers excepted).
     pub rerun_if_changed: Vec<PathBuf>,
@@ -154,32 +174,46 @@ pub struct CpuBuildOutput {
 pub enum CpuBuildError {
     /// Reading a source or writing a generated file.
     Io {
+        /// The file read or written.
         path: PathBuf,
+        /// What went wrong.
         error: std::io::Error,
     },
     /// The host compiler could not be found or run.
-    Compiler { message: String },
+    Compiler {
+        /// Why, with the command when one was started.
+        message: String,
+    },
     /// Preprocessing a source failed (usually a compile error in it, or a missing include).
     Preprocess {
+        /// The user's source.
         source: PathBuf,
+        /// The preprocessor's command line.
         command: String,
+        /// What it printed.
         stderr: String,
     },
     /// Compiling failed.
-    Compile { message: String },
+    Compile {
+        /// What failed, with the command and the compiler's output.
+        message: String,
+    },
     /// The kernel sources have errors, at the user's files and lines: the front end's own
     /// (unbalanced brackets, found before any compiler runs) or the host compiler's, each once
     /// (the race variant's compile is not asked to repeat them).
     Source {
-        diagnostics: Vec<crate::Diagnostic>,
+        /// The errors, each once, at the user's files.
+        diagnostics: Vec<Diagnostic>,
         /// Where the compiler's whole output was written, when a compiler ran.
         full_output: Option<PathBuf>,
     },
     /// A kernel uses something the cpu backend cannot run in any form (inline assembly).
     Unsupported {
+        /// The kernel's name.
         kernel: String,
         /// `file:line` of what it uses.
         location: String,
+        /// What it uses (`inline assembly`).
         what: String,
     },
 }
@@ -244,7 +278,7 @@ impl std::error::Error for CpuBuildError {
 /// `dir/cpu-runtime.dynamic-list`. Kernels compiled at run time into a shared object (what
 /// `cargo rocm tune` does for compile-time parameters, `rocm_test::tune`) call these; without
 /// the list an executable keeps them to itself and `dlopen` fails with `undefined symbol:
-/// rk_cur`. Exporting them costs a few dynamic symbol table entries. [`Build`](crate::Build)
+/// rk_cur`. Exporting them costs a few dynamic symbol table entries. `rocm_kernels_build::Build`
 /// passes it to the linker (`cargo:rustc-link-arg`) for every binary, test and benchmark of a
 /// crate with a cpu build on Linux.
 pub fn write_runtime_dynamic_list(dir: &Path) -> Result<PathBuf, CpuBuildError> {
@@ -500,6 +534,14 @@ fn preprocess(req: &CpuBuildRequest, file: &Path, source: &Path) -> Result<Strin
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// The first bracket left open (or closed twice) in a source file as written (not preprocessed:
+/// both sides of an `#if` count), as an error at the user's line, named relative to
+/// `crate_root`. For a compile that already failed, where the compiler's own message may only
+/// say "at end of source" (nvcc's does).
+pub fn unbalanced_bracket(path: &Path, crate_root: &Path) -> Option<Diagnostic> {
+    balance::check_file(path, crate_root)
+}
+
 /// The kernels of a preprocessed unit (`-E -DRK_SCAN` output, see [`build_cpu`]) and how each
 /// would run, as [`CpuKernelGen::region_form`] says (before the region forms are compiled): the
 /// cpu build's front end on its own, for tools and the `cpu_frontend` benchmark.
@@ -564,8 +606,8 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                 PathBuf::from(&u.file)
             };
             return Err(CpuBuildError::Source {
-                diagnostics: vec![crate::Diagnostic {
-                    file: crate::source::display_name(&file, &req.crate_root),
+                diagnostics: vec![Diagnostic {
+                    file: crate::diagnostics::display_name(&file, &req.crate_root),
                     line: u.line,
                     column: Some(u.column),
                     severity: "error".into(),
@@ -579,7 +621,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
                 rerun.insert(inc);
             }
         }
-        let source_rel = crate::source::display_name(&source, &req.crate_root);
+        let source_rel = crate::diagnostics::display_name(&source, &req.crate_root);
         // Region forms (kernels with barriers run without fibers), then the entry points.
         let regions = region::generate(&toks);
         if let Some(r) = regions.refused.first() {
@@ -638,7 +680,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             unit.add_global(&symbol, &g.name);
             let file = PathBuf::from(&g.file);
             let file = std::fs::canonicalize(&file).unwrap_or(file);
-            let source_rel = crate::source::display_name(&file, &req.crate_root);
+            let source_rel = crate::diagnostics::display_name(&file, &req.crate_root);
             globals.push(CpuGlobalGen {
                 name: g.name,
                 constant: g.constant,

@@ -1,14 +1,55 @@
-//! Reading diagnostics out of compiler output — clang's and GCC's `file:line:col: severity:
-//! message`, nvcc's and NVRTC's `file(line): severity: message` — and writing the short summary a
-//! failed build shows.
+//! Compiler diagnostics: reading them out of compiler output — clang's and GCC's
+//! `file:line:col: severity: message`, nvcc's and NVRTC's `file(line): severity: message` — and
+//! writing the short summary a failed build shows. The cpu build reads the host compiler's output
+//! with it; `rocm-kernels-build` reads its amd and nvidia compilers' output with it too, so a
+//! diagnostic is one type on every backend.
 
-use crate::error::Diagnostic;
+use std::path::Path;
+
+/// One diagnostic the compiler printed (`file:line:col: severity: message`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file as the compiler names it (crate-relative for the crate's own files).
+    pub file: String,
+    /// The line, 1-based.
+    pub line: u32,
+    /// The column, 1-based, when the compiler gave one (nvcc does not).
+    pub column: Option<u32>,
+    /// `error`, `warning`, `note`, `remark` or `fatal error`.
+    pub severity: String,
+    /// What the compiler said, after the severity.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// Whether this diagnostic makes the compile fail.
+    pub fn is_error(&self) -> bool {
+        self.severity.contains("error")
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.column {
+            Some(c) => write!(
+                f,
+                "{}:{}:{}: {}: {}",
+                self.file, self.line, c, self.severity, self.message
+            ),
+            None => write!(
+                f,
+                "{}:{}: {}: {}",
+                self.file, self.line, self.severity, self.message
+            ),
+        }
+    }
+}
 
 const SEVERITIES: [&str; 5] = ["fatal error", "error", "warning", "note", "remark"];
 
 /// Every `file:line[:col]: severity: message` line of `output`, duplicates removed (clang repeats
 /// a diagnostic once per `--offload-arch`).
-pub(crate) fn parse(output: &str) -> Vec<Diagnostic> {
+pub fn parse(output: &str) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for line in output.lines() {
         if let Some(d) = parse_line(line) {
@@ -25,7 +66,7 @@ const SHOWN: usize = 5;
 
 /// The first errors of `diagnostics`, one per line (the first line is the first error), and how
 /// many more there are: what a failed build says, in at most `SHOWN + 1` lines.
-pub(crate) fn summary(diagnostics: &[Diagnostic]) -> String {
+pub fn summary(diagnostics: &[Diagnostic]) -> String {
     let errors: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).collect();
     let shown: &[&Diagnostic] = if errors.is_empty() {
         &[]
@@ -107,7 +148,7 @@ fn parse_clang(line: &str) -> Option<Diagnostic> {
 
 /// Warnings to show through `cargo:warning`: located warnings, and the driver's own
 /// `clang: warning: ...` lines, each once.
-pub(crate) fn warnings(output: &str) -> Vec<String> {
+pub fn warnings(output: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in output.lines() {
         let text = if let Some(d) = parse_line(line) {
@@ -125,6 +166,21 @@ pub(crate) fn warnings(output: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// How a file at `abs` (resolved) is named to users: relative to the crate root when inside it
+/// (`kernels/saxpy.hip`), else its absolute path; always with `/` separators. The crate root is
+/// resolved too, so a crate reached through a symlink names its files the same way.
+pub fn display_name(abs: &Path, crate_root: &Path) -> String {
+    let root = std::fs::canonicalize(crate_root).unwrap_or_else(|_| crate_root.to_path_buf());
+    match abs.strip_prefix(&root) {
+        Ok(inside) => inside
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => abs.to_string_lossy().replace('\\', "/"),
+    }
 }
 
 #[cfg(test)]

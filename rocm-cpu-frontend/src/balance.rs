@@ -89,7 +89,7 @@ pub fn check(toks: &Tokens) -> Option<Unbalanced> {
 
 /// [`check`] on a source file as written (not preprocessed: both sides of an `#if` count), for a
 /// compile that already failed, where the compiler's own message may only say "at end of source".
-pub fn check_file(
+pub(crate) fn check_file(
     path: &std::path::Path,
     crate_root: &std::path::Path,
 ) -> Option<crate::Diagnostic> {
@@ -97,7 +97,7 @@ pub fn check_file(
     let toks = super::lex::lex(&text);
     let u = check(&toks)?;
     Some(crate::Diagnostic {
-        file: crate::source::display_name(path, crate_root),
+        file: crate::diagnostics::display_name(path, crate_root),
         line: u.line,
         column: Some(u.column),
         severity: "error".into(),
@@ -153,7 +153,7 @@ fn indent(toks: &Tokens, i: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::lex::lex;
+    use crate::lex::lex;
 
     fn check_text(text: &str) -> Option<(u32, u32, String)> {
         let toks = lex(text);
