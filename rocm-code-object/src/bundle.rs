@@ -36,13 +36,16 @@ const MAX_PREALLOC: u64 = 16 << 20;
 /// One entry of a plain bundle: its id and where its bytes are, relative to the bundle start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawEntry {
+    /// The bundle entry id as stored (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`).
     pub id: String,
+    /// Byte range of the entry's code object, from the bundle start.
     pub range: Range<usize>,
 }
 
 /// A parsed plain bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlainBundle {
+    /// The entries in header order, the host entry included.
     pub entries: Vec<RawEntry>,
     /// Bytes from the bundle start to the end of its last entry (or of its header).
     pub extent: usize,
@@ -52,7 +55,9 @@ pub struct PlainBundle {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompressionMethod {
+    /// zlib (deflate), method 0.
     Zlib,
+    /// Zstandard, method 1.
     Zstd,
 }
 
@@ -61,6 +66,7 @@ pub enum CompressionMethod {
 pub struct CompressedHeader {
     /// Format version: 1, 2 or 3.
     pub version: u16,
+    /// How the plain bundle after the header is compressed.
     pub method: CompressionMethod,
     /// Size of the whole compressed bundle, header included (absent in version 1).
     pub total_size: Option<u64>,

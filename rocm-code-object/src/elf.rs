@@ -50,7 +50,9 @@ pub struct AmdgpuElf {
     pub mach: u32,
     /// The processor name for `mach` (`gfx90a`), `None` for a value this reader does not know.
     pub processor: Option<&'static str>,
+    /// XNACK (retry of faulting memory accesses) as the flags set it.
     pub xnack: FeatureMode,
+    /// SRAMECC (ECC on on-chip memory) as the flags set it.
     pub sramecc: FeatureMode,
     /// For generic targets (code object v6), `EF_AMDGPU_GENERIC_VERSION`.
     pub generic_version: Option<u8>,

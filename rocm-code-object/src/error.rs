@@ -16,9 +16,13 @@ pub enum CodeObjectError {
     /// A structure runs past the end of the data holding it.
     #[error("truncated {what}: needs bytes {start}..{end} but only {len} are present")]
     Truncated {
+        /// The structure being read (`bundle entry id`, `kernel descriptor`...).
         what: &'static str,
+        /// First byte offset the structure needs.
         start: u64,
+        /// Byte offset just past the structure's end.
         end: u64,
+        /// Bytes actually present.
         len: usize,
     },
     /// An uncompressed offload bundle is inconsistent.
@@ -32,7 +36,10 @@ pub enum CodeObjectError {
     Elf(String),
     /// An ELF that is not AMDGPU device code, where device code was expected.
     #[error("not an AMDGPU code object: ELF machine is {machine}, expected EM_AMDGPU (224)")]
-    NotAmdgpu { machine: u16 },
+    NotAmdgpu {
+        /// The ELF header's `e_machine`.
+        machine: u16,
+    },
     /// A host ELF without embedded device code.
     #[error(
         "host ELF has no `.hip_fatbin` section: it was not compiled from HIP sources, \

@@ -54,7 +54,10 @@ pub enum Container {
     /// An uncompressed `__CLANG_OFFLOAD_BUNDLE__`.
     OffloadBundle,
     /// A compressed `CCOB` bundle.
-    CompressedBundle { header: CompressedHeader },
+    CompressedBundle {
+        /// The bundle's `CCOB` header: format version, compression, sizes.
+        header: CompressedHeader,
+    },
     /// A single AMDGPU ELF (`--no-gpu-bundle-output`, `-fgpu-rdc` device link output).
     AmdgpuElf,
     /// A host object, executable or library; entries come from its `.hip_fatbin` section,
@@ -72,11 +75,16 @@ pub enum Container {
 #[serde(tag = "in", rename_all = "kebab-case")]
 pub enum Location {
     /// `range` of the input given to [`parse`].
-    Input { range: Range<usize> },
+    Input {
+        /// Byte range of the entry in the input.
+        range: Range<usize>,
+    },
     /// `range` of the plain bundle decompressed from the `CCOB` bundle at `bundle_offset` of the
     /// input.
     Decompressed {
+        /// Offset of the `CCOB` bundle in the input.
         bundle_offset: usize,
+        /// Byte range of the entry in the decompressed plain bundle.
         range: Range<usize>,
     },
 }
@@ -94,6 +102,7 @@ pub struct Entry<'a> {
     pub bundle_id: Option<BundleEntryId>,
     /// The target id: from the bundle entry id, or from the ELF header for a raw ELF.
     pub target: Option<TargetId>,
+    /// Where the entry's bytes are: in the input, or in a decompressed bundle.
     pub location: Location,
     bytes: Bytes<'a>,
 }
@@ -148,6 +157,7 @@ impl<'a> Entry<'a> {
 /// Everything [`parse`] found.
 #[derive(Debug, Clone)]
 pub struct CodeObjects<'a> {
+    /// The kind of file the entries came from.
     pub container: Container,
     /// All entries, the host entry of a bundle included.
     pub entries: Vec<Entry<'a>>,

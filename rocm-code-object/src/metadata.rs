@@ -19,6 +19,7 @@ pub struct Metadata {
     pub version: Option<(u64, u64)>,
     /// `amdhsa.target`: the full target string (`amdgcn-amd-amdhsa--gfx90a:xnack-`), v4+.
     pub target: Option<String>,
+    /// `amdhsa.kernels`: one entry per kernel, in the order the compiler wrote them.
     pub kernels: Vec<KernelMetadata>,
 }
 

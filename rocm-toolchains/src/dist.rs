@@ -34,8 +34,11 @@ pub fn default_index_urls(channel: Channel) -> &'static [&'static str] {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArchiveFormat {
+    /// `.tar.gz`
     TarGz,
+    /// `.tar.xz`
     TarXz,
+    /// `.tar.zst`
     TarZst,
 }
 
@@ -50,14 +53,19 @@ impl ArchiveFormat {
 /// One TheRock tarball in an index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DistFile {
+    /// `therock-dist-<platform>-<family>-<version>.tar.gz`, as the index names it.
     pub file_name: String,
     /// Where to download it.
     pub url: String,
+    /// e.g. `linux`, `windows`; compared with [`host_platform`].
     pub platform: String,
     /// e.g. `gfx94X-dcgpu`, `gfx1151`, `gfx120X-all`.
     pub family: String,
+    /// The ROCm version in the file name.
     pub version: Version,
+    /// The channel the version belongs to ([`Version::channel`]), whichever index listed it.
     pub channel: Channel,
+    /// The compression, from the file name's suffix.
     pub format: ArchiveFormat,
 }
 

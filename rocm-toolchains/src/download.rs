@@ -76,17 +76,27 @@ impl DownloadOptions {
 pub enum Progress<'a> {
     /// An attempt started; `total` when the server said; `resumed_from` bytes were kept.
     Start {
+        /// The URL.
         url: &'a str,
+        /// The whole file's size in bytes, kept bytes included.
         total: Option<u64>,
+        /// Bytes kept from an earlier attempt or run (0 when starting over).
         resumed_from: u64,
     },
     /// `done` bytes of the file are on disk.
-    Advance { done: u64 },
+    Advance {
+        /// Bytes on disk so far, kept bytes included.
+        done: u64,
+    },
     /// An attempt failed; the next starts after `wait`.
     Retry {
+        /// The attempt about to be made after the wait, counting from 1 (so at least 2).
         attempt: u32,
+        /// Attempts allowed in all.
         of: u32,
+        /// Why the last attempt failed.
         error: &'a str,
+        /// The backoff before the next attempt.
         wait: Duration,
     },
     /// Complete and verified.
@@ -98,6 +108,7 @@ pub enum Progress<'a> {
 pub struct Downloaded {
     /// `downloads/<sha256>`.
     pub path: PathBuf,
+    /// Where it came from, its size and sha256: what the toolchain's metadata records.
     pub record: ArchiveRecord,
 }
 
@@ -133,6 +144,7 @@ impl AttemptError {
 }
 
 impl Downloader {
+    /// A client with `options`' timeouts (connect, response, each read) and retry policy.
     pub fn new(options: DownloadOptions) -> Self {
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(options.timeout))
@@ -144,10 +156,6 @@ impl Downloader {
             agent: ureq::Agent::new_with_config(config),
             options,
         }
-    }
-
-    pub fn options(&self) -> &DownloadOptions {
-        &self.options
     }
 
     /// A small text document (an index page, a checksum), with retries. `Ok(None)` on 404.

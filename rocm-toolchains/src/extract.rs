@@ -17,9 +17,13 @@ use crate::error::{Error, Result};
 /// What an unpack wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UnpackStats {
+    /// Regular files written.
     pub files: u64,
+    /// Folders created.
     pub dirs: u64,
+    /// Symbolic and hard links created.
     pub links: u64,
+    /// Bytes of file contents written.
     pub bytes: u64,
 }
 

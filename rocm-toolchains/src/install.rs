@@ -24,15 +24,29 @@ use crate::lock::HomeLock;
 #[derive(Debug)]
 pub enum Event<'a> {
     /// Another process holds the home lock; this one waits.
-    WaitingForLock { lock: &'a Path },
+    WaitingForLock {
+        /// The lock file, `.lock` in the home.
+        lock: &'a Path,
+    },
     /// Fetching a checksum or an index page.
-    Fetching { url: &'a str },
+    Fetching {
+        /// The URL.
+        url: &'a str,
+    },
     /// An index page could not be read; the others are used.
-    IndexSkipped { url: &'a str, error: &'a str },
+    IndexSkipped {
+        /// The index page.
+        url: &'a str,
+        /// Why it could not be read.
+        error: &'a str,
+    },
     /// Downloading an archive.
     Download(Progress<'a>),
     /// Unpacking an archive.
-    Unpacking { archive: &'a Path },
+    Unpacking {
+        /// The archive, downloaded or local.
+        archive: &'a Path,
+    },
 }
 
 /// Options shared by the install operations.
@@ -58,7 +72,9 @@ pub enum ArchiveSource {
 /// The outcome of an install or link.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstallReport {
+    /// The toolchain's folder in the home and its metadata.
     pub installed: Installed,
+    /// The toolchain as inspected: compilers, device libraries, targets.
     pub toolchain: Toolchain,
     /// It was there already (same build); nothing changed.
     pub unchanged: bool,
@@ -67,6 +83,7 @@ pub struct InstallReport {
 /// The outcome of an uninstall.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UninstallReport {
+    /// The toolchain's name.
     pub name: String,
     /// The folder removed (for linked toolchains, only the link's folder: never its target).
     pub removed: PathBuf,
@@ -93,16 +110,15 @@ impl Drop for Staging {
 }
 
 impl Installer {
+    /// An installer for `home`, fetching with `downloader`. Nothing is touched until an
+    /// operation runs.
     pub fn new(home: Home, downloader: Downloader) -> Self {
         Installer { home, downloader }
     }
 
+    /// The home it changes.
     pub fn home(&self) -> &Home {
         &self.home
-    }
-
-    pub fn downloader(&self) -> &Downloader {
-        &self.downloader
     }
 
     /// Take the home lock and clear what interrupted processes left in `tmp/`.

@@ -29,9 +29,11 @@ pub enum Privilege {
 pub struct SystemPlan {
     /// `debian`, `ubuntu`, `fedora`, ... (`ID` in /etc/os-release).
     pub distro: String,
+    /// The ROCm packages to install, by the distribution's names.
     pub packages: Vec<String>,
     /// The full command, `sudo` included when needed.
     pub command: Vec<String>,
+    /// How the command gets root.
     pub privilege: Privilege,
     /// Where the packages install to; linked as the `system` toolchain afterwards.
     pub prefix: PathBuf,

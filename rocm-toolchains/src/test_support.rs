@@ -29,9 +29,13 @@ pub enum Fault {
 /// One request the server answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// The path asked for, query dropped and `%2B` decoded to `+`.
     pub path: String,
+    /// The `Range` header, as sent.
     pub range: Option<String>,
+    /// The `If-Range` header, as sent.
     pub if_range: Option<String>,
+    /// The status answered (200, 206, 416, an injected one...).
     pub status: u16,
 }
 
@@ -50,6 +54,7 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// Bind a free port on 127.0.0.1 and serve from a thread; no files until added.
     pub fn start() -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
@@ -243,18 +248,29 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// One archive entry, written as given: nothing is sanitised, so hostile archives can be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
+    /// A folder at this path.
     Dir(String),
+    /// A regular file.
     File {
+        /// Its path in the archive.
         path: String,
+        /// Its contents.
         data: Vec<u8>,
+        /// Unix permission bits (`0o644`, `0o755`).
         mode: u32,
     },
+    /// A symbolic link.
     Symlink {
+        /// Its path in the archive.
         path: String,
+        /// What it points at, as stored.
         target: String,
     },
+    /// A hard link.
     HardLink {
+        /// Its path in the archive.
         path: String,
+        /// The archive path of the file it links to, as stored.
         target: String,
     },
     /// A character device (never belongs in a toolchain).
@@ -262,6 +278,7 @@ pub enum Entry {
 }
 
 impl Entry {
+    /// A regular file with mode `0o644`.
     pub fn file(path: &str, data: impl Into<Vec<u8>>) -> Entry {
         Entry::File {
             path: path.into(),
@@ -269,6 +286,7 @@ impl Entry {
             mode: 0o644,
         }
     }
+    /// An executable file (mode `0o755`) holding `script`.
     pub fn exe(path: &str, script: &str) -> Entry {
         Entry::File {
             path: path.into(),
@@ -276,6 +294,7 @@ impl Entry {
             mode: 0o755,
         }
     }
+    /// A symbolic link at `path` to `target`.
     pub fn symlink(path: &str, target: &str) -> Entry {
         Entry::Symlink {
             path: path.into(),
@@ -287,9 +306,13 @@ impl Entry {
 /// Compression of a built tarball.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// A plain `.tar`.
     None,
+    /// gzip (`.tar.gz`).
     Gz,
+    /// xz (`.tar.xz`).
     Xz,
+    /// Zstandard (`.tar.zst`).
     Zst,
 }
 

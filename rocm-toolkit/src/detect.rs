@@ -125,7 +125,11 @@ impl std::fmt::Display for DeviceSource {
 /// What [`detect`] found, and notes on every source that could not be used and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Detection {
+    /// Every device found: AMD GPUs, then NVIDIA GPUs (each from the first source that saw
+    /// any), then the CPU.
     pub devices: Vec<Device>,
+    /// For people: what a source could not tell or why it failed (`nvidia-smi failed: …`, a
+    /// GPU seen only by lspci and what to do about it).
     pub notes: Vec<String>,
 }
 

@@ -48,31 +48,78 @@ pub const RESOLUTION_ENV_VARS: &[&str] =
 /// Why the home could not be read or a toolchain not chosen. Messages say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum HomeError {
+    /// Neither `CARGO_ROCM_HOME` nor `HOME` is set, so the home has no place.
     #[error("cannot find the cargo-rocm home: neither {HOME_ENV} nor HOME is set; set {HOME_ENV} to a writable folder")]
     NoHome,
+    /// Reading or writing a file or folder of the home failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
+    /// `settings.toml` is not valid TOML of [`Settings`]' shape (or could not be written as such).
     #[error("{}: malformed settings: {message}; fix or delete the file", path.display())]
-    BadSettings { path: PathBuf, message: String },
+    BadSettings {
+        /// The `settings.toml`.
+        path: PathBuf,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// A `rocm-toolchain.toml` cannot be read as a [`ToolchainPin`].
     #[error("{}: malformed pin file: {message}", path.display())]
-    BadPinFile { path: PathBuf, message: String },
+    BadPinFile {
+        /// The `rocm-toolchain.toml`.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A toolchain's `.cargo-rocm-toolchain.toml` cannot be read or written.
     #[error("{}: malformed toolchain metadata: {message}; reinstall the toolchain", path.display())]
-    BadMetadata { path: PathBuf, message: String },
+    BadMetadata {
+        /// The metadata file.
+        path: PathBuf,
+        /// The TOML parser's or writer's message.
+        message: String,
+    },
+    /// A toolchain name that [`validate_name`] refuses.
     #[error("`{name}` is not a valid toolchain name: {reason}")]
-    InvalidName { name: String, reason: &'static str },
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// A toolchain selected by name is neither installed in the home nor discovered on the
+    /// system.
     #[error("toolchain `{name}` ({why}) is not installed; install it with `cargo rocm toolchain install`, link an existing install with `cargo rocm toolchain link {name} PATH`, or see `cargo rocm toolchain list`")]
-    NotInstalled { name: String, why: String },
+    NotInstalled {
+        /// The selected name.
+        name: String,
+        /// Which rule selected it (`pinned by …/rocm-toolchain.toml`, `CARGO_ROCM_TOOLCHAIN`).
+        why: String,
+    },
+    /// A `rocm-toolchain.toml` asks for a version or channel that no installed toolchain
+    /// matches; installers (`rocm-toolchains`' auto-install) catch this one and install it.
     #[error("{} pins {pin}, which is not installed; run `cargo rocm toolchain install` in that directory (cargo-rocm commands install it automatically unless CARGO_ROCM_NO_AUTO_INSTALL is set)", pin_file.display())]
     PinnedNotInstalled {
+        /// The `rocm-toolchain.toml`.
         pin_file: PathBuf,
+        /// What it asks for.
         pin: Box<ToolchainPin>,
     },
+    /// A folder selected as a toolchain (by path, or an installed toolchain's root) holds
+    /// neither a HIP compiler nor device libraries.
     #[error("no ROCm toolchain at {} (for {why}): no HIP compiler and no device libraries found there", root.display())]
-    NotAToolchain { root: PathBuf, why: String },
+    NotAToolchain {
+        /// The folder.
+        root: PathBuf,
+        /// Which rule or toolchain pointed at it.
+        why: String,
+    },
+    /// No rule selected a toolchain and discovery found none on the system.
     #[error("no ROCm toolchain: none selected ({TOOLCHAIN_ENV}, directory override, {PIN_FILE_NAME}, default) and none found on this system; install one with `cargo rocm toolchain install` (or `install system` for distribution packages)")]
     NoToolchain,
 }
@@ -93,9 +140,15 @@ pub enum Rule {
     /// `CARGO_ROCM_TOOLCHAIN` or `cargo rocm +NAME`.
     Env,
     /// A directory override in `settings.toml`.
-    DirectoryOverride { dir: PathBuf },
+    DirectoryOverride {
+        /// The overridden directory (the one resolved, or an ancestor).
+        dir: PathBuf,
+    },
     /// A `rocm-toolchain.toml`.
-    PinFile { path: PathBuf },
+    PinFile {
+        /// The pin file.
+        path: PathBuf,
+    },
     /// The default toolchain in `settings.toml`.
     Default,
     /// Nothing was selected; discovery found this install.
@@ -105,6 +158,7 @@ pub enum Rule {
 /// A chosen toolchain and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resolved {
+    /// The toolchain, inspected: its compiler, device libraries and targets.
     pub toolchain: Toolchain,
     /// For people: which rule picked it, naming the file or variable.
     pub reason: String,
@@ -115,9 +169,11 @@ pub struct Resolved {
 /// A toolchain folder in the home with its metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Installed {
+    /// The folder name under `toolchains/`, the name `+NAME` selects it by.
     pub name: String,
     /// `toolchains/<name>`.
     pub dir: PathBuf,
+    /// Its `.cargo-rocm-toolchain.toml`: how it was installed, and from what release.
     pub metadata: ToolchainMetadata,
 }
 
@@ -190,21 +246,27 @@ impl Home {
         Home { root: root.into() }
     }
 
+    /// The home folder itself.
     pub fn root(&self) -> &Path {
         &self.root
     }
+    /// `toolchains/`: one folder per installed or linked toolchain.
     pub fn toolchains_dir(&self) -> PathBuf {
         self.root.join("toolchains")
     }
+    /// `downloads/`: verified archives by sha256, `*.partial` while downloading.
     pub fn downloads_dir(&self) -> PathBuf {
         self.root.join("downloads")
     }
+    /// `tmp/`: installs in progress, on the same filesystem so they finish with a rename.
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("tmp")
     }
+    /// `settings.toml`: the default toolchain and directory overrides.
     pub fn settings_path(&self) -> PathBuf {
         self.root.join("settings.toml")
     }
+    /// `.lock`: held by a process changing the home.
     pub fn lock_path(&self) -> PathBuf {
         self.root.join(".lock")
     }

@@ -14,6 +14,7 @@ pub const ENV_VARS: &[&str] = &["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "VIRTU
 /// A usable nvcc.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Nvcc {
+    /// The nvcc executable.
     pub path: PathBuf,
     /// `13.0.88` from `nvcc --version`.
     pub version: Option<String>,
@@ -32,6 +33,7 @@ pub struct Nvcc {
     searched.join(", ")
 )]
 pub struct NvccNotFound {
+    /// Each place looked in, as the message lists it.
     pub searched: Vec<String>,
 }
 
@@ -226,7 +228,7 @@ pub fn nvcc_version(nvcc: &Path) -> Option<String> {
     parse_nvcc_version(&String::from_utf8_lossy(&out.stdout))
 }
 
-pub fn parse_nvcc_version(text: &str) -> Option<String> {
+pub(crate) fn parse_nvcc_version(text: &str) -> Option<String> {
     text.lines()
         .rev()
         .find_map(|l| l.split(", V").nth(1))
@@ -244,13 +246,19 @@ pub fn header_dir() -> PathBuf {
 /// What to compile: one source for one architecture.
 #[derive(Debug, Clone)]
 pub struct NvccJob<'a> {
+    /// The `.hip` source, compiled as CUDA (`-x cu`).
     pub source: &'a Path,
     /// `sm_90` for a cubin, `compute_90` for PTX.
     pub arch: &'a str,
+    /// Where the cubin or PTX is written (`-o`).
     pub output: &'a Path,
+    /// Extra `-I` folders, after the HIP-on-CUDA header's.
     pub include_dirs: &'a [PathBuf],
+    /// `-D` macros: name, and value if any.
     pub defines: &'a [(String, Option<String>)],
+    /// Further nvcc arguments, passed as given after everything else.
     pub flags: &'a [String],
+    /// `-O` level; above 3 counts as 3.
     pub opt_level: u32,
     /// Write a make-style depfile here (`-MD -MF`).
     pub depfile: Option<&'a Path>,
@@ -261,12 +269,17 @@ pub struct NvccJob<'a> {
 pub struct KernelResources {
     /// The symbol (mangled for C++ kernels).
     pub symbol: String,
+    /// Registers per thread.
     pub registers: u32,
+    /// Named barriers the kernel uses.
     pub barriers: u32,
     /// Static shared memory in bytes.
     pub shared_bytes: u32,
+    /// Per-thread stack frame in bytes.
     pub stack_frame_bytes: u32,
+    /// Bytes of registers spilled to local memory, per thread.
     pub spill_store_bytes: u32,
+    /// Bytes reloaded from spills, per thread.
     pub spill_load_bytes: u32,
 }
 
@@ -274,11 +287,15 @@ pub struct KernelResources {
 #[derive(Debug, thiserror::Error)]
 #[error("nvcc failed for {source_file} ({arch}):\n  command: {command}\n{output}")]
 pub struct NvccFailed {
+    /// The source being compiled.
     pub source_file: String,
     /// How nvcc exited (`exit status: 2`), or why it could not start.
     pub status: String,
+    /// The job's `sm_XX` or `compute_XX`.
     pub arch: String,
+    /// The command line, as `Command`'s `Debug` shows it.
     pub command: String,
+    /// nvcc's stdout then stderr, or why it could not start.
     pub output: String,
 }
 

@@ -18,8 +18,13 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum ProbeError {
     /// The program is not on `PATH` or not executable.
     NotFound,
-    /// It ran but exited unsuccessfully; the first line of its stderr (else stdout), if any.
-    Failed { status: String, stderr: String },
+    /// It ran but exited unsuccessfully.
+    Failed {
+        /// How it exited (`exit status: 1`).
+        status: String,
+        /// The first line of its stderr (else stdout); empty if it printed nothing.
+        stderr: String,
+    },
     /// It ran past [`PROBE_TIMEOUT`] and was killed.
     TimedOut,
     /// Spawning or reading failed for another reason.

@@ -35,7 +35,10 @@ pub use targets::{
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ToolchainSource {
     /// `ROCM_PATH` or `HIP_PATH` named it.
-    EnvVar { var: String },
+    EnvVar {
+        /// `ROCM_PATH` or `HIP_PATH`.
+        var: String,
+    },
     /// `/opt/rocm` (a link followed to its target) or `/opt/rocm-X.Y.Z`.
     Opt,
     /// A distribution's packages under `/usr` (Debian/Ubuntu layout).
@@ -43,7 +46,10 @@ pub enum ToolchainSource {
     /// A pip-installed ROCm SDK (`_rocm_sdk_core` and friends in site-packages).
     Pip,
     /// A toolchain managed by `cargo rocm toolchain` under `$CARGO_ROCM_HOME/toolchains/<name>`.
-    Managed { name: String },
+    Managed {
+        /// The toolchain's name (its folder under `toolchains/`).
+        name: String,
+    },
     /// A prefix named explicitly: `--toolchain-path`, or a path in a pin file.
     Path,
 }
@@ -61,7 +67,9 @@ pub enum CompilerKind {
 /// A program that compiles HIP for AMD GPUs, as found in a toolchain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HipCompiler {
+    /// clang++ or hipcc.
     pub kind: CompilerKind,
+    /// The executable.
     pub path: PathBuf,
     /// First line of `--version`, if it ran. Clang compilers are asked; `hipcc` is not (slow,
     /// and it prints the toolchain's HIP version).
@@ -124,6 +132,7 @@ pub struct Toolchain {
     pub name: String,
     /// The install prefix (what `ROCM_PATH` should be).
     pub root: PathBuf,
+    /// How it was found: which rule or search place.
     pub source: ToolchainSource,
     /// e.g. `5.2.3` or `6.2.41133-dd7f95766`.
     pub version: Option<String>,

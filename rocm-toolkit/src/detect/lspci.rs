@@ -77,7 +77,9 @@ pub fn amd_pci_device(device_id: u16) -> Option<(&'static str, &'static str)> {
 pub struct PciGpu {
     /// `63:00.0` or `0000:63:00.0`, as lspci printed it.
     pub address: String,
+    /// The PCI vendor ID (`0x1002` AMD, `0x10de` NVIDIA).
     pub vendor_id: u16,
+    /// The PCI device ID, looked up in the table by [`amd_pci_device`].
     pub device_id: u16,
     /// lspci's description (`Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran/MI200 [Instinct MI210]`).
     pub description: String,

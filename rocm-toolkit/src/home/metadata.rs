@@ -34,6 +34,7 @@ pub struct ArchiveRecord {
     pub sha256: String,
     /// Whether `sha256` was checked against a published or given checksum (`false`: only computed).
     pub sha256_verified: bool,
+    /// The server's `ETag` for the archive, when it sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
 }
@@ -41,7 +42,9 @@ pub struct ArchiveRecord {
 /// What a TheRock file name said about the build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DistInfo {
+    /// The ROCm version, e.g. `7.0.0rc20250818`.
     pub version: Version,
+    /// The channel it was published on.
     pub channel: Channel,
     /// e.g. `gfx94X-dcgpu`, `gfx90a`.
     pub family: String,
@@ -52,15 +55,19 @@ pub struct DistInfo {
 /// The whole metadata file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolchainMetadata {
+    /// The toolchain's name, as its folder is named.
     pub name: String,
+    /// Unpacked here, or linked to an install elsewhere.
     pub kind: InstallKind,
     /// For [`InstallKind::Linked`]: the install prefix it points at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<PathBuf>,
     /// Seconds since the Unix epoch.
     pub installed_at: u64,
+    /// The TheRock build it is, when known (from the archive's file name); what pins match on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dist: Option<DistInfo>,
+    /// The archive it was unpacked from, for [`InstallKind::Archive`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive: Option<ArchiveRecord>,
 }

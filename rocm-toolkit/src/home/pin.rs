@@ -53,7 +53,9 @@ pub struct ToolchainPin {
 /// A parsed pin file and where it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinFile {
+    /// The `rocm-toolchain.toml`.
     pub path: PathBuf,
+    /// Its `[toolchain]` table, a relative `path` already made absolute.
     pub pin: ToolchainPin,
 }
 

@@ -40,6 +40,7 @@ pub struct Version {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a ROCm version (expected e.g. `7.0.0`, `7.0.0rc20250818`, `7.10.0a20251106` or `7.0.0.dev0+abc123`)")]
 pub struct VersionError {
+    /// The string that was given.
     pub text: String,
 }
 
@@ -191,6 +192,8 @@ impl Channel {
     /// Every channel, most stable first.
     pub const ALL: [Channel; 3] = [Channel::Release, Channel::Prerelease, Channel::Nightly];
 
+    /// The channel's name as pin files and `--channel` spell it (`release`, `prerelease`,
+    /// `nightly`).
     pub fn as_str(self) -> &'static str {
         match self {
             Channel::Release => "release",

@@ -72,6 +72,7 @@ impl DiscoverOptions {
 /// skipped and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Discovery {
+    /// The installs, in search order (`ROCM_PATH`/`HIP_PATH`, `/opt`, `/usr`, pip).
     pub toolchains: Vec<Toolchain>,
     /// Things a person may want to know: a `ROCM_PATH` that is not a ROCm install, a second
     /// path to an install already listed, a Python that could not be asked.
