@@ -1,8 +1,8 @@
 //! Exit codes, documented in `docs/exit-codes.md` and in `cargo rocm --help`. The codes are
-//! defined once, with the protocol (`rocm_test_events::exit::RocmExitCode`); the short names here
+//! defined once, with the protocol (`rocm_protocol::exit::RocmExitCode`); the short names here
 //! are what the commands use, with [`CodedError`] to carry one up to `main`.
 
-use rocm_test_events::exit::RocmExitCode;
+use rocm_protocol::exit::RocmExitCode;
 
 /// Everything asked for worked.
 pub const OK: u8 = RocmExitCode::OK;

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use compare::{compare_runs, BenchComparison, BenchKey, Incomparable, RunComparison};
 pub use error::HistoryError;
 pub use export::ExportScope;
-pub use rocm_test_events::bench::{DeviceRecord, ThroughputKind};
+pub use rocm_protocol::bench::{DeviceRecord, ThroughputKind};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use crate::sys::{self, ProcessIdentity};
@@ -929,9 +929,9 @@ impl History {
     }
 }
 
-impl From<rocm_test_events::bench::BenchRecord> for NewResult {
+impl From<rocm_protocol::bench::BenchRecord> for NewResult {
     /// What a bench binary reported, as a row to record.
-    fn from(r: rocm_test_events::bench::BenchRecord) -> Self {
+    fn from(r: rocm_protocol::bench::BenchRecord) -> Self {
         let (param_name, param_value) = match r.param {
             Some(p) => (Some(p.name), Some(p.value)),
             None => (None, None),

@@ -10,7 +10,7 @@
 //!   parameter, as SVG files and one HTML page that needs no server.
 //!
 //! Statistics come from `rocm-stats`; the record a bench binary sends is
-//! [`rocm_test_events::bench::BenchRecord`] (no runtime, harness or criterion in this crate's tree).
+//! [`rocm_protocol::bench::BenchRecord`] (no runtime, harness or criterion in this crate's tree).
 
 #![forbid(unsafe_code)]
 

@@ -8,7 +8,7 @@
 //!   --backend/--device` asked, each named as the test trials name it.
 //! - what a bench binary tells `cargo rocm bench` (one JSON line per finished benchmark, in the
 //!   file `ROCM_BENCH_EVENTS` names), so every result is recorded as soon as it is measured: the
-//!   stream's format is `rocm_test_events::bench`, re-exported here ([`BenchEvent`],
+//!   stream's format is `rocm_protocol::bench`, re-exported here ([`BenchEvent`],
 //!   [`EventSink`], [`vars`]) for bench binaries that write results of their own.
 //!
 //! ```no_run
@@ -42,7 +42,7 @@
 pub mod target;
 pub mod timing;
 
-pub use rocm_test_events::bench::{
+pub use rocm_protocol::bench::{
     vars, BenchEvent, BenchRecord, DeviceRecord, EventSink, Param, ThroughputKind,
 };
 pub use target::{targets, BenchTarget};

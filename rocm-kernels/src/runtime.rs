@@ -49,4 +49,4 @@ pub use stream::{Event, Stream};
 
 pub use crate::library::Backend;
 pub use backend::cpu::fiber_switch_ns;
-pub use rocm_test_events::launch_log::{DriverResources, ENV_LAUNCH_LOG};
+pub use rocm_protocol::launch_log::{DriverResources, ENV_LAUNCH_LOG};

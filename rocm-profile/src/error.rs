@@ -62,7 +62,7 @@ pub enum ProfileError {
     #[error("{}: {source}", .path.display())]
     LaunchLog {
         path: PathBuf,
-        source: rocm_test_events::launch_log::LaunchLogError,
+        source: rocm_protocol::launch_log::LaunchLogError,
     },
     #[error("the timings of `{kernel}` cannot be summarised: {source}")]
     Stats {

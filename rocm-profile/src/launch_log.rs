@@ -1,11 +1,11 @@
-//! The workload's own launch log (`rocm_test_events::launch_log`, written by the runtime when
+//! The workload's own launch log (`rocm_protocol::launch_log`, written by the runtime when
 //! `ROCM_LAUNCH_LOG` is set): the timings of the cpu backend, and on every backend the launch
 //! shapes, the declared bytes and FLOPs, and the driver's resources and occupancy.
 
 use std::path::Path;
 
 use rocm_kernels_core::Backend;
-use rocm_test_events::launch_log::{read_launch_log, LaunchRecord};
+use rocm_protocol::launch_log::{read_launch_log, LaunchRecord};
 
 use crate::dispatch::{Collected, Dispatch};
 use crate::error::ProfileError;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use rocm_kernels_core::Backend;
 use rocm_occupancy::{occupancy, KernelResources, Target};
-use rocm_test_events::launch_log::{Function, Launch, LaunchRecord};
+use rocm_protocol::launch_log::{Function, Launch, LaunchRecord};
 use serde::Serialize;
 
 use crate::dispatch::{Collected, Dispatch};

@@ -86,7 +86,7 @@ fn describe(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exit status {c}"),
-        (None, Some(s)) => format!("signal {s}{}", rocm_test_events::signal::signal_suffix(s)),
+        (None, Some(s)) => format!("signal {s}{}", rocm_protocol::signal::signal_suffix(s)),
         _ => status.to_string(),
     }
 }

@@ -4,7 +4,7 @@
 //! running, while every other trial still runs and is counted.
 //!
 //! The wire part (the variables, the [`Report`] file, the trail beside it) is
-//! `rocm_test_events::isolate`; this module starts, watches and reads the child. The child runs
+//! `rocm_protocol::isolate`; this module starts, watches and reads the child. The child runs
 //! only its trial's body and writes a [`Report`]; before each launch it appends what it is about
 //! to do to the trail ([`note`]), which is what the parent names when the child dies instead.
 
@@ -17,8 +17,8 @@ use std::time::Duration;
 use wait_timeout::ChildExt;
 
 /// How a trial body ended, as the child reports it.
-pub(crate) use rocm_test_events::isolate::ChildReport as Report;
-use rocm_test_events::isolate::{
+pub(crate) use rocm_protocol::isolate::ChildReport as Report;
+use rocm_protocol::isolate::{
     trail_path, CHILD_REPORT, CHILD_TRIAL, DEFAULT_TRIAL_TIMEOUT_S, TRIAL_TIMEOUT,
 };
 
@@ -181,7 +181,7 @@ fn died(status: std::process::ExitStatus) -> String {
         if let Some(sig) = status.signal() {
             return format!(
                 "was killed by signal {sig}{}",
-                rocm_test_events::signal::signal_suffix(sig)
+                rocm_protocol::signal::signal_suffix(sig)
             );
         }
     }

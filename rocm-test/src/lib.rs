@@ -47,7 +47,7 @@ mod compare;
 mod ctypes;
 mod element;
 /// The trial events and option variables, shared with `cargo rocm`.
-pub use rocm_test_events as events;
+pub use rocm_protocol as events;
 pub mod gen;
 mod harness;
 mod isolate;

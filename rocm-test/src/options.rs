@@ -13,19 +13,19 @@
 //! | `--cpu-exec MODE`         | `ROCM_CPU_EXEC`              | how cpu trials run a block's threads (`CpuExec`): `regions` (default), `fibers`, `blocks` |
 //! | `--no-isolate`            | `ROCM_TEST_ISOLATE=0`        | run trials in the harness's process instead of one process each (a crash then ends the run) |
 //! | `--devices SEL`           | `ROCM_TEST_DEVICES`          | which GPUs of each backend get trials: `all` (default), `N` (the first N), `0,2` or `#1` (ordinals); with several devices of one architecture the trials are named per device (`saxpy::nvidia/sm_90#1`) |
-//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`, or `duration:K/N:EVENTS` by an earlier run's durations; `rocm_test_events::partition`), after the name filters; trials of other shards are not run nor reported |
+//! | `--partition KIND:K/N`    | `ROCM_TEST_PARTITION`        | run shard K of N (`count` or `hash`, as cargo-nextest's `--partition`, or `duration:K/N:EVENTS` by an earlier run's durations; `rocm_protocol::partition`), after the name filters; trials of other shards are not run nor reported |
 //!
 //! A flag wins over its environment variable.
 
 use std::path::PathBuf;
 
-use rocm_test_events::env as var;
+use rocm_protocol::env as var;
 
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
 
-pub use rocm_test_events::partition::Partition;
-pub use rocm_test_events::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
+pub use rocm_protocol::partition::Partition;
+pub use rocm_protocol::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
 pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {

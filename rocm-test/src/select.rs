@@ -8,7 +8,7 @@ use libtest_mimic::{Arguments, Trial};
 
 use crate::options::Partition;
 use crate::suite::TrialBody;
-use rocm_test_events::partition::PartitionKind;
+use rocm_protocol::partition::PartitionKind;
 
 /// The trials for libtest-mimic, and the ignored ones (name, reason) it will not run.
 pub(crate) struct Selected {
@@ -85,7 +85,7 @@ pub(crate) fn recorded_durations(
              duration:K/N:EVENTS (`cargo rocm test` gives it its last run's events.jsonl)"
         )
     })?;
-    rocm_test_events::partition::recorded_durations(path, binary)
+    rocm_protocol::partition::recorded_durations(path, binary)
         .map_err(|e| format!("--partition {p}: {e}"))
 }
 

@@ -26,7 +26,7 @@ pub(crate) struct GlobalArg<'a> {
     pub read_back: bool,
 }
 
-pub use rocm_test_events::Bandwidth;
+pub use rocm_protocol::Bandwidth;
 
 /// A device (or emulated configuration) that can run the library's kernels.
 pub(crate) trait Target: Send + Sync {

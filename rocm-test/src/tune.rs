@@ -27,7 +27,7 @@
 //! `cargo test` checks the declaration (a trial `matmul::tunable`: the space is not empty, the
 //! default is in it, every compile-time parameter appears in the kernel's source). `cargo rocm
 //! tune` runs the harness in tune mode (`ROCM_TUNE_REQUEST`, see
-//! [`rocm_test_events::tune`](crate::events::tune)): for each device and problem size, the
+//! [`rocm_protocol::tune`](crate::events::tune)): for each device and problem size, the
 //! inputs are generated once at that size, the reference computed once, and every candidate
 //! is compiled (compile-time parameters: at run time, NVRTC, hipRTC or the host compiler, cached
 //! on disk), launched, compared with the reference (a wrong result is recorded and never

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rocm_test_events::tune::{
+use rocm_protocol::tune::{
     ConfigMap, DeviceDesc, Measured, Overhead, ParamInfo, TraceStep, TuneRun,
 };
 

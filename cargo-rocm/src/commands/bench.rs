@@ -6,7 +6,7 @@
 //!
 //! Bench binaries are built with `cargo bench --no-run` and run one by one, so a crash is told
 //! apart from a build failure and named. They report each finished benchmark through the file
-//! `ROCM_BENCH_EVENTS` names (`rocm_test_events::bench`); this command polls it and commits each
+//! `ROCM_BENCH_EVENTS` names (`rocm_protocol::bench`); this command polls it and commits each
 //! result in its own transaction, so a crash or a kill keeps everything measured before it.
 
 mod machine;

@@ -150,7 +150,7 @@ pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Resu
         let backend = args.backend.unwrap_or_else(default_backend);
         let mut workload = workload;
         workload.env.push((
-            rocm_test_events::launch_log::ENV_LAUNCH_LOG.into(),
+            rocm_protocol::launch_log::ENV_LAUNCH_LOG.into(),
             log_path.clone().into(),
         ));
         workload
@@ -158,7 +158,7 @@ pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Resu
             .push(("ROCM_DEFAULT_BACKEND".into(), backend.as_str().into()));
         // rocm-bench's benches run on every device unless told which.
         workload.env.push((
-            rocm_test_events::bench::vars::BACKEND.into(),
+            rocm_protocol::bench::vars::BACKEND.into(),
             backend.as_str().into(),
         ));
         out.status(

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels_core::Backend;
-use rocm_test_events::partition::Partition;
-use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
+use rocm_protocol::partition::Partition;
+use rocm_protocol::{read_events, TrialEvent, TrialOutcome};
 
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
@@ -79,8 +79,8 @@ pub struct TestArgs {
     /// GPUs that get trials: all (default), N (the first N), ordinals (0,1; one is #1). With
     /// several of one architecture each has trials of its own (`saxpy::nvidia/sm_90#1`), run
     /// at the same time
-    #[arg(long, value_name = "SEL", value_parser = rocm_test_events::DeviceSelection::parse)]
-    pub devices: Option<rocm_test_events::DeviceSelection>,
+    #[arg(long, value_name = "SEL", value_parser = rocm_protocol::DeviceSelection::parse)]
+    pub devices: Option<rocm_protocol::DeviceSelection>,
     /// Run only shard K of N: count:K/N (round-robin over each harness's trials sorted by name)
     /// or hash:K/N (FNV-1a of the trial name), as cargo-nextest's --partition; or
     /// duration:K/N[:EVENTS] (longest first by an earlier run's durations; default: the last
@@ -245,7 +245,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
 /// The `ROCM_TEST_*` variables that carry our options to the harnesses.
 fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     let join = |v: &[Backend]| v.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(",");
-    use rocm_test_events::env as var;
+    use rocm_protocol::env as var;
     let mut env = vec![(var::EVENTS, events.display().to_string())];
     if !args.backend.is_empty() {
         env.push((var::BACKEND, join(&args.backend)));
@@ -276,7 +276,7 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
     if let Some(p) = &args.partition {
         // A duration partition without its events: the last run's, beside this run's events.
         let mut p = p.clone();
-        if p.kind == rocm_test_events::partition::PartitionKind::Duration && p.history.is_none() {
+        if p.kind == rocm_protocol::partition::PartitionKind::Duration && p.history.is_none() {
             p.history = Some(events.with_file_name("events.jsonl"));
         }
         env.push((var::PARTITION, p.to_string()));
@@ -286,7 +286,7 @@ fn harness_env(args: &TestArgs, events: &Path) -> Vec<(&'static str, String)> {
 
 /// `--race-check`'s value: first, all, off, or a number of first cases.
 fn parse_race_check(value: &str) -> Result<String, String> {
-    rocm_test_events::RaceCheck::parse(value)
+    rocm_protocol::RaceCheck::parse(value)
         .map(|_| value.to_owned())
         .ok_or_else(|| format!("`{value}` is not first, all, off or a number of cases"))
 }

@@ -5,7 +5,7 @@
 //! program instead.
 //!
 //! The harness is built with `cargo test --no-run` and run with `ROCM_TUNE_REQUEST` (see
-//! `rocm_test_events::tune`); it writes progress events (a progress bar here) and a report,
+//! `rocm_protocol::tune`); it writes progress events (a progress bar here) and a report,
 //! which becomes the table, `--message-format json` and `<target-dir>/rocm/tune/report.html`.
 
 mod command;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rocm_kernels_core::Backend;
-use rocm_test_events::tune::{
+use rocm_protocol::tune::{
     DeviceDesc, ParamInfo, ParamKind, TuneEvent, TuneFailure, TuneReport, TuneRequest, TuneRun,
     REQUEST_ENV,
 };
@@ -42,8 +42,8 @@ pub struct TuneArgs {
 
     /// GPUs to tune on at once: all, N (the first N) or ordinals (0,1; one is #1). Devices of
     /// one model split each space between them and their results are pooled (default: the first)
-    #[arg(long, value_name = "SEL", value_parser = rocm_test_events::DeviceSelection::parse)]
-    pub devices: Option<rocm_test_events::DeviceSelection>,
+    #[arg(long, value_name = "SEL", value_parser = rocm_protocol::DeviceSelection::parse)]
+    pub devices: Option<rocm_protocol::DeviceSelection>,
 
     /// Where the caches, results.json and report.html go (default: <target-dir>/rocm/tune);
     /// one per job when jobs share a target folder
@@ -819,7 +819,7 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
     for run in &mut runs {
         // Kept as this command has always written them (issue 25 changes no output): the stop
         // reason without underscores (`budgetexhausted`, where a harness writes the
-        // `budget_exhausted` rocm_test_events documents), and an aborted run's warnings without
+        // `budget_exhausted` rocm_protocol documents), and an aborted run's warnings without
         // the strategy's own.
         run.stop = run.stop.replace('_', "");
         if run.stop == "aborted" {

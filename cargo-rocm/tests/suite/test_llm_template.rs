@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use harness_common::*;
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 
 /// Each trial's event from `cargo rocm test --message-format json`'s stdout.
 fn events(stdout: &str) -> HashMap<String, TrialEvent> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 
 use crate::harness_common::*;
 

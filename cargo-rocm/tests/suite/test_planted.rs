@@ -7,7 +7,7 @@ use crate::harness_common;
 use std::collections::HashMap;
 
 use harness_common::*;
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 
 #[testkit::test(needs = [CXX])]
 fn planted_bugs_fail_with_the_expected_messages() {

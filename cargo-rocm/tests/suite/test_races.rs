@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use harness_common::*;
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 
 /// `cargo rocm test` on the fixture with `extra` arguments: the trials' events by name.
 fn run(fixture: &Path, extra: &[&str]) -> HashMap<String, TrialEvent> {

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use harness_common::*;
-use rocm_test_events::tune::TuneReport;
+use rocm_protocol::tune::TuneReport;
 
 fn fixture() -> PathBuf {
     let f = repo().join("tests/fixtures/tuning");
@@ -317,7 +317,7 @@ fn a_space_split_in_three_jobs_and_merged_equals_the_unsplit_brute_force() {
         (dir, report.runs[0].clone())
     };
     let (_, whole) = job(None, "whole");
-    let outcome = |r: &rocm_test_events::tune::TuneRun| -> Vec<(String, String)> {
+    let outcome = |r: &rocm_protocol::tune::TuneRun| -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = r
             .trace
             .iter()

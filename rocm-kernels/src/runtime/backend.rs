@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::{DeviceInfo, LaunchConfig, Result};
 use crate::library::{Backend, KernelLibrary};
-pub use rocm_test_events::launch_log::DriverResources;
+pub use rocm_protocol::launch_log::DriverResources;
 
 pub mod amd;
 pub mod cpu;

@@ -1,4 +1,4 @@
-//! Writing the launch log (`rocm_test_events::launch_log`) when `ROCM_LAUNCH_LOG` names a
+//! Writing the launch log (`rocm_protocol::launch_log`) when `ROCM_LAUNCH_LOG` names a
 //! file: one JSON line per launch, and one per kernel and block size with the driver's
 //! resources where the backend reports them. `cargo rocm profile` sets the variable and reads
 //! the file; without it [`log`] is `None` and launches do nothing more.
@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use rocm_test_events::launch_log::{
+use rocm_protocol::launch_log::{
     Function, Launch, LaunchRecord, Origin, ENV_LAUNCH_LOG, LAUNCH_LOG_VERSION,
 };
 

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use rocm_kernels_core::Backend;
 use rocm_profile::{build, Collected, Dispatch, ReportInput};
-use rocm_stats::Stability;
-use rocm_test_events::launch_log::{
+use rocm_protocol::launch_log::{
     DriverResources, Function, Launch, LaunchRecord, Origin, LAUNCH_LOG_VERSION,
 };
+use rocm_stats::Stability;
 
 fn collected(backend: Backend, sets: &[(&str, Vec<f64>)]) -> Collected {
     let mut c = Collected::new("test", "synthetic", backend);

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use rocm_kernels::Backend;
 use rocm_kernels_core::wisdom::{ParamValue, WisdomEntry};
 #[cfg(not(feature = "tune"))]
-use rocm_test_events::tune::{TuneFailure, TuneRequest};
-use rocm_test_events::tune::{TuneReport, TuneRun};
+use rocm_protocol::tune::{TuneFailure, TuneRequest};
+use rocm_protocol::tune::{TuneReport, TuneRun};
 
 /// A harness built without the `tune` feature, asked to tune: says how to tune (in the report
 /// too when the request names its folder, so that `cargo rocm tune --harness` shows it) and

@@ -13,7 +13,7 @@ use rocm_kernels::library::ObjectFormat;
 use rocm_kernels::runtime::{CpuExec, CpuOptions, Device};
 use rocm_kernels::{Backend, KernelLibrary};
 use rocm_kernels_core::wisdom::Wisdom;
-use rocm_test_events::tune::{
+use rocm_protocol::tune::{
     DeviceDesc, ListedTunable, Overhead, ParamInfo, ParamKind as EventParamKind, TraceStep,
     TuneEvent, TuneFailure, TuneReport, TuneRequest, TuneRun,
 };
@@ -148,7 +148,7 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
     let selection = request
         .devices
         .clone()
-        .unwrap_or(rocm_test_events::DeviceSelection::First(1));
+        .unwrap_or(rocm_protocol::DeviceSelection::First(1));
     let mut groups: Vec<Vec<TuneDevice>> = Vec::new();
     for backend in backends {
         if backend == Backend::Cpu {

@@ -1,7 +1,7 @@
 //! `rocm-examples table`: trials from events files (`cargo rocm test`'s `events.jsonl`, or the
 //! harnesses' own `ROCM_TEST_EVENTS` files) as one Markdown table, program x kernel x place.
 
-use rocm_test_events::{read_events, TrialEvent, TrialOutcome};
+use rocm_protocol::{read_events, TrialEvent, TrialOutcome};
 
 /// Print the table of the trials in `files`, then each failure's first lines. `Ok(true)` when
 /// trials ran and none failed.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use rocm_test_events::bench::DeviceRecord;
+use rocm_protocol::bench::DeviceRecord;
 
 /// Driver, toolchain and clocks per backend, read when first asked.
 #[derive(Default)]

@@ -12,7 +12,7 @@ use rocm_bench::BenchTarget;
 use rocm_bench_history::history::{NewResult, RunInfo, RunStatus};
 use rocm_bench_history::History;
 use rocm_kernels_core::Backend;
-use rocm_test_events::bench::{BenchEvent, EventReader};
+use rocm_protocol::bench::{BenchEvent, EventReader};
 
 use super::machine::MachineInfo;
 use super::{history_error, RunArgs, SUITES};
@@ -166,9 +166,9 @@ fn cargo_bench_args(global: &GlobalArgs, args: &RunArgs, packages: &[String]) ->
     a
 }
 
-/// The variables bench binaries read (`rocm_test_events::bench::vars`), and the build's backend limit.
+/// The variables bench binaries read (`rocm_protocol::bench::vars`), and the build's backend limit.
 fn bench_env(args: &RunArgs, events: &Path, criterion_home: &Path) -> Vec<(&'static str, String)> {
-    use rocm_test_events::bench::vars;
+    use rocm_protocol::bench::vars;
     let mut env = vec![
         (vars::EVENTS, events.display().to_string()),
         ("CRITERION_HOME", criterion_home.display().to_string()),
@@ -464,7 +464,7 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         if let Some(sig) = status.signal() {
             return format!(
                 "was killed by signal {sig}{}",
-                rocm_test_events::signal::signal_suffix(sig)
+                rocm_protocol::signal::signal_suffix(sig)
             );
         }
     }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use quick_junit::{Report, TestCaseStatus};
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 use serde::Serialize;
 
 use super::report;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-use rocm_test_events::{TrialEvent, TrialOutcome};
+use rocm_protocol::{TrialEvent, TrialOutcome};
 use serde::Serialize;
 
 /// Totals over all trials.

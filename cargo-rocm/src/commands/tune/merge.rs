@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use rocm_kernels_core::wisdom::Wisdom;
-use rocm_test_events::tune::{Measured, ParamKind, TuneFailure, TuneReport, TuneRun};
+use rocm_protocol::tune::{Measured, ParamKind, TuneFailure, TuneReport, TuneRun};
 use rocm_tune::cache::{aggregate, Aggregate};
 
 use crate::cli::FormatArgs;

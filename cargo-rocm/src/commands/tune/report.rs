@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use rocm_protocol::tune::{TuneReport, TuneRun};
 use rocm_report::plotters::prelude::*;
 use rocm_report::{color, escape, table_head, table_row, Page, TABLE_END};
-use rocm_test_events::tune::{TuneReport, TuneRun};
 
 /// `n=2048, m=512`.
 pub fn problem_text(p: &BTreeMap<String, i64>) -> String {
@@ -334,7 +334,7 @@ pub fn html(report: &TuneReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocm_test_events::tune::{
+    use rocm_protocol::tune::{
         DeviceDesc, Measured, Overhead, ParamInfo, ParamKind, TraceStep, TuneRun,
     };
 

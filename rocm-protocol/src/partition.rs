@@ -16,7 +16,7 @@
 //!   `docs/benchmarks.md` measures how much closer together shards finish this way.
 //!
 //! ```
-//! use rocm_test_events::partition::Partition;
+//! use rocm_protocol::partition::Partition;
 //! let p: Partition = "count:2/3".parse().unwrap();
 //! let names = ["a::cpu/w32", "a::cpu/w64", "b::cpu/w32", "b::cpu/w64"];
 //! assert_eq!(p.select(&names), [false, true, false, false]);

@@ -52,7 +52,7 @@ mod tests {
 
     #[test]
     fn events_round_trip_through_a_file() {
-        let dir = std::env::temp_dir().join(format!("rocm-test-events-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("rocm-protocol-{}", std::process::id()));
         let path = dir.join("e.jsonl");
         let _ = std::fs::remove_file(&path);
         let sink = EventSink::open(&path).unwrap();
@@ -102,7 +102,7 @@ mod tests {
     /// separately (as processes do) and writing long lines at once never interleave them.
     #[test]
     fn separate_sinks_append_whole_lines() {
-        let dir = std::env::temp_dir().join(format!("rocm-test-events-par-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("rocm-protocol-par-{}", std::process::id()));
         let path = dir.join("e.jsonl");
         let _ = std::fs::remove_dir_all(&dir);
         let threads: Vec<_> = (0..8)

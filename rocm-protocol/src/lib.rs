@@ -1,4 +1,4 @@
-//! `rocm-test-events`: what cargo-rocm's processes tell each other, in one place (as
+//! `rocm-protocol`: what cargo-rocm's processes tell each other, in one place (as
 //! cargo-nextest's `nextest-metadata`). Each format has one definition that its writer and its
 //! readers share:
 //!
@@ -107,7 +107,7 @@ pub mod env {
 /// in the driver's order (`cargo rocm detect` lists them).
 ///
 /// ```
-/// use rocm_test_events::DeviceSelection;
+/// use rocm_protocol::DeviceSelection;
 /// let s = DeviceSelection::parse("0,2").unwrap();
 /// assert_eq!(s.pick(4), vec![0, 2]);
 /// assert_eq!(DeviceSelection::parse("2").unwrap().pick(4), vec![0, 1]);
