@@ -20,8 +20,11 @@ fn list_diagnostics(diags: &[Diagnostic]) -> String {
         .collect()
 }
 
+/// A compiler that ran and failed on one source: what ran, how it ended and what it said (the
+/// payload of [`BuildError::CompileFailed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileFailure {
+    /// The backend whose compiler failed.
     pub backend: Backend,
     /// The source file, crate-relative.
     pub source_file: String,
@@ -68,16 +71,24 @@ impl std::fmt::Display for CompileFailure {
 pub enum BuildError {
     /// A setting given to the builder, an environment variable or `[package.metadata.rocm]` is wrong.
     #[error("invalid kernel build configuration: {message}")]
-    Config { message: String },
+    Config {
+        /// What is wrong, naming the setting.
+        message: String,
+    },
 
     /// No file was given, or a glob matched nothing.
     #[error("{message}")]
-    NoSources { message: String },
+    NoSources {
+        /// Which glob matched nothing, or that no file was given.
+        message: String,
+    },
 
     /// A source file named to the builder does not exist or cannot be read.
     #[error("kernel source `{}` cannot be read: {source}", path.display())]
     SourceUnreadable {
+        /// The path as given to the builder.
         path: PathBuf,
+        /// Why it could not be read.
         #[source]
         source: std::io::Error,
     },
@@ -90,7 +101,10 @@ pub enum BuildError {
          `cargo rocm doctor` shows what is found and why. To build without it, \
          drop `amd` from the backends (ROCM_BACKENDS=cpu)."
     )]
-    ToolchainNotFound { searched: String },
+    ToolchainNotFound {
+        /// Where the toolchain was looked for.
+        searched: String,
+    },
 
     /// The toolchain's HIP compilers each lack a program they run (a Debian `clang++-19`
     /// without `clang-tools-19` has no `clang-offload-bundler`).
@@ -100,8 +114,11 @@ pub enum BuildError {
          without the amd backend, set ROCM_BACKENDS=cpu."
     )]
     IncompleteCompiler {
+        /// The toolchain's name and where it lives.
         toolchain: String,
+        /// Each compiler tried and the program it lacks.
         details: String,
+        /// What to install.
         fix: String,
     },
 
@@ -113,7 +130,9 @@ pub enum BuildError {
          this backend, set ROCM_BACKENDS=cpu."
     )]
     BrokenCompiler {
+        /// The backend whose compiler is broken.
         backend: Backend,
+        /// How the one-line kernel failed.
         #[source]
         source: Box<BuildError>,
     },
@@ -127,8 +146,11 @@ pub enum BuildError {
          (ROCM_OFFLOAD_ARCH, `[package.metadata.rocm] targets`, or `Build::offload_arch`)."
     )]
     UnsupportedTarget {
+        /// The gfx target asked for.
         target: String,
+        /// The toolchain that cannot build for it.
         toolchain: String,
+        /// The targets its device libraries do cover.
         covered: String,
     },
 
@@ -137,12 +159,17 @@ pub enum BuildError {
         "`{target}` is not an AMD GPU target id (expected e.g. `gfx90a`, `gfx1030` or \
          `gfx90a:xnack-`); set targets with ROCM_OFFLOAD_ARCH=gfx90a,gfx1030"
     )]
-    InvalidTarget { target: String },
+    InvalidTarget {
+        /// The string given as a target.
+        target: String,
+    },
 
     /// The compiler could not be started.
     #[error("could not run `{program}`: {source}. Check the toolchain with `cargo rocm doctor`")]
     CompilerSpawn {
+        /// The compiler's path.
         program: String,
+        /// Why it could not be started.
         #[source]
         source: std::io::Error,
     },
@@ -154,15 +181,23 @@ pub enum BuildError {
     /// Reading or writing under OUT_DIR failed.
     #[error("{what} `{}`: {source}", path.display())]
     Io {
+        /// What was being done (`cannot write`, `cannot read code object`).
         what: &'static str,
+        /// The file or folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
 
     /// A backend failed in a way no other variant describes.
     #[error("{backend} backend: {message}")]
-    Backend { backend: Backend, message: String },
+    Backend {
+        /// The backend that failed.
+        backend: Backend,
+        /// What went wrong.
+        message: String,
+    },
 
     /// The cpu backend's build failed.
     #[error("cpu backend: {0}")]

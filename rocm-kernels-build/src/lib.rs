@@ -112,6 +112,7 @@ pub(crate) struct ObjectOut {
     /// `gfx90a:xnack-`, `sm_90`, `compute_90`; empty for CUDA source.
     pub target: String,
     pub format: ObjectFormat,
+    /// The object file, under `$OUT_DIR/rocm-kernels/<name>/<backend>/`.
     pub path: PathBuf,
     /// The kernels it holds, read from it after the compile (empty for CUDA source).
     pub kernels: Vec<ObjectKernel>,
@@ -158,12 +159,15 @@ pub struct Compiled {
 /// One code object of a [`Compiled`] library (one per source, backend and target).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledObject {
+    /// The backend that compiled it.
     pub backend: Backend,
+    /// The kernel source it was compiled from.
     pub source: SourceFile,
     /// `gfx90a`, `sm_90`, `compute_90`; empty for CUDA source.
     pub target: String,
     /// [`ObjectFormat::AmdgpuElf`] for `amd`.
     pub format: ObjectFormat,
+    /// The object file, under `$OUT_DIR/rocm-kernels/<name>/<backend>/`.
     pub path: PathBuf,
     /// True when the cache was used and no compiler ran.
     pub reused: bool,

@@ -17,9 +17,9 @@ pub const ENV_OFFLOAD_ARCH: &str = "ROCM_OFFLOAD_ARCH";
 pub const ENV_BACKENDS: &str = "ROCM_BACKENDS";
 /// Path of the HIP compiler to use (a clang++ or hipcc), overriding discovery.
 pub const ENV_HIP_COMPILER: &str = "ROCM_HIP_COMPILER";
-/// Extra flags for every HIP compile, split on whitespace (like CFLAGS for cc).
 /// Comma-separated NVIDIA targets (`sm_90,sm_80`) for the `nvidia` backend.
 pub const ENV_NVIDIA_ARCH: &str = "ROCM_NVIDIA_ARCH";
+/// Extra flags for every HIP compile, split on whitespace (like CFLAGS for cc).
 pub const ENV_HIPFLAGS: &str = "ROCM_HIPFLAGS";
 
 /// Reads environment variables and remembers which ones were read.
