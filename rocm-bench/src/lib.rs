@@ -46,4 +46,4 @@ pub use rocm_protocol::bench::{
     vars, BenchEvent, BenchRecord, DeviceRecord, EventSink, Param, ThroughputKind,
 };
 pub use target::{targets, BenchTarget};
-pub use timing::{time_launches, DeviceGroup, Settings};
+pub use timing::{time_launches, DeviceGroup};

@@ -27,7 +27,7 @@ impl BenchTarget {
 
     /// The target for GPU `ordinal` of its backend on a machine with several of its
     /// architecture: `nvidia/sm_90#1`, as the test trials of that device are named.
-    pub fn numbered(device: Device, ordinal: Option<usize>) -> Self {
+    fn numbered(device: Device, ordinal: Option<usize>) -> Self {
         let info = device.info();
         let place = match info.backend {
             Backend::Cpu => TrialPlace::cpu(info.wave_size),
@@ -41,10 +41,12 @@ impl BenchTarget {
         BenchTarget { place, device }
     }
 
+    /// The device to load kernels, upload buffers and open streams on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// The device's backend (to pick smaller sizes on `cpu`, or a vendor baseline).
     pub fn backend(&self) -> Backend {
         self.place.backend
     }
@@ -83,7 +85,7 @@ pub struct Selection {
 
 impl Selection {
     /// The selection `cargo rocm bench` passed (a backend name it does not know is an error).
-    pub fn from_env() -> Result<Self, String> {
+    pub(crate) fn from_env() -> Result<Self, String> {
         let list = |var: &str| -> Vec<String> {
             std::env::var(var)
                 .unwrap_or_default()

@@ -48,10 +48,12 @@ where
 /// Criterion settings from `cargo rocm bench` (`ROCM_BENCH_SAMPLES`, `ROCM_BENCH_WARMUP_MS`,
 /// `ROCM_BENCH_MEASURE_MS`); unset ones keep criterion's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Samples per benchmark (criterion: 100; at least 10).
     pub samples: usize,
+    /// Warm-up time per benchmark (`None`: criterion's 3 s).
     pub warm_up: Option<Duration>,
+    /// Measurement time per benchmark (`None`: criterion's 5 s).
     pub measurement: Option<Duration>,
 }
 
@@ -67,7 +69,7 @@ impl Default for Settings {
 
 impl Settings {
     /// The settings the environment asks for (unparsable values are ignored, with a warning).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         fn num(var: &str) -> Option<u64> {
             let v = std::env::var(var).ok()?;
             v.trim()
@@ -224,13 +226,14 @@ impl<'c> DeviceGroup<'c> {
         }
     }
 
+    /// Ends the group: criterion prints its summary (results were recorded as each finished).
     pub fn finish(self) {
         self.group.finish();
     }
 }
 
 /// Criterion's throughput as a kind and an amount per iteration, as [`BenchRecord`]s keep it.
-pub fn throughput_of(t: &Throughput) -> (ThroughputKind, f64) {
+pub(crate) fn throughput_of(t: &Throughput) -> (ThroughputKind, f64) {
     use Throughput as T;
     match *t {
         T::Bytes(b) | T::BytesDecimal(b) => (ThroughputKind::Bytes, b as f64),
