@@ -36,7 +36,7 @@ use rocm_stats::stats::{self, Stability, Summary};
 /// How long a connection waits for another writer's lock before giving up.
 /// Each transaction writes a single result, so 30 s is generous even on a
 /// loaded machine.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Lifecycle of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ impl RunStatus {
     }
 
     /// Inverse of [`RunStatus::as_str`].
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "running" => RunStatus::Running,
             "complete" => RunStatus::Complete,
@@ -420,12 +420,8 @@ fn check_positive(what: &str, value: Option<f64>) -> Result<(), HistoryError> {
 }
 
 impl History {
-    /// Opens (or creates) the history at `path` with [`DEFAULT_BUSY_TIMEOUT`].
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
-        Self::open_with_timeout(path, DEFAULT_BUSY_TIMEOUT)
-    }
-
-    /// Opens (or creates) the history at `path`.
+    /// Opens (or creates) the history at `path`; a write waits up to 30 s for another writer's
+    /// lock.
     ///
     /// A missing file (and its missing parent folders) is created; a 0-byte
     /// file is initialised. Anything else must already be a cargo-rocm
@@ -434,7 +430,12 @@ impl History {
     /// [`HistoryError::Truncated`], [`HistoryError::Corrupt`],
     /// [`HistoryError::ForeignDatabase`], [`HistoryError::NewerSchema`] — and
     /// the file is not modified, deleted or replaced.
-    pub fn open_with_timeout(
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
+        Self::open_with_timeout(path, DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// [`History::open`], waiting up to `busy_timeout` for another writer's lock.
+    fn open_with_timeout(
         path: impl AsRef<Path>,
         busy_timeout: Duration,
     ) -> Result<Self, HistoryError> {

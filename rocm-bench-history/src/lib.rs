@@ -19,4 +19,4 @@ pub mod report;
 mod sys;
 
 pub use history::{compare_runs, History, HistoryError};
-pub use sys::{host_name, now_ms, rfc3339_utc};
+pub use sys::rfc3339_utc;

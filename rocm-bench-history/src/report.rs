@@ -20,16 +20,26 @@ use crate::history::{BenchResult, History, HistoryError, Run, ThroughputKind};
 /// Errors of [`write_report`].
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// Reading the runs and results out of the history failed.
     #[error(transparent)]
     History(#[from] HistoryError),
+    /// Creating the report folder or writing a file in it failed.
     #[error("{path}: {source}; check that the target directory is writable")]
     Io {
+        /// The folder or file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// Plotters could not draw a plot.
     #[error("drawing {path}: {detail}")]
-    Draw { path: PathBuf, detail: String },
+    Draw {
+        /// The SVG file being drawn.
+        path: PathBuf,
+        /// Plotters' error.
+        detail: String,
+    },
 }
 
 /// What [`write_report`] wrote.

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -28,7 +28,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 
 /// Best-effort host name: the kernel's on Linux, else `HOSTNAME` /
 /// `COMPUTERNAME`. `None` when none is known.
-pub fn host_name() -> Option<String> {
+pub(crate) fn host_name() -> Option<String> {
     read_trimmed("/proc/sys/kernel/hostname")
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
         .or_else(|| std::env::var("COMPUTERNAME").ok().filter(|s| !s.is_empty()))

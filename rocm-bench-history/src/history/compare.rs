@@ -30,7 +30,7 @@ pub struct BenchKey {
 
 impl BenchKey {
     /// The key of a result.
-    pub fn of(r: &BenchResult) -> Self {
+    pub(crate) fn of(r: &BenchResult) -> Self {
         BenchKey {
             benchmark_id: r.benchmark_id.clone(),
             param_name: r.param_name.clone(),
