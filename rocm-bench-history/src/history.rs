@@ -562,26 +562,7 @@ impl History {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let status: Option<String> = tx
-            .query_row("SELECT status FROM runs WHERE id = ?1", [run_id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sql)?;
-        match status.as_deref() {
-            None => {
-                return Err(HistoryError::RunNotFound {
-                    selector: RunSelector::Id(run_id).to_string(),
-                });
-            }
-            Some("running") => {}
-            Some(other) => {
-                return Err(HistoryError::RunNotRunning {
-                    run_id,
-                    status: other.to_string(),
-                });
-            }
-        }
+        require_running(&tx, run_id, &sql)?;
         let d = &result.device;
         tx.execute(
             &format!(
@@ -643,26 +624,7 @@ impl History {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let current: Option<String> = tx
-            .query_row("SELECT status FROM runs WHERE id = ?1", [run_id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sql)?;
-        match current.as_deref() {
-            None => {
-                return Err(HistoryError::RunNotFound {
-                    selector: RunSelector::Id(run_id).to_string(),
-                });
-            }
-            Some("running") => {}
-            Some(other) => {
-                return Err(HistoryError::RunNotRunning {
-                    run_id,
-                    status: other.to_string(),
-                });
-            }
-        }
+        require_running(&tx, run_id, &sql)?;
         tx.execute(
             "UPDATE runs SET status = ?2, finished_at_ms = ?3 WHERE id = ?1",
             params![run_id, status.as_str(), sys::now_ms()],
@@ -927,6 +889,31 @@ impl History {
             .collect::<Result<_, _>>()
             .map_err(|e| self.sql(e));
         baselines
+    }
+}
+
+/// Fails unless run `run_id` exists and is still running (results are added to, and runs finished
+/// from, running runs only); `sql` says which database a query error came from.
+fn require_running(
+    tx: &rusqlite::Transaction<'_>,
+    run_id: i64,
+    sql: &impl Fn(rusqlite::Error) -> HistoryError,
+) -> Result<(), HistoryError> {
+    let status: Option<String> = tx
+        .query_row("SELECT status FROM runs WHERE id = ?1", [run_id], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(sql)?;
+    match status.as_deref() {
+        None => Err(HistoryError::RunNotFound {
+            selector: RunSelector::Id(run_id).to_string(),
+        }),
+        Some("running") => Ok(()),
+        Some(other) => Err(HistoryError::RunNotRunning {
+            run_id,
+            status: other.to_string(),
+        }),
     }
 }
 
