@@ -11,6 +11,7 @@ use rocm_kernels::runtime::{CpuOptions, Device};
 use rocm_kernels::{Backend, TrialPlace};
 
 use crate::DeviceRecord;
+use rocm_protocol::bench::BenchSelection;
 
 /// A device to benchmark on, with its place name.
 #[derive(Debug, Clone)]
@@ -74,51 +75,6 @@ impl BenchTarget {
     }
 }
 
-/// Which devices to use, from `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Only these backends (empty: all).
-    pub backends: Vec<Backend>,
-    /// Only devices whose place or name contains one of these (empty: all).
-    pub devices: Vec<String>,
-}
-
-impl Selection {
-    /// The selection `cargo rocm bench` passed (a backend name it does not know is an error).
-    pub(crate) fn from_env() -> Result<Self, String> {
-        let list = |var: &str| -> Vec<String> {
-            std::env::var(var)
-                .unwrap_or_default()
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
-        };
-        let backends = list(crate::vars::BACKEND)
-            .iter()
-            .map(|b| {
-                b.parse::<Backend>()
-                    .map_err(|e| format!("{}: {e}", crate::vars::BACKEND))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Selection {
-            backends,
-            devices: list(crate::vars::DEVICE),
-        })
-    }
-
-    /// Whether a target is selected.
-    pub fn admits(&self, target: &BenchTarget) -> bool {
-        (self.backends.is_empty() || self.backends.contains(&target.backend()))
-            && (self.devices.is_empty()
-                || self.devices.iter().any(|d| {
-                    target.place().contains(d.as_str())
-                        || target.device().info().name.contains(d.as_str())
-                }))
-    }
-}
-
 /// The cpu device benchmarks use: unchecked (no guard pages: checking is the tests' job), wave
 /// 64, every core.
 pub fn cpu_device() -> Device {
@@ -131,9 +87,9 @@ pub fn cpu_device() -> Device {
 /// Every device selected for benchmarks, GPUs first and the cpu backend last. Backends asked
 /// for that have no device here are said on stderr (`cargo rocm bench` refuses them earlier).
 pub fn targets() -> Vec<BenchTarget> {
-    let selection = Selection::from_env().unwrap_or_else(|e| {
+    let selection = BenchSelection::from_env().unwrap_or_else(|e| {
         eprintln!("rocm-bench: {e}; benchmarking every device");
-        Selection::default()
+        BenchSelection::default()
     });
     let probe = Device::probe();
     for (backend, why) in &probe.unavailable {
@@ -153,6 +109,6 @@ pub fn targets() -> Vec<BenchTarget> {
             }
             BenchTarget::at(d.clone(), place)
         })
-        .filter(|t| selection.admits(t))
+        .filter(|t| selection.admits(t.backend(), &t.place(), &t.device().info().name))
         .collect()
 }

@@ -225,6 +225,53 @@ impl EventReader {
     }
 }
 
+/// Which devices `cargo rocm bench --backend/--device` asked for: [`vars::BACKEND`] and
+/// [`vars::DEVICE`], read by the bench binaries and checked by the command before it builds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BenchSelection {
+    /// Only these backends (empty: all).
+    pub backends: Vec<rocm_kernels_core::Backend>,
+    /// Only devices whose place (`nvidia/sm_90#1`) or name contains one of these (empty: all).
+    pub devices: Vec<String>,
+}
+
+impl BenchSelection {
+    /// The selection in this process's environment.
+    ///
+    /// # Errors
+    /// A backend name that is not `cpu`, `amd` or `nvidia`.
+    pub fn from_env() -> Result<Self, String> {
+        let list = |var: &str| -> Vec<String> {
+            std::env::var(var)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let backends = list(vars::BACKEND)
+            .iter()
+            .map(|b| b.parse().map_err(|e| format!("{}: {e}", vars::BACKEND)))
+            .collect::<Result<_, _>>()?;
+        Ok(BenchSelection {
+            backends,
+            devices: list(vars::DEVICE),
+        })
+    }
+
+    /// Whether the device of `backend` at `place` (`cpu/w64`, `nvidia/sm_90#1`), called `name`,
+    /// is selected.
+    pub fn admits(&self, backend: rocm_kernels_core::Backend, place: &str, name: &str) -> bool {
+        (self.backends.is_empty() || self.backends.contains(&backend))
+            && (self.devices.is_empty()
+                || self
+                    .devices
+                    .iter()
+                    .any(|d| place.contains(d.as_str()) || name.contains(d.as_str())))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

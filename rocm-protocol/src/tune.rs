@@ -12,6 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use rocm_kernels_core::wisdom::{ParamValue, WisdomEntry};
+use rocm_kernels_core::Backend;
 use serde::{Deserialize, Serialize};
 
 /// The variable that carries a [`TuneRequest`] (JSON) to a harness.
@@ -257,4 +259,49 @@ pub struct ListedTunable {
     pub restrictions: Vec<String>,
     pub space: Result<usize, String>,
     pub problems: Vec<BTreeMap<String, i64>>,
+}
+/// The wisdom entry for one device and problem: the best of its strategy runs (`cargo rocm
+/// tune merge` makes one from merged caches too).
+pub fn wisdom_entry(runs: &[TuneRun]) -> Option<WisdomEntry> {
+    let best = runs
+        .iter()
+        .filter_map(|r| Some((r, r.best.as_ref()?.time_ms?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (run, time_ms) = best;
+    let backend: Backend = run.device.backend.parse().ok()?;
+    let config = run
+        .best
+        .as_ref()?
+        .config
+        .iter()
+        .filter_map(|(n, v)| {
+            let v = match v {
+                serde_json::Value::Bool(b) => ParamValue::Bool(*b),
+                serde_json::Value::Number(x) => match x.as_i64() {
+                    Some(i) => ParamValue::Int(i),
+                    None => ParamValue::Float(x.as_f64()?),
+                },
+                serde_json::Value::String(s) => ParamValue::Str(s.clone()),
+                _ => return None,
+            };
+            Some((n.clone(), v))
+        })
+        .collect();
+    Some(WisdomEntry {
+        backend,
+        arch: run.device.arch.clone(),
+        device: run.device.name.clone(),
+        wave_size: run.device.wave_size,
+        problem: run.problem.clone(),
+        config,
+        time_ms,
+        default_time_ms: run.default.as_ref().and_then(|d| d.time_ms),
+        strategy: run.strategy.clone(),
+        evaluations: runs.iter().map(|r| r.evaluations).sum(),
+        space: run.space,
+        tool: format!("cargo-rocm {}", env!("CARGO_PKG_VERSION")),
+        unix_time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    })
 }

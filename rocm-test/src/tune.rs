@@ -64,7 +64,7 @@ pub use rocm_tune::{Config, Value};
 pub(crate) use declaration::validate;
 #[cfg(not(feature = "tune"))]
 pub(crate) use results::refuse_tune_mode as run_tune_mode;
-pub use results::wisdom_entry;
+
 #[cfg(feature = "tune")]
 pub(crate) use session::run as run_tune_mode;
 

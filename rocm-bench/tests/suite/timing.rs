@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use rocm_bench::target::{cpu_device, Selection};
+use rocm_bench::target::cpu_device;
 use rocm_bench::{time_launches, BenchTarget};
+use rocm_protocol::bench::BenchSelection;
 
 #[testkit::test]
 fn events_time_what_runs_between_them() {
@@ -31,14 +32,21 @@ fn targets_are_named_like_test_trials() {
     let record = target.record();
     assert_eq!(record.backend, "cpu");
     assert_eq!(record.place, "cpu/w64");
-    let only_nvidia = Selection {
+    let only_nvidia = BenchSelection {
         backends: vec![rocm_kernels::Backend::Nvidia],
         devices: vec![],
     };
-    assert!(!only_nvidia.admits(&target));
-    let by_place = Selection {
+    let admits = |s: &BenchSelection| {
+        s.admits(
+            target.backend(),
+            &target.place(),
+            &target.device().info().name,
+        )
+    };
+    assert!(!admits(&only_nvidia));
+    let by_place = BenchSelection {
         backends: vec![],
         devices: vec!["w64".into()],
     };
-    assert!(by_place.admits(&target));
+    assert!(admits(&by_place));
 }

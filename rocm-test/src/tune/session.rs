@@ -24,10 +24,11 @@ use rocm_tune::{CacheMeta, ConfigId, KtCache, Partition, SearchSpace};
 use super::compile::{Ahead, Compiler, SourceSpec};
 use super::declaration::{crate_root, source_text, validate};
 use super::evaluate::{problem_case, KernelEvaluator};
-use super::results::{finish, wisdom_entry};
+use super::results::finish;
 use super::{ParamKind, Tunable};
 use crate::check::Check;
 use crate::Suite;
+use rocm_protocol::tune::wisdom_entry;
 
 /// The exit code of a harness whose GPU kernel outlived the time limit (the process cannot
 /// interrupt it, so it ends; the cache holds everything measured before).

@@ -7,11 +7,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
-use rocm_bench::target::Selection;
-use rocm_bench::BenchTarget;
 use rocm_bench_history::history::{NewResult, RunInfo, RunStatus};
 use rocm_bench_history::History;
-use rocm_kernels_core::Backend;
+use rocm_kernels::place::with_ordinals;
+use rocm_kernels::runtime::Device;
+use rocm_kernels::TrialPlace;
+use rocm_protocol::bench::BenchSelection;
 use rocm_protocol::bench::{BenchEvent, EventReader};
 
 use super::machine::MachineInfo;
@@ -72,34 +73,26 @@ fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
             ));
         }
     }
-    let selection = Selection {
+    let selection = BenchSelection {
         backends: args.backend.clone(),
         devices: args.device.clone(),
     };
-    let places: Vec<String> = probe
-        .available
+    // The places the bench binaries will name (`rocm_bench::targets`: the runtime's rule).
+    let devices = with_ordinals(&probe.available);
+    let named: Vec<(TrialPlace, &Device)> = TrialPlace::of_devices(&devices)
+        .into_iter()
+        .zip(devices.iter().map(|(_, d)| *d))
+        .collect();
+    let places: Vec<String> = named
         .iter()
-        .map(|d| {
-            if d.backend() == Backend::Cpu {
-                BenchTarget::new(rocm_bench::target::cpu_device())
-            } else {
-                BenchTarget::new(d.clone())
-            }
-        })
-        .filter(|t| selection.admits(t))
-        .map(|t| t.place())
+        .map(|(place, d)| (place.to_string(), *d))
+        .filter(|(place, d)| selection.admits(d.backend(), place, &d.info().name))
+        .map(|(place, _)| place)
         .collect();
     if places.is_empty() {
-        let all: Vec<String> = probe
-            .available
+        let all: Vec<String> = named
             .iter()
-            .map(|d| {
-                format!(
-                    "{} ({})",
-                    BenchTarget::new(d.clone()).place(),
-                    d.info().name
-                )
-            })
+            .map(|(place, d)| format!("{place} ({})", d.info().name))
             .collect();
         return Err(exit::coded(
             exit::ENVIRONMENT,

@@ -192,7 +192,7 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
         let mut wisdom = Wisdom::load(path).map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
         let mut recorded = 0;
         for run in &report.runs {
-            if let Some(entry) = rocm_test::tune::wisdom_entry(std::slice::from_ref(run)) {
+            if let Some(entry) = rocm_protocol::tune::wisdom_entry(std::slice::from_ref(run)) {
                 let defines: Vec<String> = run
                     .parameters
                     .iter()
