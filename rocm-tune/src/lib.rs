@@ -35,7 +35,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 // Always built: the types a space is declared with.
 pub mod space;
