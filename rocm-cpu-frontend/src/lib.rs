@@ -37,8 +37,6 @@
 //!    libraries (of one crate or several) link into one binary even when they define the same
 //!    kernels, device functions or globals, each running its own.
 
-#![warn(missing_docs)]
-
 mod balance;
 mod compile;
 pub mod diagnostics;
