@@ -54,11 +54,11 @@ pub mod expr;
 #[cfg(feature = "engine")]
 pub mod kt;
 #[cfg(feature = "engine")]
-pub mod linalg;
+pub(crate) mod linalg;
 #[cfg(feature = "engine")]
 pub mod replay;
 #[cfg(feature = "engine")]
-pub mod rng;
+pub(crate) mod rng;
 #[cfg(feature = "engine")]
 pub mod score;
 #[cfg(feature = "engine")]
