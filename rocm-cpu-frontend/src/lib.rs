@@ -85,7 +85,7 @@ pub struct CpuBuildRequest {
     /// Print `cargo:` directives (link lines, warnings). False outside build scripts.
     pub cargo_metadata: bool,
     /// Also compile the race variant (instrumented per-thread entries for the runtime's race
-    /// detector, see [`race`]).
+    /// detector).
     pub race_variant: bool,
 }
 

@@ -5,10 +5,10 @@
 //! - the trial events: one JSON object per finished trial ([`TrialEvent`]), appended by a rocm-test
 //!   harness to the file named by `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads
 //!   them to build its JSON stream, JUnit XML and summary. The options travel the other way as
-//!   environment variables, named once in [`env`]; [`partition`] is `--partition`'s shard rule;
+//!   environment variables, named once in [`env`](mod@env); [`partition`] is `--partition`'s shard rule;
 //! - [`tune`]: the same for `cargo rocm tune`: a request, progress events and the report;
 //! - [`isolate`]: the report of a trial run in a child process of its harness;
-//! - [`bench`]: the results stream bench binaries (`rocm-bench`) write for `cargo rocm bench`, and
+//! - [`bench`](mod@bench): the results stream bench binaries (`rocm-bench`) write for `cargo rocm bench`, and
 //!   its records, which the bench history stores;
 //! - [`launch_log`]: the runtime's launch log (`ROCM_LAUNCH_LOG`), read by `cargo rocm profile`;
 //! - [`exit`]: the exit codes of `cargo rocm` and of harness binaries, and [`signal`] the names

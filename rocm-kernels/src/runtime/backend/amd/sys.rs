@@ -1,7 +1,7 @@
 //! Raw declarations of the part of the HIP runtime API (`libamdhip64`) the amd backend uses:
 //! handle and error types, the numeric values of the enums it passes, and the layout facts it
-//! relies on. Function types live with the loader ([`super::library`]), which resolves them by
-//! name at run time.
+//! relies on. Function types live with the loader
+//! ([`HipLibrary`](super::library::HipLibrary)), which resolves them by name at run time.
 //!
 //! Everything here is ABI-stable across ROCm 5.x and 6.x: the values were checked against the
 //! ROCm 5.2 headers in `/usr/include/hip` (a test compiles a C program against them when present)
