@@ -7,7 +7,7 @@
 //! user-defined suffixes), pp-numbers (`1.5e-3f`, `1'000`), multi-character punctuators, and
 //! preprocessor lines: `#pragma` lines are tokens (the region form keeps a pragma with the
 //! statement it precedes), every other directive is set aside, line markers (`# 12 "file" 2`)
-//! read from them ([`Tokens::line_markers`]).
+//! read from them (`Tokens::line_markers`, inside the crate).
 //!
 //! Tokens keep byte spans into the text, so generated code copies the user's text as written,
 //! and their line. Brackets are matched once, here, so finding the end of a body is a lookup.
@@ -50,7 +50,7 @@ struct Directive {
 
 /// A line marker of preprocessed output: `# LINE "FILE" FLAGS`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineMarker<'a> {
+pub(crate) struct LineMarker<'a> {
     /// The line of `file` that the next line of the text is.
     pub line: u32,
     /// The file, as the preprocessor names it (`<built-in>` for its own).
@@ -287,7 +287,7 @@ fn pair_brackets(text: &str, toks: &[Token]) -> Vec<u32> {
 
 impl<'a> Tokens<'a> {
     /// The text that was lexed.
-    pub fn source_text(&self) -> &'a str {
+    pub(crate) fn source_text(&self) -> &'a str {
         self.text
     }
 
@@ -334,7 +334,7 @@ impl<'a> Tokens<'a> {
 
     /// Whether token `i` ends an operand (a name, a number, `)` or `]`): an operator after it
     /// is binary (`a & b`, `x * y`), not unary (`&a`, `*p`).
-    pub fn ends_operand(&self, i: usize) -> bool {
+    pub(crate) fn ends_operand(&self, i: usize) -> bool {
         matches!(self.kind(i), Some(Kind::Ident | Kind::Number)) || matches!(self.tok(i), ")" | "]")
     }
 
@@ -355,7 +355,7 @@ impl<'a> Tokens<'a> {
     }
 
     /// Index of the bracket opening the `)`, `]` or `}` at `close`.
-    pub fn open_of(&self, close: usize) -> Option<usize> {
+    pub(crate) fn open_of(&self, close: usize) -> Option<usize> {
         match self.partner.get(close) {
             Some(&p) if p != NONE && (p as usize) < close => Some(p as usize),
             _ => None,
@@ -416,7 +416,7 @@ impl<'a> Tokens<'a> {
     /// Where token `i` comes from: the line marker in force there (the file, and flags such as
     /// `3` for a system header) and the token's line in that file. None in text without line
     /// markers.
-    pub fn origin(&self, i: usize) -> Option<(LineMarker<'a>, u32)> {
+    pub(crate) fn origin(&self, i: usize) -> Option<(LineMarker<'a>, u32)> {
         let at = self.toks.get(i)?.start;
         let before = self.directives.partition_point(|d| d.start < at);
         self.directives[..before].iter().rev().find_map(|d| {
@@ -447,7 +447,7 @@ impl<'a> Tokens<'a> {
     }
 
     /// The line markers of preprocessed output (`# 12 "file" 1 3`).
-    pub fn line_markers(&self) -> impl Iterator<Item = LineMarker<'a>> + '_ {
+    pub(crate) fn line_markers(&self) -> impl Iterator<Item = LineMarker<'a>> + '_ {
         self.directives.iter().filter_map(|d| self.marker(d))
     }
 }

@@ -37,8 +37,6 @@
 //!    libraries (of one crate or several) link into one binary even when they define the same
 //!    kernels, device functions or globals, each running its own.
 
-#![warn(missing_docs)]
-
 mod balance;
 mod compile;
 pub mod diagnostics;
@@ -87,7 +85,7 @@ pub struct CpuBuildRequest {
     /// Print `cargo:` directives (link lines, warnings). False outside build scripts.
     pub cargo_metadata: bool,
     /// Also compile the race variant (instrumented per-thread entries for the runtime's race
-    /// detector, see [`race`]).
+    /// detector).
     pub race_variant: bool,
 }
 

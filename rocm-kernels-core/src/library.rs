@@ -23,8 +23,10 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, in the order reports list them.
     pub const ALL: [Backend; 3] = [Backend::Cpu, Backend::Amd, Backend::Nvidia];
 
+    /// The name used on the command line, in manifests and in messages (`cpu`, `amd`, `nvidia`).
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Cpu => "cpu",
@@ -108,6 +110,7 @@ pub struct KernelLibrary {
 pub struct GlobalDecl {
     /// Qualified by its namespaces: `ns::mask`.
     pub name: &'static str,
+    /// A `__constant__` variable (read-only in kernels) rather than a `__device__` one.
     pub constant: bool,
     /// Where it is defined, relative to the crate root.
     pub source: &'static str,
@@ -143,7 +146,10 @@ pub fn variable_symbol(qualified: &str) -> String {
 /// The cpu build's accessors of a [`GlobalDecl`].
 #[derive(Debug, Clone, Copy)]
 pub struct CpuGlobal {
+    /// The type-erased accessor (`void (void **at, unsigned long long *bytes)`) giving the variable's
+    /// address and size in bytes.
     pub accessor: *const (),
+    /// The race variant's accessor, when the build made the race variant.
     pub race: Option<*const ()>,
 }
 
@@ -200,13 +206,16 @@ impl KernelLibrary {
 /// One compiled artefact for one target.
 #[derive(Debug)]
 pub struct CodeObject {
+    /// Which runtime loads it.
     pub backend: Backend,
+    /// What its bytes are.
     pub format: ObjectFormat,
     /// What it was compiled for: an AMD target id (`gfx90a`, `gfx90a:xnack-`), `sm_90` for a
     /// cubin, `compute_90` for PTX; empty for CUDA source (compiled for the device at load time).
     pub target: &'static str,
     /// The source file it came from, relative to the crate root.
     pub source: &'static str,
+    /// The object itself, embedded in the binary.
     pub bytes: &'static [u8],
 }
 
@@ -264,17 +273,21 @@ pub struct ObjectSymbol {
     pub symbol: &'static str,
 }
 
+/// One kernel parameter, as the build read it from the source or the compiled object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParamDecl {
+    /// Its name in the source.
     pub name: &'static str,
     /// The source type, e.g. `const float*` (empty when only a GPU object told).
     pub type_name: &'static str,
     /// Size in bytes of the argument as passed (8 for pointers); 0 when the build could not tell
     /// (the cpu runtime still checks exact sizes, which the compiled entry reports).
     pub size: u32,
+    /// How the argument is passed.
     pub kind: ParamKind,
 }
 
+/// How a kernel parameter is passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamKind {

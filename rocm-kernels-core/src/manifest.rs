@@ -21,16 +21,18 @@ use serde::{Deserialize, Serialize};
 pub use crate::library::{Backend, ObjectFormat, ParamKind};
 
 /// The folder under `OUT_DIR` holding manifests.
-pub const MANIFEST_DIR: &str = "rocm-kernels";
+pub(crate) const MANIFEST_DIR: &str = "rocm-kernels";
 /// The file name suffix of a manifest.
-pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+pub(crate) const MANIFEST_SUFFIX: &str = ".manifest.json";
 
 /// One kernel library: everything one `Build::compile(name)` produced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildManifest {
     /// The name given to `compile`.
     pub name: String,
+    /// Every code object; [`ManifestSymbol::object`] indexes this list.
     pub objects: Vec<ManifestObject>,
+    /// Every kernel the sources define, each once.
     #[serde(default)]
     pub kernels: Vec<ManifestKernel>,
     /// The `__constant__` and `__device__` variables the sources define at namespace scope.
@@ -43,15 +45,18 @@ pub struct BuildManifest {
 pub struct ManifestGlobal {
     /// Qualified by its namespaces: `ns::mask`.
     pub name: String,
+    /// A `__constant__` variable rather than a `__device__` one.
     pub constant: bool,
     /// Where it is defined (relative to the crate root) and the line.
     pub source: String,
+    /// The line of its definition, counted from 1.
     pub line: u32,
     /// Its symbol in GPU code objects (`mask`, `_ZN2ns4maskE`).
     pub symbol: String,
     /// The cpu build's accessor, and the race variant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_symbol: Option<String>,
+    /// The race variant's accessor, when the build made the race variant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_race_symbol: Option<String>,
 }
@@ -59,7 +64,9 @@ pub struct ManifestGlobal {
 /// One compiled artefact for one target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestObject {
+    /// Which runtime loads it.
     pub backend: Backend,
+    /// What its bytes are.
     pub format: ObjectFormat,
     /// `gfx90a:xnack-`, `sm_90`, `compute_90`; empty for CUDA source.
     pub target: String,
@@ -74,7 +81,9 @@ pub struct ManifestObject {
 pub struct ManifestKernel {
     /// The one spelling of its name ([`crate::library::canonical_kernel_name`]).
     pub name: String,
+    /// The source file defining it, relative to the crate root.
     pub source: String,
+    /// Parameters in order; empty when no backend could tell.
     pub params: Vec<ManifestParam>,
     /// Its symbol in each object that holds it.
     pub symbols: Vec<ManifestSymbol>,
@@ -83,18 +92,25 @@ pub struct ManifestKernel {
     pub cpu: Option<ManifestCpu>,
 }
 
+/// One kernel parameter (see [`crate::library::ParamDecl`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestParam {
+    /// Its name in the source.
     pub name: String,
+    /// The source type, e.g. `const float*` (empty when only a GPU object told).
     pub type_name: String,
+    /// Size in bytes of the argument as passed; 0 when the build could not tell.
     pub size: u32,
+    /// How the argument is passed.
     pub kind: ParamKind,
 }
 
+/// Where a kernel is in one code object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestSymbol {
     /// Index into [`BuildManifest::objects`].
     pub object: u32,
+    /// The exact symbol (`_Z5scaleIfEvPT_S0_`, or `saxpy` for `extern "C"` kernels).
     pub symbol: String,
 }
 
@@ -111,29 +127,23 @@ pub struct ManifestCpu {
     pub race_symbol: Option<String>,
 }
 
-impl BuildManifest {
-    /// The kernels whose symbol table names object `index`.
-    pub fn kernels_in(&self, index: usize) -> impl Iterator<Item = (&ManifestKernel, &str)> {
-        self.kernels.iter().filter_map(move |k| {
-            k.symbols
-                .iter()
-                .find(|s| s.object as usize == index)
-                .map(|s| (k, s.symbol.as_str()))
-        })
-    }
-}
-
 /// Reading or writing a manifest failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
+    /// The manifest could not be read or written.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The manifest's path.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The file is not a manifest this version can read.
     #[error("{path} is not a valid kernel build manifest: {source}")]
     Json {
+        /// The manifest's path.
         path: PathBuf,
+        /// What the JSON parser said.
         source: serde_json::Error,
     },
 }
@@ -240,12 +250,6 @@ mod tests {
         assert_eq!(back, m);
         let bad = json.to_string().replace("\"amd\"", "\"tpu\"");
         assert!(serde_json::from_str::<BuildManifest>(&bad).is_err());
-        assert_eq!(
-            m.kernels_in(0)
-                .map(|(k, s)| (k.name.as_str(), s))
-                .collect::<Vec<_>>(),
-            [("scale<float>", "_Z5scaleIfEvPT_")]
-        );
     }
 
     #[test]

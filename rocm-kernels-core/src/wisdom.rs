@@ -41,9 +41,13 @@ pub const VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValue {
+    /// `true` or `false`.
     Bool(bool),
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Float(f64),
+    /// Any other token (a type name such as `float`).
     Str(String),
 }
 
@@ -72,7 +76,9 @@ impl std::fmt::Display for ParamValue {
 /// A whole wisdom file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Wisdom {
+    /// Always [`FORMAT`]; reading checks it.
     pub format: String,
+    /// The format's version, [`VERSION`]; reading refuses any other.
     pub version: u32,
     /// Per tunable kernel (its tunable's name).
     pub kernels: BTreeMap<String, KernelWisdom>,
@@ -94,26 +100,33 @@ pub struct KernelWisdom {
     /// The parameters passed to the compiler as definitions (`-DNAME=value`); the others only
     /// shape the launch.
     pub defines: Vec<String>,
+    /// One entry per device kind and problem size.
     pub entries: Vec<WisdomEntry>,
 }
 
 /// The best configuration on one device for one problem size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WisdomEntry {
+    /// Which backend measured it.
     pub backend: Backend,
     /// `sm_90`, `gfx90a`, `x86_64`.
     pub arch: String,
     /// The device's name, for people.
     pub device: String,
+    /// Threads per wave (wavefront or warp) on that device.
     pub wave_size: u32,
     /// The problem size (the check's size names and values).
     pub problem: BTreeMap<String, i64>,
+    /// The best configuration found: a value per tunable parameter.
     pub config: BTreeMap<String, ParamValue>,
+    /// Its measured time in milliseconds.
     pub time_ms: f64,
     /// The declared default's time on the same device and problem, if it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_time_ms: Option<f64>,
+    /// The search strategy that found it (`regression_prune`, `random`, ...).
     pub strategy: String,
+    /// How many configurations the search measured.
     pub evaluations: usize,
     /// Valid configurations in the space.
     pub space: usize,
@@ -125,7 +138,7 @@ pub struct WisdomEntry {
 
 impl WisdomEntry {
     /// Whether `other` is for the same device kind and problem (so it replaces this one).
-    pub fn same_place(&self, other: &WisdomEntry) -> bool {
+    pub(crate) fn same_place(&self, other: &WisdomEntry) -> bool {
         self.backend == other.backend
             && self.arch == other.arch
             && self.device == other.device
@@ -137,21 +150,33 @@ impl WisdomEntry {
 /// Why a wisdom file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum WisdomError {
+    /// The file could not be read.
     #[error("cannot read the wisdom file {path}: {source}")]
     Read {
+        /// The file's path.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The file could not be written.
     #[error("cannot write the wisdom file {path}: {source}")]
     Write {
+        /// The file's path.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
     #[error(
         "the wisdom file {path} is not valid: {message}; fix it or delete it (`cargo rocm tune` \
          writes a new one)"
     )]
-    Invalid { path: String, message: String },
+    /// The text is not a wisdom file this version can read.
+    Invalid {
+        /// The file's path.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl Wisdom {

@@ -38,9 +38,13 @@ pub use rocm_kernels_core::wisdom::nearest_problem;
 /// A parameter's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Param {
+    /// An integer (`-DBM=64`, a block size).
     Int(i64),
+    /// A floating-point number.
     Float(f64),
+    /// `true` or `false` (`1` or `0` as a definition).
     Bool(bool),
+    /// Any other token (a type name such as `float`).
     Str(&'static str),
 }
 
@@ -87,22 +91,32 @@ pub fn int(config: Config, name: &str) -> Option<i64> {
 /// One compiled variant of the kernel's source: the compile-time parameters it was built with.
 #[derive(Debug)]
 pub struct Variant {
+    /// The definitions it was compiled with (`("BM", "64")`), as passed to `-D`.
     pub defines: &'static [(&'static str, &'static str)],
+    /// The library holding this variant's code.
     pub library: &'static KernelLibrary,
 }
 
 /// The best configuration found on one device for one problem size.
 #[derive(Debug)]
 pub struct TunedEntry {
+    /// Which backend measured it.
     pub backend: Backend,
+    /// `sm_90`, `gfx90a`, `x86_64`.
     pub arch: &'static str,
+    /// The device's name, for people.
     pub device: &'static str,
+    /// Threads per wave on that device.
     pub wave_size: u32,
+    /// The problem size it was tuned for (size names and values).
     pub problem: &'static [(&'static str, i64)],
+    /// The best configuration found.
     pub config: Config,
     /// Index into [`TunedKernel::variants`].
     pub variant: usize,
+    /// Its measured time, in milliseconds.
     pub time_ms: f64,
+    /// The declared default's time on the same device and problem, in milliseconds, if it ran.
     pub default_time_ms: Option<f64>,
 }
 
@@ -113,14 +127,18 @@ pub struct TunedKernel {
     pub kernel: &'static str,
     /// The parameters that are compile-time definitions.
     pub defines: &'static [&'static str],
+    /// One entry per device kind and problem size.
     pub entries: &'static [TunedEntry],
+    /// The compiled variants the entries point into.
     pub variants: &'static [Variant],
 }
 
 /// What to launch: a library holding the kernel, and the configuration to launch it with.
 #[derive(Debug, Clone)]
 pub struct Selected {
+    /// The library to load: the chosen entry's variant, or the default build.
     pub library: &'static KernelLibrary,
+    /// The configuration to launch with: the entry's, or the declared default.
     pub config: Config,
     /// The wisdom entry used; `None` when the default was chosen.
     pub tuned: Option<&'static TunedEntry>,

@@ -35,7 +35,10 @@ macro_rules! vector {
         #[repr(C, align($align))]
         #[derive(Debug, Clone, Copy, PartialEq, Default)]
         pub struct $name {
-            $(pub $f: $t,)+
+            $(
+                #[doc = concat!("Component `", stringify!($f), "`, as in HIP's `", $c, "`.")]
+                pub $f: $t,
+            )+
         }
 
         impl $name {

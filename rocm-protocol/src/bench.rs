@@ -47,7 +47,9 @@ pub enum BenchEvent {
 /// A sweep parameter and its value at one point (`block_size` = `256`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Param {
+    /// The parameter's name.
     pub name: String,
+    /// Its value at this point, as the sweep prints it.
     pub value: String,
 }
 
@@ -55,8 +57,11 @@ pub struct Param {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThroughputKind {
+    /// Bytes moved per iteration (rates in bytes per second).
     Bytes,
+    /// Elements processed per iteration.
     Elements,
+    /// Floating-point operations per iteration.
     Flops,
 }
 
@@ -93,12 +98,16 @@ pub struct DeviceRecord {
     pub name: String,
     /// `sm_90`, `gfx90a`, `x86_64`.
     pub arch: Option<String>,
+    /// The GPU driver's version, as the machine reports it.
     #[serde(default)]
     pub driver_version: Option<String>,
+    /// The kernel toolchain's version (ROCm, CUDA).
     #[serde(default)]
     pub toolchain_version: Option<String>,
+    /// The GPU's core clock while measuring, in MHz, when the machine tells.
     #[serde(default)]
     pub gpu_clock_mhz: Option<f64>,
+    /// The GPU's memory clock while measuring, in MHz, when the machine tells.
     #[serde(default)]
     pub mem_clock_mhz: Option<f64>,
 }
@@ -113,6 +122,7 @@ pub struct BenchRecord {
     pub group: String,
     /// The sweep parameter at this point, if the benchmark is a point of a sweep.
     pub param: Option<Param>,
+    /// Where it was measured.
     pub device: DeviceRecord,
     /// Unit of `samples`: `ns` (time per iteration) for timings; suites may record other units
     /// (`cycles`) for what they measure.
@@ -157,11 +167,6 @@ impl EventSink {
         })
     }
 
-    /// Whether events go anywhere.
-    pub fn is_active(&self) -> bool {
-        self.file.is_some()
-    }
-
     /// Writes one line, whole, in one `write_all` (the reader never sees half a line), and
     /// flushes it to the file at once.
     pub fn write(&self, event: &BenchEvent) -> std::io::Result<()> {
@@ -188,8 +193,11 @@ pub struct EventReader {
 #[derive(Debug, thiserror::Error)]
 #[error("line {line} of the bench events file is not an event ({source}): {text}")]
 pub struct BadEvent {
+    /// The line's number in the file, from 1.
     pub line: usize,
+    /// The line as read.
     pub text: String,
+    /// Why it did not parse.
     #[source]
     pub source: serde_json::Error,
 }

@@ -59,6 +59,7 @@ pub struct Origin {
     pub library: String,
     /// The kernel, in its one spelling (`saxpy`, `scale<float>`).
     pub kernel: String,
+    /// The backend that ran it.
     pub backend: Backend,
     /// The device, for people (`NVIDIA H100 80GB HBM3`, `cpu (16 threads, wave 64)`).
     pub device: String,
@@ -69,6 +70,7 @@ pub struct Origin {
 /// One kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Launch {
+    /// Who launched what, where.
     #[serde(flatten)]
     pub origin: Origin,
     /// Blocks in the grid.
@@ -95,6 +97,7 @@ pub struct Launch {
 /// A kernel's resources and occupancy for one block size, from the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Function {
+    /// The kernel and device these resources are of.
     #[serde(flatten)]
     pub origin: Origin,
     /// Threads per block the occupancy is for.
@@ -103,6 +106,7 @@ pub struct Function {
     pub shared_bytes: u32,
     /// Threads per warp.
     pub warp_size: u32,
+    /// What the driver reports.
     #[serde(flatten)]
     pub resources: DriverResources,
 }
@@ -143,6 +147,7 @@ impl Function {
 pub struct LaunchLogError {
     /// 1-based.
     pub line: usize,
+    /// Why it is not a record.
     pub message: String,
 }
 

@@ -5,10 +5,10 @@
 //! - the trial events: one JSON object per finished trial ([`TrialEvent`]), appended by a rocm-test
 //!   harness to the file named by `ROCM_TEST_EVENTS` (or `--events PATH`); `cargo rocm test` reads
 //!   them to build its JSON stream, JUnit XML and summary. The options travel the other way as
-//!   environment variables, named once in [`env`]; [`partition`] is `--partition`'s shard rule;
+//!   environment variables, named once in [`env`](mod@env); [`partition`] is `--partition`'s shard rule;
 //! - [`tune`]: the same for `cargo rocm tune`: a request, progress events and the report;
 //! - [`isolate`]: the report of a trial run in a child process of its harness;
-//! - [`bench`]: the results stream bench binaries (`rocm-bench`) write for `cargo rocm bench`, and
+//! - [`bench`](mod@bench): the results stream bench binaries (`rocm-bench`) write for `cargo rocm bench`, and
 //!   its records, which the bench history stores;
 //! - [`launch_log`]: the runtime's launch log (`ROCM_LAUNCH_LOG`), read by `cargo rocm profile`;
 //! - [`exit`]: the exit codes of `cargo rocm` and of harness binaries, and [`signal`] the names
@@ -38,7 +38,9 @@ pub use sink::EventSink;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TrialOutcome {
+    /// Every check of the trial held.
     Passed,
+    /// The trial failed; `message` holds the failure report.
     Failed,
     /// Could not run here (backend absent, opted out); `message` says why.
     Ignored,
@@ -54,14 +56,17 @@ pub struct TrialEvent {
     pub name: String,
     /// The check's name (the kernel's, unless renamed with `Check::named`).
     pub check: String,
+    /// The kernel under test, in its one spelling (`saxpy`, `scale<float>`).
     pub kernel: String,
     /// `cpu`, `amd`, `nvidia`; `None` for trials about the library itself (a kernel without check).
     pub backend: Option<String>,
     /// `w64`, `gfx90a`, `sm_90`; `None` or empty when there is none.
     pub target: Option<String>,
+    /// How the trial ended.
     pub outcome: TrialOutcome,
     /// The failure report or the reason for ignoring.
     pub message: Option<String>,
+    /// Wall time of the trial, in seconds.
     pub duration_s: f64,
     /// Cases run (generated checks) or 1.
     pub cases: Option<u32>,
@@ -211,9 +216,13 @@ impl std::fmt::Display for DeviceSelection {
 pub struct Bandwidth {
     /// Bytes the kernel must move through device memory (as the check declares).
     pub bytes: u64,
+    /// The kernel's time, in milliseconds.
     pub kernel_ms: f64,
+    /// `bytes` over the kernel's time, in GB/s (10⁹ bytes per second).
     pub kernel_gbps: f64,
+    /// The copy's time, in milliseconds.
     pub copy_ms: f64,
+    /// `bytes` over the copy's time, in GB/s (10⁹ bytes per second).
     pub copy_gbps: f64,
     /// `kernel_gbps / copy_gbps`.
     pub ratio: f64,
@@ -247,10 +256,12 @@ pub const DEFAULT_RACE_CASES: u32 = 3;
 /// Which cpu launches of a trial run under the race detector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RaceCheck {
+    /// No launch runs under the race detector.
     Off,
     /// The first N cases, and every launch after a case failed (shrinking keeps the check that
     /// found the failure).
     First(u32),
+    /// Every cpu launch of the trial runs under the race detector.
     All,
 }
 

@@ -41,8 +41,11 @@ pub enum PartitionKind {
 /// Shard `shard` (from 1) of `total`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
+    /// How trials are assigned to shards.
     pub kind: PartitionKind,
+    /// This shard, from 1 to `total`.
     pub shard: u64,
+    /// How many shards the run is split into.
     pub total: u64,
     /// For [`PartitionKind::Duration`]: the events file of an earlier run.
     pub history: Option<PathBuf>,

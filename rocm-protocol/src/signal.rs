@@ -3,7 +3,7 @@
 
 /// `SIGSEGV` for 11: the name of a signal a crashing or killed process commonly dies of (Linux
 /// numbering), or `None`.
-pub fn signal_name(signal: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         4 => "SIGILL",
         6 => "SIGABRT",
@@ -15,7 +15,7 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
-/// ` (SIGSEGV)` after a signal's number, or nothing when it has no [`signal_name`].
+/// ` (SIGSEGV)` after a signal's number, or nothing for a signal without a common name.
 pub fn signal_suffix(signal: i32) -> String {
     signal_name(signal)
         .map(|n| format!(" ({n})"))

@@ -16,6 +16,11 @@ pub struct EventSink {
 }
 
 impl EventSink {
+    /// Appends to `path`, creating it and its folders.
+    ///
+    /// # Errors
+    ///
+    /// When the folder or the file cannot be created or opened for appending.
     pub fn open(path: &Path) -> std::io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;

@@ -84,36 +84,56 @@ pub struct TuneRequest {
 pub enum TuneEvent {
     /// A strategy starts on one kernel, device and problem size.
     Start {
+        /// The tunable's name.
         kernel: String,
+        /// The device, for people.
         device: String,
+        /// The problem size (size names and values).
         problem: BTreeMap<String, i64>,
+        /// The strategy's name (`regression_prune`, `random`, ...).
         strategy: String,
+        /// Valid configurations in the space.
         space: usize,
         /// The evaluation budget, if there is one.
         budget: Option<usize>,
     },
     /// One configuration was evaluated (or answered from the cache).
     Eval {
+        /// The tunable's name.
         kernel: String,
+        /// The strategy that asked for it.
         strategy: String,
         /// Evaluations so far in this strategy run.
         n: usize,
+        /// The configuration evaluated.
         config: ConfigMap,
         /// `ok`, `compile`, `launch`, `wrong_result`, `invalid`, `bad_measurement`, `other`.
         outcome: String,
+        /// Its objective in ms, when it was valid.
         time_ms: Option<f64>,
+        /// The best objective in ms of this strategy run so far.
         best_ms: Option<f64>,
+        /// Answered from the cache, not measured again.
         from_cache: bool,
     },
     /// A strategy run ended.
     Done {
+        /// The tunable's name.
         kernel: String,
+        /// The strategy that ended.
         strategy: String,
+        /// The best objective it found, in ms.
         best_ms: Option<f64>,
+        /// Distinct configurations it evaluated.
         evaluations: usize,
     },
     /// A tunable could not be tuned (bad declaration, empty space, reference panicked...).
-    Error { kernel: String, message: String },
+    Error {
+        /// The tunable's name.
+        kernel: String,
+        /// Why it could not be tuned.
+        message: String,
+    },
 }
 
 /// How one parameter reaches the kernel.
@@ -131,16 +151,22 @@ pub enum ParamKind {
 /// One tuning parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParamInfo {
+    /// The parameter's name (a macro name for [`ParamKind::Define`]).
     pub name: String,
+    /// How it reaches the kernel.
     pub kind: ParamKind,
+    /// The values it may take, in declaration order.
     pub values: Vec<serde_json::Value>,
 }
 
 /// Where the kernel ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceDesc {
+    /// `cpu`, `amd`, `nvidia`.
     pub backend: String,
+    /// `sm_90`, `gfx90a`, `x86_64`.
     pub arch: String,
+    /// The device, for people (`NVIDIA H100 80GB HBM3`).
     pub name: String,
     /// Threads per wave the kernel saw.
     pub wave_size: u32,
@@ -149,6 +175,7 @@ pub struct DeviceDesc {
 /// One evaluated configuration, in the order a strategy asked for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceStep {
+    /// The configuration.
     pub config: ConfigMap,
     /// `ok` or the failure class (see [`TuneEvent::Eval`]).
     pub outcome: String,
@@ -156,12 +183,14 @@ pub struct TraceStep {
     pub time_ms: Option<f64>,
     /// Seconds since the strategy started.
     pub elapsed_s: f64,
+    /// Answered from the cache, not measured again.
     pub from_cache: bool,
 }
 
 /// The best (or the default) configuration and its measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
+    /// The configuration.
     pub config: ConfigMap,
     /// The objective in ms; `None` when it failed.
     pub time_ms: Option<f64>,
@@ -193,33 +222,49 @@ pub struct Overhead {
 /// Everything one strategy run on one kernel, device and problem size found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneRun {
+    /// The tunable's (or external program's) name.
     pub kernel: String,
+    /// Where it ran.
     pub device: DeviceDesc,
+    /// The problem size (empty for an external program).
     pub problem: BTreeMap<String, i64>,
+    /// The strategy's name.
     pub strategy: String,
+    /// Seed of the strategy's random choices.
     pub seed: u64,
+    /// The tuning parameters and their values.
     pub parameters: Vec<ParamInfo>,
+    /// The restrictions on the space, as text.
     pub restrictions: Vec<String>,
     /// Valid configurations after restrictions.
     pub space: usize,
     /// All combinations of the values.
     pub raw_space: u64,
+    /// The evaluation budget, if there was one.
     pub budget: Option<usize>,
+    /// Distinct configurations evaluated (failed and cached ones included).
     pub evaluations: usize,
     /// Failures by class (`compile`, `launch`, `wrong_result`...).
     pub failures: BTreeMap<String, usize>,
+    /// Evaluations answered from the cache.
     pub cache_hits: usize,
+    /// Extra measurements made because the first samples were too noisy to trust.
     pub remeasurements: usize,
+    /// The fastest valid configuration, if any.
     pub best: Option<Measured>,
+    /// The tunable's declared default configuration, when it was measured.
     pub default: Option<Measured>,
     /// `default.time_ms / best.time_ms`.
     pub speedup: Option<f64>,
     /// The unit of [`Measured::throughput`] (`GFLOP/s`), when the objective is a throughput.
     pub throughput_unit: Option<String>,
+    /// Where the run's time went.
     pub overhead: Overhead,
     /// `strategy_finished`, `budget_exhausted`, `space_exhausted`, `stalled`, `aborted`.
     pub stop: String,
+    /// What the strategy warned about (a poor model fit, a note).
     pub warnings: Vec<String>,
+    /// Every evaluation, in the order the strategy asked.
     pub trace: Vec<TraceStep>,
     /// The append-only cache this run read and wrote.
     pub cache_file: Option<PathBuf>,
@@ -235,14 +280,18 @@ pub struct TuneRun {
 /// A tunable that could not be tuned, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneFailure {
+    /// The tunable's name.
     pub kernel: String,
+    /// Why it could not be tuned.
     pub message: String,
 }
 
 /// What `cargo rocm tune` (or a harness in tune mode) found.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TuneReport {
+    /// One entry per strategy run, kernel, device and problem size.
     pub runs: Vec<TuneRun>,
+    /// The tunables that could not be tuned.
     pub errors: Vec<TuneFailure>,
     /// Tunables seen with `list` (name, kernel, parameters, space size).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -254,10 +303,15 @@ pub struct TuneReport {
 /// A tunable as [`TuneRequest::list`] shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListedTunable {
+    /// The tunable's name.
     pub kernel: String,
+    /// Its parameters and their values.
     pub parameters: Vec<ParamInfo>,
+    /// The restrictions on its space, as text.
     pub restrictions: Vec<String>,
+    /// Valid configurations in its space, or why the space could not be built.
     pub space: Result<usize, String>,
+    /// The problem sizes it would be tuned for.
     pub problems: Vec<BTreeMap<String, i64>>,
 }
 /// The wisdom entry for one device and problem: the best of its strategy runs (`cargo rocm

@@ -28,7 +28,7 @@ pub fn escape(s: &str) -> String {
 }
 
 /// The CSS every page starts with; a page adds its own after it.
-pub const BASE_CSS: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
+pub(crate) const BASE_CSS: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
      table{border-collapse:collapse}\
      td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}\
      td.n{text-align:right;font-variant-numeric:tabular-nums}\
@@ -41,7 +41,8 @@ pub struct Page {
 }
 
 impl Page {
-    /// A page titled `title` (escaped here) whose style is [`BASE_CSS`] followed by `css`.
+    /// A page titled `title` (escaped here) whose style is the shared base (sans-serif text,
+    /// bordered tables, right-aligned `td.n` numbers, red `.err`) followed by `css`.
     pub fn new(title: &str, css: &str) -> Page {
         Page {
             html: format!(
@@ -137,7 +138,7 @@ pub fn table_row<C: Into<Td>>(cells: impl IntoIterator<Item = C>) -> String {
 }
 
 /// The colours of series, in order (matplotlib's tab10 without its last two).
-pub const PALETTE: [RGBColor; 8] = [
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -148,7 +149,7 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-/// The colour of series `i` ([`PALETTE`], repeating).
+/// The colour of series `i`: matplotlib's tab10 without its last two, repeating after eight.
 pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }

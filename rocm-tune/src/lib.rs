@@ -35,7 +35,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 // Always built: the types a space is declared with.
 pub mod space;
@@ -55,11 +54,11 @@ pub mod expr;
 #[cfg(feature = "engine")]
 pub mod kt;
 #[cfg(feature = "engine")]
-pub mod linalg;
+pub(crate) mod linalg;
 #[cfg(feature = "engine")]
 pub mod replay;
 #[cfg(feature = "engine")]
-pub mod rng;
+pub(crate) mod rng;
 #[cfg(feature = "engine")]
 pub mod score;
 #[cfg(feature = "engine")]

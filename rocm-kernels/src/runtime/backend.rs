@@ -31,6 +31,7 @@ pub struct RtcImage {
     pub format: crate::library::ObjectFormat,
     /// What the code is for: `sm_90`, `compute_90`, `gfx90a`.
     pub target: String,
+    /// The code itself: a cubin, PTX text or an AMDGPU ELF code object.
     pub bytes: Vec<u8>,
     /// (kernel name as asked, its symbol in the code), for the kernels found.
     pub symbols: Vec<(String, String)>,

@@ -10,6 +10,7 @@ use crate::library::{Backend, KernelLibrary};
 /// What a device is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// Which backend drives it.
     pub backend: Backend,
     /// For people: `AMD Instinct MI210`, `cpu (2 threads, wave 64)`.
     pub name: String,
@@ -188,6 +189,7 @@ impl Default for CpuOptions {
 /// What [`Device::probe`] found: usable devices, and for each backend without any, why.
 #[derive(Debug, Clone)]
 pub struct Devices {
+    /// The devices that opened: amd, then nvidia, then cpu, each backend's in its own order.
     pub available: Vec<Device>,
     /// `(backend, reason)`, e.g. `(Amd, "libamdhip64.so not found: ...")`.
     pub unavailable: Vec<(Backend, String)>,
@@ -267,10 +269,12 @@ impl Device {
         }
     }
 
+    /// What the device is: backend, name, architecture, wave size, memory.
     pub fn info(&self) -> &DeviceInfo {
         self.inner.info()
     }
 
+    /// The backend driving it (`self.info().backend`).
     pub fn backend(&self) -> Backend {
         self.info().backend
     }

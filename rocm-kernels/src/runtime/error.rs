@@ -7,6 +7,7 @@ use crate::library::Backend;
 /// Where in a launch a fault happened: the kernel, the block and the thread within it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultSite {
+    /// The kernel, in its one spelling (`saxpy`, `scale<float>`).
     pub kernel: String,
     /// `blockIdx` as (x, y, z).
     pub block: [u32; 3],
@@ -34,50 +35,85 @@ pub enum RuntimeError {
     /// The kernel library has nothing for this backend (e.g. it was built without `cpu`).
     #[error("kernel library `{library}` has no {backend} code: {hint}")]
     LibraryMissing {
+        /// The library's name (`KernelLibrary::name`).
         library: String,
+        /// The backend it lacks.
         backend: Backend,
+        /// How to build it with that backend.
         hint: String,
     },
     /// The library has code objects for the backend, but none for this device's architecture.
     #[error("kernel library `{library}` has no code object for {arch} (it has: {available}); add `{arch}` to the build's targets")]
     NoMatchingCodeObject {
+        /// The library's name.
         library: String,
+        /// The device's architecture (`gfx90a:xnack-`, `sm_90`).
         arch: String,
+        /// The architectures the library has, comma-separated.
         available: String,
     },
     /// No device of a backend could be opened.
     #[error("no {backend} device: {reason}")]
-    NoDevice { backend: Backend, reason: String },
+    NoDevice {
+        /// The backend asked for.
+        backend: Backend,
+        /// Why none could be opened (library missing, no device, driver error).
+        reason: String,
+    },
     /// A call into a backend's driver or runtime library failed.
     #[error("{backend} API call `{call}` failed: {message}")]
     Api {
+        /// The backend whose library failed.
         backend: Backend,
+        /// The call (`hipModuleLoadData`, `cuLaunchKernel`).
         call: String,
+        /// The driver's error name and text.
         message: String,
     },
     /// A shared library a backend needs could not be loaded, or lacks a symbol.
     #[error("could not load {library}: {reason}")]
-    LibraryLoad { library: String, reason: String },
+    LibraryLoad {
+        /// The shared library (`libamdhip64.so`).
+        library: String,
+        /// What the loader said, or the missing symbol.
+        reason: String,
+    },
     /// No kernel of that name in the module.
     #[error("no kernel named `{name}` in library `{library}` (it has: {available})")]
     KernelNotFound {
+        /// The name asked for.
         name: String,
+        /// The library searched.
         library: String,
+        /// The kernels it has, comma-separated.
         available: String,
     },
     /// No `__constant__`/`__device__` variable of that name in the module.
     #[error("no __constant__ or __device__ variable named `{name}` in library `{library}` (it has: {available}); variables are found at namespace scope, by their qualified name (`ns::mask`)")]
     GlobalNotFound {
+        /// The name asked for.
         name: String,
+        /// The library searched.
         library: String,
+        /// The variables it has, comma-separated.
         available: String,
     },
     /// The launch's arguments do not match the kernel's parameters.
     #[error("arguments of kernel `{kernel}` do not match its parameters: {message}")]
-    ArgMismatch { kernel: String, message: String },
+    ArgMismatch {
+        /// The kernel launched.
+        kernel: String,
+        /// Which argument is wrong, and how.
+        message: String,
+    },
     /// The launch configuration is invalid (zero-sized grid, block too large, ...).
     #[error("invalid launch of kernel `{kernel}`: {message}")]
-    InvalidLaunch { kernel: String, message: String },
+    InvalidLaunch {
+        /// The kernel launched.
+        kernel: String,
+        /// What is wrong with the grid, block or shared memory.
+        message: String,
+    },
     /// A copy or fill does not fit the buffer.
     #[error("size mismatch: {0}")]
     SizeMismatch(String),
@@ -86,13 +122,20 @@ pub enum RuntimeError {
     WrongDevice(String),
     /// A kernel thread faulted: a failed `assert`, an invalid memory access, a trap.
     #[error("{site}: {message}")]
-    KernelFault { site: FaultSite, message: String },
+    KernelFault {
+        /// The faulting thread.
+        site: FaultSite,
+        /// What happened (the failed assertion, the signal).
+        message: String,
+    },
     /// A kernel read or wrote outside a device buffer (cpu backend, checked mode).
     #[error("{site}: out-of-bounds {access} at address {address:#x}: {detail}")]
     OutOfBounds {
+        /// The thread that made the access.
         site: FaultSite,
         /// `read` or `write` (or `access` when the CPU could not tell).
         access: &'static str,
+        /// The address accessed.
         address: u64,
         /// Which buffer it missed and by how much, when known.
         detail: String,
@@ -103,7 +146,9 @@ pub enum RuntimeError {
     /// the thread (where it does, the error is [`RuntimeError::OutOfBounds`]).
     #[error("kernel `{kernel}`: out-of-bounds write at address {address:#x}: {detail}")]
     Overrun {
+        /// The kernel launched.
         kernel: String,
+        /// The address written, in the slack past a buffer's end.
         address: u64,
         /// Which buffer it missed and by how much.
         detail: String,
@@ -111,12 +156,20 @@ pub enum RuntimeError {
     /// Part of a block reached `__syncthreads` while other threads of the block had exited or
     /// were waiting elsewhere: a hang or undefined behaviour on a GPU.
     #[error("{site}: partial barrier: {message}")]
-    PartialBarrier { site: FaultSite, message: String },
+    PartialBarrier {
+        /// A thread that reached the barrier.
+        site: FaultSite,
+        /// Which threads were where.
+        message: String,
+    },
     /// The kernel ran longer than the device's time limit (an infinite loop, or a limit too small).
     #[error("kernel `{kernel}` ran past the time limit of {limit:?} (block {block:?} was still running); raise `CpuOptions::time_limit` if this is not an infinite loop")]
     Timeout {
+        /// The kernel launched.
         kernel: String,
+        /// The limit it ran past.
         limit: Duration,
+        /// `blockIdx` of a block still running, as (x, y, z).
         block: [u32; 3],
     },
     /// The results of a launch depend on the order in which the threads of a block run between
@@ -127,8 +180,11 @@ pub enum RuntimeError {
     /// (of the run in reverse order where no thread changed the word in order).
     #[error("kernel `{kernel}`: shared-memory race: {message}")]
     SharedMemoryRace {
+        /// The kernel launched.
         kernel: String,
+        /// Where the two orders differ and which threads wrote there.
         message: String,
+        /// A thread that last changed the differing word (see above).
         site: Option<FaultSite>,
     },
     /// Two threads touched the same memory with nothing ordering them and at least one writing
@@ -138,13 +194,21 @@ pub enum RuntimeError {
     /// places in the source; `site` is the second access's.
     #[error("kernel `{kernel}`: data race on {message}")]
     DataRace {
+        /// The kernel launched.
         kernel: String,
+        /// The memory, both threads and both places in the source.
         message: String,
+        /// The thread of the second access.
         site: FaultSite,
     },
     /// The backend cannot do this (yet).
     #[error("{backend} backend does not support {what}")]
-    Unsupported { backend: Backend, what: String },
+    Unsupported {
+        /// The backend asked.
+        backend: Backend,
+        /// What it cannot do.
+        what: String,
+    },
 }
 
 impl RuntimeError {

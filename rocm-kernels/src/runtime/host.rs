@@ -94,6 +94,7 @@ impl<T: DeviceCopy> HostBuffer<T> {
         self.len
     }
 
+    /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -11,12 +11,16 @@ use super::{Buffer, DeviceCopy, Kernel, Result, Stream};
 /// Three extents, as HIP's `dim3`. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Dim3 {
+    /// Extent along x (the fastest-varying dimension).
     pub x: u32,
+    /// Extent along y.
     pub y: u32,
+    /// Extent along z.
     pub z: u32,
 }
 
 impl Dim3 {
+    /// `dim3(x, y, z)`, usable in constants.
     pub const fn new(x: u32, y: u32, z: u32) -> Self {
         Dim3 { x, y, z }
     }
@@ -128,8 +132,12 @@ pub enum ArgKind {
 /// `arg_ptr` points to `arg_size` readable bytes that are exactly what the kernel parameter
 /// holds (a device address for `Pointer`), valid while `self` is borrowed.
 pub unsafe trait KernelArg {
+    /// The address of the bytes the kernel parameter receives.
     fn arg_ptr(&self) -> *const c_void;
+    /// How many bytes [`KernelArg::arg_ptr`] points to (checked against the parameter's size where
+    /// it is known).
     fn arg_size(&self) -> usize;
+    /// Whether it is a device pointer or a value copied in.
     fn arg_kind(&self) -> ArgKind;
     /// Alignment of the value in bytes (checked against the parameter's where it is known).
     fn arg_align(&self) -> usize {

@@ -67,10 +67,12 @@ impl<T: DeviceCopy> Buffer<T> {
         })
     }
 
+    /// Elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -80,6 +82,7 @@ impl<T: DeviceCopy> Buffer<T> {
         self.len * std::mem::size_of::<T>()
     }
 
+    /// The device whose memory holds it.
     pub fn device(&self) -> &Device {
         &self.device
     }

@@ -32,10 +32,12 @@ impl Module {
         }
     }
 
+    /// The device it is loaded on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// The kernel library it was loaded from.
     pub fn library(&self) -> &'static KernelLibrary {
         self.library
     }
@@ -152,10 +154,12 @@ fn expected_params(
 }
 
 impl Kernel {
+    /// The name it was looked up by ([`Module::kernel`]).
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The device it runs on.
     pub fn device(&self) -> &Device {
         &self.device
     }

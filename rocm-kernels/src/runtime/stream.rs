@@ -21,6 +21,7 @@ impl Stream {
         })
     }
 
+    /// The device its work runs on.
     pub fn device(&self) -> &Device {
         &self.device
     }

@@ -54,12 +54,23 @@ impl HipLibrary {
         }
     }
 
+    /// `hipInit`: initialises the HIP runtime; call it once before any other call.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::Api`] with HIP's error when it fails (no driver, no device), or
+    /// [`RuntimeError::LibraryLoad`] when the library lacks the symbol.
     pub fn init(&self) -> Result<()> {
         let f = self.hipInit()?;
         // Safety: no arguments besides the (reserved, zero) flags.
         self.check("hipInit", unsafe { f(0) })
     }
 
+    /// `hipGetDeviceCount`: how many AMD GPUs HIP sees.
+    ///
+    /// # Errors
+    ///
+    /// As [`HipLibrary::init`].
     pub fn device_count(&self) -> Result<usize> {
         let f = self.hipGetDeviceCount()?;
         let mut count: c_int = 0;
