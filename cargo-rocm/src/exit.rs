@@ -30,7 +30,10 @@ pub const HELP_TABLE: &str = RocmExitCode::HELP_TABLE;
 pub enum CommandError {
     // The command line asked for something that cannot be (`USAGE`).
     /// `--package` names a crate outside the workspace.
-    #[error("package `{package}` is not a member of this workspace (members: {})", members.join(", "))]
+    #[error(
+        "package `{package}` is not a member of this workspace (members: {})",
+        members.join(", ")
+    )]
     NotAMember {
         package: String,
         members: Vec<String>,
@@ -42,7 +45,10 @@ pub enum CommandError {
         reason: glob::PatternError,
     },
     /// `--exclude` matches no member.
-    #[error("--exclude `{spec}` matches no member of this workspace (members: {})", members.join(", "))]
+    #[error(
+        "--exclude `{spec}` matches no member of this workspace (members: {})",
+        members.join(", ")
+    )]
     ExcludeMatchesNothing { spec: String, members: Vec<String> },
     /// No `Cargo.toml` in the current folder or above it.
     #[error("could not find `Cargo.toml` in `{}` or any parent directory", dir.display())]
@@ -54,10 +60,16 @@ pub enum CommandError {
     #[error("no benchmark history at {}: run `cargo rocm bench` first", path.display())]
     NoHistory { path: PathBuf },
     /// A comparison with the run before one that has none before it (`None`: the latest run).
-    #[error("there is no run before {} to compare with", before.map_or_else(|| "the latest one".to_owned(), |id| format!("run {id}")))]
+    #[error(
+        "there is no run before {} to compare with",
+        before.map_or_else(|| "the latest one".to_owned(), |id| format!("run {id}"))
+    )]
     NoEarlierRun { before: Option<i64> },
     /// `toolchain install WHAT` where WHAT is nothing it knows.
-    #[error("`{what}` is not a version (7.0.0rc20250818), a channel (release, prerelease, nightly), `system`, an archive file or a URL")]
+    #[error(
+        "`{what}` is not a version (7.0.0rc20250818), a channel (release, prerelease, \
+         nightly), `system`, an archive file or a URL"
+    )]
     NotAVersion { what: String },
     /// `cargo rocm profile` with nothing to run.
     #[error(
@@ -129,7 +141,10 @@ pub enum CommandError {
 
     // A check failed (`FAILED`).
     /// Test trials failed (`names`: which, where the command lists them).
-    #[error("{failed} of {total} trials failed{}", names.as_ref().map_or_else(String::new, |n| format!(": {}", n.join(", "))))]
+    #[error(
+        "{failed} of {total} trials failed{}",
+        names.as_ref().map_or_else(String::new, |n| format!(": {}", n.join(", ")))
+    )]
     TrialsFailed {
         failed: usize,
         total: usize,
@@ -149,7 +164,10 @@ pub enum CommandError {
     )]
     BackendsUnusable { backends: Vec<String> },
     /// Bench binaries failed; what they measured is recorded.
-    #[error("{}; the {measured} result(s) measured are recorded in run {run_id}", failures.join("; "))]
+    #[error(
+        "{}; the {measured} result(s) measured are recorded in run {run_id}",
+        failures.join("; ")
+    )]
     BenchesFailed {
         failures: Vec<String>,
         measured: usize,
@@ -209,7 +227,10 @@ pub enum CommandError {
     )]
     NoResultsFile { dir: PathBuf },
     /// `tune merge` given something that is not a folder.
-    #[error("{} is not a folder: name each job's tune folder (`<target-dir>/rocm/tune`)", path.display())]
+    #[error(
+        "{} is not a folder: name each job's tune folder (`<target-dir>/rocm/tune`)",
+        path.display()
+    )]
     NotATuneFolder { path: PathBuf },
     /// A `results.json` that is not a tuning report.
     #[error("{} is not a tuning report: {reason}", path.display())]
@@ -448,6 +469,11 @@ mod tests {
         assert_eq!(
             CommandError::NoEarlierRun { before: Some(4) }.to_string(),
             "there is no run before run 4 to compare with"
+        );
+        assert_eq!(
+            CommandError::NotAVersion { what: "x".into() }.to_string(),
+            "`x` is not a version (7.0.0rc20250818), a channel (release, prerelease, nightly), \
+             `system`, an archive file or a URL"
         );
         let one = CommandError::BackendsUnusable {
             backends: vec!["cpu".into()],

@@ -179,7 +179,8 @@ impl TestHarness {
         &self.args
     }
 
-    /// Build the harnesses (`cargo test --no-run`); a failure is [`CommandError::TestsBuildFailed`].
+    /// Build the harnesses (`cargo test --no-run`); a failure is
+    /// [`CommandError::TestsBuildFailed`].
     pub fn build(&self, stdout: Stdio) -> anyhow::Result<()> {
         let status = Command::new(&self.cargo)
             .args(&self.args)
@@ -208,7 +209,8 @@ impl TestHarness {
 
 /// Run a cargo build that writes JSON messages (`--message-format json-render-diagnostics`):
 /// cargo's progress and rendered diagnostics go to our stderr, other stdout lines (a build
-/// script printing under `-vv`) too. A failed build is [`CommandError::BuildFailed`]: "`what` failed".
+/// script printing under `-vv`) too. A failed build is [`CommandError::BuildFailed`]: "`what`
+/// failed".
 pub fn build_executables(
     mut cmd: Command,
     what: &str,

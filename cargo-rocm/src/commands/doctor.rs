@@ -4,9 +4,9 @@
 //! Each backend gets a list of [`Check`]s. An `error` check means the backend cannot work here:
 //! it cannot build kernels, or this machine has its device but not the runtime library to use
 //! it. A `warn` check is something missing that does not stop it (typically: no GPU of that
-//! kind, so kernels build but their trials are skipped). Exit status: `FAILED` ([`CommandError::BackendsUnusable`]) when a
-//! backend named with `--backend` has an error; without `--backend`, only when the `cpu`
-//! backend (which every test run uses) has one.
+//! kind, so kernels build but their trials are skipped). Exit status: `FAILED`
+//! ([`CommandError::BackendsUnusable`]) when a backend named with `--backend` has an error;
+//! without `--backend`, only when the `cpu` backend (which every test run uses) has one.
 
 mod amd;
 mod cpu;
