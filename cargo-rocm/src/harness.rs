@@ -24,7 +24,7 @@ use rocm_kernels_core::Backend;
 
 use crate::cargo_flags::{BuildProfile, CargoFlags, Packages};
 use crate::cli::GlobalArgs;
-use crate::exit;
+use crate::exit::CommandError;
 use crate::output::Output;
 pub use cargo_json::CargoReport;
 pub use workspace::{HarnessTargets, Metadata, Package};
@@ -91,7 +91,7 @@ impl Workspace {
             }
         }
         if found.is_empty() {
-            return Err(exit::coded(exit::INPUT, none(&packages)));
+            return Err(CommandError::NoHarness(none(&packages)).into());
         }
         Ok(found)
     }
@@ -179,7 +179,8 @@ impl TestHarness {
         &self.args
     }
 
-    /// Build the harnesses (`cargo test --no-run`); a failure is [`exit::BUILD`].
+    /// Build the harnesses (`cargo test --no-run`); a failure is
+    /// [`CommandError::TestsBuildFailed`].
     pub fn build(&self, stdout: Stdio) -> anyhow::Result<()> {
         let status = Command::new(&self.cargo)
             .args(&self.args)
@@ -189,13 +190,10 @@ impl TestHarness {
             .status()
             .with_context(|| format!("could not run `{} test`", self.cargo))?;
         if !status.success() {
-            return Err(exit::coded(
-                exit::BUILD,
-                format!(
-                    "building the tests of `{}` failed (see cargo's messages above)",
-                    self.package
-                ),
-            ));
+            return Err(CommandError::TestsBuildFailed {
+                package: self.package.clone(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -211,7 +209,8 @@ impl TestHarness {
 
 /// Run a cargo build that writes JSON messages (`--message-format json-render-diagnostics`):
 /// cargo's progress and rendered diagnostics go to our stderr, other stdout lines (a build
-/// script printing under `-vv`) too. A failed build is [`exit::BUILD`]: "`what` failed".
+/// script printing under `-vv`) too. A failed build is [`CommandError::BuildFailed`]: "`what`
+/// failed".
 pub fn build_executables(
     mut cmd: Command,
     what: &str,
@@ -222,21 +221,17 @@ pub fn build_executables(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| {
-            exit::coded(
-                exit::ENVIRONMENT,
-                format!("cannot run cargo: {e} (is it on PATH, or $CARGO set?)"),
-            )
-        })?;
+        .map_err(|reason| CommandError::CargoNotRunnable { reason })?;
     let stdout = child.stdout.take().expect("stdout is piped");
     let report = cargo_json::read_messages(BufReader::new(stdout), |line| eprintln!("{line}"))
         .context("reading cargo's output")?;
     let status = child.wait().context("waiting for cargo")?;
     if !status.success() || report.success == Some(false) {
-        return Err(exit::coded(
-            exit::BUILD,
-            format!("{what} failed ({status}); cargo's errors are above"),
-        ));
+        return Err(CommandError::BuildFailed {
+            what: what.to_owned(),
+            status,
+        }
+        .into());
     }
     Ok(report)
 }

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr.
             let code = if err.use_stderr() {
-                exit::USAGE
+                rocm_protocol::exit::RocmExitCode::USAGE
             } else {
                 exit::OK
             };

@@ -8,7 +8,7 @@ use rocm_toolkit::toolchain::{inspect, Toolchain, ToolchainSource};
 use crate::cli::GlobalArgs;
 use crate::output::Output;
 
-use crate::exit;
+use crate::exit::CommandError;
 
 /// The variable `cargo rocm +NAME` sets (see `cli::normalize_args`).
 pub const TOOLCHAIN_VAR: &str = "CARGO_ROCM_TOOLCHAIN";
@@ -24,15 +24,10 @@ pub fn select_toolchain(
 ) -> anyhow::Result<Toolchain> {
     if let Some(path) = path {
         return inspect(path, ToolchainSource::Path).ok_or_else(|| {
-            exit::coded(
-                exit::ENVIRONMENT,
-                format!(
-                    "{} is not a ROCm install: no HIP compiler, device libraries, libamdhip64 \
-                     or version file under it. Point --toolchain-path at the install prefix \
-                     (the folder holding bin/ and lib/, e.g. /opt/rocm-6.2.0)",
-                    path.display()
-                ),
-            )
+            CommandError::NotAToolchain {
+                path: path.to_owned(),
+            }
+            .into()
         });
     }
     let resolved = crate::commands::toolchain::resolve(global, out)?;
@@ -52,6 +47,8 @@ pub const SEARCHED: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit;
+    use rocm_protocol::exit::RocmExitCode;
 
     #[test]
     fn a_path_that_is_not_rocm_is_an_environment_error() {
@@ -64,7 +61,7 @@ mod tests {
         };
         let out = Output::new(&global);
         let err = select_toolchain(&global, Some(tmp.path()), &out).unwrap_err();
-        assert_eq!(exit::code_for(&err), exit::ENVIRONMENT);
+        assert_eq!(exit::code_for(&err), RocmExitCode::ENVIRONMENT);
         assert!(err.to_string().contains("is not a ROCm install"));
     }
 }

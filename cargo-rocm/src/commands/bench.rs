@@ -20,7 +20,7 @@ use rocm_kernels_core::Backend;
 
 use crate::cargo_flags::{BenchProfile, CargoFlags};
 use crate::cli::{FormatArgs, GlobalArgs, MessageFormat};
-use crate::exit;
+use crate::exit::CommandError;
 use crate::output::Output;
 
 /// The suites `--suite` knows: name, and the package that holds it.
@@ -215,24 +215,10 @@ pub(crate) fn parse_run_name(text: &str, baselines: &[String]) -> RunName {
     RunName::Selector(RunSelector::Baseline(t.to_owned()))
 }
 
-/// Maps history errors to exit codes: a damaged or foreign file is 5, an unknown run 2.
+/// A history error; its kind decides the exit code ([`CommandError::process_exit_code`]: a
+/// damaged or foreign file is 5, an unknown run 2).
 pub(crate) fn history_error(e: rocm_bench_history::HistoryError) -> anyhow::Error {
-    use rocm_bench_history::HistoryError as H;
-    let code = match &e {
-        H::NotADatabase { .. }
-        | H::Truncated { .. }
-        | H::Corrupt { .. }
-        | H::ForeignDatabase { .. }
-        | H::NewerSchema { .. }
-        | H::BadRow { .. } => exit::INPUT,
-        H::RunNotFound { .. }
-        | H::AmbiguousCommit { .. }
-        | H::BaselineNotFound { .. }
-        | H::InvalidInput { .. } => exit::USAGE,
-        H::Busy { .. } | H::Io { .. } | H::NoWal { .. } => exit::ENVIRONMENT,
-        _ => exit::INTERNAL,
-    };
-    exit::coded(code, e.to_string())
+    CommandError::History(e).into()
 }
 
 #[cfg(test)]

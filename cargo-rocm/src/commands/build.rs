@@ -11,7 +11,7 @@ use rocm_kernels_core::manifest::BuildManifest;
 
 use crate::cargo_flags::{CargoFlags, Packages};
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::harness;
 use crate::output::Output;
 
@@ -62,11 +62,11 @@ pub fn run(global: &GlobalArgs, args: BuildArgs, out: &Output) -> anyhow::Result
             continue;
         }
         let manifests = BuildManifest::find_in(&script.out_dir)
-            .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+            .map_err(|e| CommandError::BadInput(e.to_string()))?;
         let package = harness::cargo_json::package_name(&script.package_id);
         for (path, manifest) in manifests {
             let lib = report::library_report(&package, &path, &manifest)
-                .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+                .map_err(|e| CommandError::BadInput(e.to_string()))?;
             libraries.push(lib);
         }
     }

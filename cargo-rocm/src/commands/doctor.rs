@@ -4,9 +4,9 @@
 //! Each backend gets a list of [`Check`]s. An `error` check means the backend cannot work here:
 //! it cannot build kernels, or this machine has its device but not the runtime library to use
 //! it. A `warn` check is something missing that does not stop it (typically: no GPU of that
-//! kind, so kernels build but their trials are skipped). Exit status: [`exit::FAILED`] when a
-//! backend named with `--backend` has an error; without `--backend`, only when the `cpu`
-//! backend (which every test run uses) has one.
+//! kind, so kernels build but their trials are skipped). Exit status: `FAILED`
+//! ([`CommandError::BackendsUnusable`]) when a backend named with `--backend` has an error;
+//! without `--backend`, only when the `cpu` backend (which every test run uses) has one.
 
 mod amd;
 mod cpu;
@@ -24,7 +24,7 @@ use rocm_toolkit::toolchain::{discover, Discovery};
 use serde::Serialize;
 
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -198,15 +198,10 @@ pub fn run(global: &GlobalArgs, args: DoctorArgs, out: &Output) -> anyhow::Resul
     if failed.is_empty() {
         Ok(exit::OK)
     } else {
-        let names: Vec<&str> = failed.iter().map(|b| b.as_str()).collect();
-        Err(exit::coded(
-            exit::FAILED,
-            format!(
-                "required backend{} cannot work here: {} (run the `fix:` commands above)",
-                if names.len() == 1 { "" } else { "s" },
-                names.join(", ")
-            ),
-        ))
+        Err(CommandError::BackendsUnusable {
+            backends: failed.iter().map(|b| b.as_str().to_owned()).collect(),
+        }
+        .into())
     }
 }
 

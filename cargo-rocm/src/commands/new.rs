@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context;
 
 use crate::cli::GlobalArgs;
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -231,7 +231,7 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
         }
         return Ok(exit::OK);
     }
-    let template = template(&args.template).map_err(|e| exit::coded(exit::USAGE, e))?;
+    let template = template(&args.template).map_err(CommandError::BadArgument)?;
     let dest = args
         .path
         .as_ref()
@@ -243,29 +243,20 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
             .and_then(|n| n.to_str())
             .map(str::to_owned)
             .ok_or_else(|| {
-                exit::coded(
-                    exit::USAGE,
-                    format!(
-                        "cannot take a package name from `{}`: pass --name",
-                        dest.display()
-                    ),
-                )
+                CommandError::BadArgument(format!(
+                    "cannot take a package name from `{}`: pass --name",
+                    dest.display()
+                ))
             })?,
     };
-    validate_name(&name).map_err(|e| exit::coded(exit::USAGE, e))?;
+    validate_name(&name).map_err(CommandError::BadArgument)?;
     if dest.exists()
         && std::fs::read_dir(dest)
             .with_context(|| format!("cannot read {}", dest.display()))?
             .next()
             .is_some()
     {
-        return Err(exit::coded(
-            exit::USAGE,
-            format!(
-                "destination `{}` already exists and is not empty",
-                dest.display()
-            ),
-        ));
+        return Err(CommandError::DestinationNotEmpty { path: dest.clone() }.into());
     }
     std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
     let dest_abs = dest.canonicalize()?;
@@ -277,13 +268,7 @@ pub fn run(_global: &GlobalArgs, args: NewArgs, out: &Output) -> anyhow::Result<
             .canonicalize()
             .with_context(|| format!("--path-deps: cannot find {}", dir.display()))?;
         if !is_checkout(&dir) {
-            return Err(exit::coded(
-                exit::USAGE,
-                format!(
-                    "--path-deps: {} has no rocm-kernels/ and rocm-test/ crates",
-                    dir.display()
-                ),
-            ));
+            return Err(CommandError::NotACheckout { dir }.into());
         }
         Some(dir)
     } else {
@@ -394,15 +379,13 @@ fn join_workspace(crate_dir: &Path, name: &str, out: &Output) -> anyhow::Result<
         .collect::<Vec<_>>()
         .join("/");
     let by_hand = |why: String| {
-        exit::coded(
-            exit::INPUT,
-            format!(
-                "created `{name}` at {}, but {why}: add \"{rel}\" to `members` (or to `exclude`) \
-                 under [workspace] in {} before building it",
-                crate_dir.display(),
-                manifest.display()
-            ),
-        )
+        anyhow::Error::from(CommandError::NotJoined {
+            name: name.to_owned(),
+            crate_dir: crate_dir.to_owned(),
+            why,
+            member: rel.clone(),
+            manifest: manifest.clone(),
+        })
     };
     let text = std::fs::read_to_string(&manifest)
         .map_err(|e| by_hand(format!("the workspace manifest cannot be read ({e})")))?;

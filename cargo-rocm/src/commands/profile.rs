@@ -17,7 +17,7 @@ use rocm_profile::{ncu, rocprof, AmdKernel, ProfileError, ReportInput, Workload}
 
 use crate::cargo_flags::{CargoFlags, Packages, Release};
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::harness;
 use crate::output::Output;
 
@@ -104,17 +104,9 @@ pub struct ProfileArgs {
     pub args: Vec<OsString>,
 }
 
-/// Exit codes for the library's errors.
+/// The library's errors; their kind decides the exit code ([`CommandError::process_exit_code`]).
 fn coded(e: ProfileError) -> anyhow::Error {
-    let code = match &e {
-        ProfileError::ToolMissing { .. } | ProfileError::ToolTooOld { .. } => exit::ENVIRONMENT,
-        ProfileError::Failed { .. } | ProfileError::NoOutput { .. } => exit::FAILED,
-        ProfileError::Io { .. } | ProfileError::Report(_) | ProfileError::Stats { .. } => {
-            exit::INTERNAL
-        }
-        _ => exit::INPUT,
-    };
-    exit::coded(code, e.to_string())
+    CommandError::Profile(e).into()
 }
 
 pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Result<u8> {
@@ -280,16 +272,14 @@ fn build(
         })
         .or_else(|| report.executables.iter().rev().find(|e| e.target == name))
         .map(|e| e.path.clone())
-        .ok_or_else(|| {
-            exit::coded(
-                exit::INPUT,
-                format!("cargo built no executable for the {kind} `{name}`"),
-            )
+        .ok_or_else(|| CommandError::NoExecutable {
+            kind: kind.to_owned(),
+            name: name.to_owned(),
         })?;
     let mut amd_kernels = Vec::new();
     for script in &report.build_scripts {
         let manifests = BuildManifest::find_in(&script.out_dir)
-            .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+            .map_err(|e| CommandError::BadInput(e.to_string()))?;
         for (_, manifest) in manifests {
             for object in manifest
                 .objects
@@ -299,7 +289,10 @@ fn build(
                 let bytes = std::fs::read(&object.path)
                     .with_context(|| format!("cannot read {}", object.path.display()))?;
                 amd_kernels.extend(rocm_profile::amd_kernels(&bytes).map_err(|e| {
-                    exit::coded(exit::INPUT, format!("{}: {e}", object.path.display()))
+                    CommandError::BadFile {
+                        path: object.path.clone(),
+                        reason: e.to_string(),
+                    }
                 })?);
             }
         }
@@ -336,13 +329,10 @@ fn workload(args: &ProfileArgs, built: Option<&Built>) -> anyhow::Result<Workloa
             })
         }
         None => {
-            let (program, rest) = args.args.split_first().ok_or_else(|| {
-                exit::coded(
-                    exit::USAGE,
-                    "nothing to profile: name a target (--bench, --test, --example, --bin), give \
-                     a command after `--`, or read earlier output with --from",
-                )
-            })?;
+            let (program, rest) = args
+                .args
+                .split_first()
+                .ok_or(CommandError::NothingToProfile)?;
             Ok(Workload {
                 program: program.clone(),
                 args: rest.to_vec(),

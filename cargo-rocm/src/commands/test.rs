@@ -19,7 +19,7 @@ use rocm_protocol::{read_events, TrialEvent, TrialOutcome};
 
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::harness::{child_stdout, TestHarness, Workspace};
 use crate::output::Output;
 
@@ -166,12 +166,11 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     }
 
     let text = std::fs::read_to_string(&events_path).unwrap_or_default();
-    let events: Vec<TrialEvent> = read_events(&text).map_err(|e| {
-        exit::coded(
-            exit::INTERNAL,
-            format!("{} is malformed: {e}", events_path.display()),
-        )
-    })?;
+    let events: Vec<TrialEvent> =
+        read_events(&text).map_err(|e| CommandError::MalformedEvents {
+            path: events_path.clone(),
+            reason: e.to_string(),
+        })?;
     let _ = std::fs::rename(&events_path, results.join("events.jsonl"));
     let counts = report::Counts::of(&events);
 
@@ -212,29 +211,24 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
     }
 
     if counts.failed > 0 {
-        let failed: Vec<&str> = events
+        let failed: Vec<String> = events
             .iter()
             .filter(|e| e.outcome == TrialOutcome::Failed)
-            .map(|e| e.name.as_str())
+            .map(|e| e.name.clone())
             .collect();
-        return Err(exit::coded(
-            exit::FAILED,
-            format!(
-                "{} of {} trials failed: {}",
-                counts.failed,
-                counts.total(),
-                failed.join(", ")
-            ),
-        ));
+        return Err(CommandError::TrialsFailed {
+            failed: counts.failed,
+            total: counts.total(),
+            names: Some(failed),
+        }
+        .into());
     }
     if let Some((package, status)) = cargo_failures.first() {
-        return Err(exit::coded(
-            exit::FAILED,
-            format!(
-                "`cargo test` for `{package}` exited with {status} although no trial failed: a \
-                 harness could not start or rejected its arguments (see its output above)"
-            ),
-        ));
+        return Err(CommandError::HarnessFailed {
+            package: package.clone(),
+            status: *status,
+        }
+        .into());
     }
     if events.is_empty() {
         out.warn("no trials ran (did a filter after `--` match nothing?)");

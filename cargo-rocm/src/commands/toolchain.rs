@@ -17,7 +17,7 @@ use rocm_toolchains::{gpu, ArchiveSource, InstallOptions, InstallReport, Install
 use rocm_toolkit::home::{self, Channel, Home, PinFile, Resolved, Version};
 
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -226,10 +226,7 @@ pub fn run(global: &GlobalArgs, args: ToolchainArgs, out: &Output) -> anyhow::Re
                 let settings = installer.home().settings().map_err(home_err)?;
                 match settings.default {
                     Some(d) => show::line(out, &d),
-                    None => return Err(exit::coded(
-                        exit::ENVIRONMENT,
-                        "no default toolchain; set one with `cargo rocm toolchain default NAME`",
-                    )),
+                    None => return Err(CommandError::NoDefaultToolchain.into()),
                 }
             }
             Ok(exit::OK)
@@ -308,10 +305,10 @@ fn install(
     } else if !what.is_empty() && (Path::new(what).is_file() || looks_like_archive(what)) {
         let path = PathBuf::from(what);
         if !path.is_file() {
-            return Err(exit::coded(
-                exit::INPUT,
-                format!("{what}: no such archive file"),
-            ));
+            return Err(CommandError::NoSuchArchive {
+                what: what.to_string(),
+            }
+            .into());
         }
         if a.dry_run {
             return dry_run(out, &a.format, what, a.name.as_deref());
@@ -353,10 +350,10 @@ fn install(
             match what.parse::<Version>() {
                 Ok(v) => version = Some(v),
                 Err(_) => {
-                    return Err(exit::coded(
-                        exit::USAGE,
-                        format!("`{what}` is not a version (7.0.0rc20250818), a channel (release, prerelease, nightly), `system`, an archive file or a URL"),
-                    ))
+                    return Err(CommandError::NotAVersion {
+                        what: what.to_string(),
+                    }
+                    .into())
                 }
             }
         }
@@ -516,32 +513,11 @@ fn describe_install(r: &InstallReport) -> String {
     s + &format!(" at {}", r.toolchain.root.display())
 }
 
-/// Exit code for a library error: what the user must fix decides it.
+/// A library error; its kind decides the exit code ([`CommandError::process_exit_code`]).
 fn tc_err(e: rocm_toolchains::Error) -> anyhow::Error {
-    use rocm_toolchains::Error as E;
-    let code = match &e {
-        E::Home(h) => return home_err_ref(h, e.to_string()),
-        E::BadChecksum { .. } => exit::USAGE,
-        E::UnsafeArchive { .. }
-        | E::BadArchive { .. }
-        | E::NotAToolchainArchive { .. }
-        | E::ChecksumMismatch { .. } => exit::INPUT,
-        _ => exit::ENVIRONMENT,
-    };
-    exit::coded(code, e.to_string())
+    CommandError::Toolchain(e).into()
 }
 
 fn home_err(e: home::HomeError) -> anyhow::Error {
-    let msg = e.to_string();
-    home_err_ref(&e, msg)
-}
-
-fn home_err_ref(e: &home::HomeError, msg: String) -> anyhow::Error {
-    use home::HomeError as H;
-    let code = match e {
-        H::BadSettings { .. } | H::BadPinFile { .. } | H::BadMetadata { .. } => exit::INPUT,
-        H::InvalidName { .. } => exit::USAGE,
-        _ => exit::ENVIRONMENT,
-    };
-    exit::coded(code, msg)
+    CommandError::Home(e).into()
 }

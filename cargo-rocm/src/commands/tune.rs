@@ -27,7 +27,7 @@ use rocm_tune::campaign;
 
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::harness::{build_env, child_stdout, HarnessTargets, TestHarness, Workspace};
 use crate::output::Output;
 
@@ -425,12 +425,7 @@ fn run_harness(
             report.listed.extend(r.listed);
             report.wisdom = report.wisdom.take().or(r.wisdom);
         }
-        Some(Err(e)) => {
-            return Err(exit::coded(
-                exit::INTERNAL,
-                format!("the harness's tuning report is malformed: {e}"),
-            ))
-        }
+        Some(Err(e)) => return Err(CommandError::MalformedTuneReport(e.to_string()).into()),
         None => report.errors.push(TuneFailure {
             kernel: String::new(),
             message: format!(
@@ -521,30 +516,8 @@ pub(crate) fn present_report(
         }
         writeln!(stdout, "report: {}", html_path.display())?;
     }
-    if let Some(e) = report.errors.first() {
-        let no_device = e.message.starts_with("cannot tune on");
-        let text = report
-            .errors
-            .iter()
-            .map(|e| {
-                if e.kernel.is_empty() {
-                    e.message.clone()
-                } else {
-                    format!("{}: {}", e.kernel, e.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let code = if no_device {
-            exit::ENVIRONMENT
-        } else if e.message.contains("declares no tunable")
-            || e.message.contains("no tunable matches")
-        {
-            exit::INPUT
-        } else {
-            exit::FAILED
-        };
-        return Err(exit::coded(code, text));
+    if !report.errors.is_empty() {
+        return Err(CommandError::TuneFailed(report.errors).into());
     }
     Ok(exit::OK)
 }
@@ -678,13 +651,15 @@ impl Progress {
 /// `--cmd-template`: tune an external program.
 fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result<TuneReport> {
     let template = args.cmd_template.clone().expect("checked by the caller");
-    let usage = |m: String| exit::coded(exit::USAGE, m);
+    let usage = |m: String| anyhow::Error::from(CommandError::BadArgument(m));
     let (mut params, mut restrictions) = match &args.space {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", p.display())))?;
-            command::parse_space(&text)
-                .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", p.display())))?
+            let bad_file = |reason: String| CommandError::BadFile {
+                path: p.clone(),
+                reason,
+            };
+            let text = std::fs::read_to_string(p).map_err(|e| bad_file(e.to_string()))?;
+            command::parse_space(&text).map_err(|e| bad_file(e.to_string()))?
         }
         None => (Vec::new(), Vec::new()),
     };
@@ -721,7 +696,7 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
     }
     let space = builder
         .build()
-        .map_err(|e| exit::coded(exit::FAILED, format!("the search space: {e}")))?;
+        .map_err(|e| CommandError::SearchSpace(e.to_string()))?;
     let program = template
         .split_whitespace()
         .next()
@@ -737,10 +712,9 @@ fn tune_command(args: &TuneArgs, out_dir: &Path, out: &Output) -> anyhow::Result
     ));
     let meta = rocm_tune::CacheMeta::for_space(&space, Some(&template), None);
     let mut cache = campaign::open_cache(&cache_path, meta, args.fresh).map_err(|e| match e {
-        campaign::OpenError::Cache(e) => exit::coded(
-            exit::INPUT,
-            format!("{e} (another command with other parameters? use --fresh)"),
-        ),
+        campaign::OpenError::Cache(e) => anyhow::Error::from(CommandError::StaleTuneCache {
+            reason: e.to_string(),
+        }),
         other => other.into(),
     })?;
     let mut evaluator = command::CommandEvaluator {

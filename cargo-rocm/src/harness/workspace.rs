@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 pub use cargo_metadata::{Metadata, Package};
 
-use crate::exit;
+use crate::exit::CommandError;
 
 /// One package's harness test targets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,17 +27,14 @@ pub fn metadata(cargo: &str, manifest_path: Option<&Path>) -> anyhow::Result<Met
         cmd.manifest_path(m);
     }
     cmd.exec().map_err(|e| match e {
-        cargo_metadata::Error::CargoMetadata { stderr } => exit::coded(
-            exit::INPUT,
-            format!("`cargo metadata` failed:\n{}", stderr.trim_end()),
-        ),
+        cargo_metadata::Error::CargoMetadata { stderr } => CommandError::CargoMetadataFailed {
+            stderr: stderr.trim_end().to_owned(),
+        }
+        .into(),
         cargo_metadata::Error::Io(e) => anyhow::Error::new(e).context(format!(
             "could not run `{cargo} metadata`; is cargo on PATH?"
         )),
-        other => exit::coded(
-            exit::INTERNAL,
-            format!("could not read `cargo metadata` output: {other}"),
-        ),
+        other => CommandError::CargoMetadataUnreadable(other).into(),
     })
 }
 
@@ -66,14 +63,11 @@ pub fn selected<'m>(
                     .copied()
                     .find(|p| p.name == name)
                     .ok_or_else(|| {
-                        let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
-                        exit::coded(
-                            exit::USAGE,
-                            format!(
-                                "package `{name}` is not a member of this workspace (members: {})",
-                                names.join(", ")
-                            ),
-                        )
+                        CommandError::NotAMember {
+                            package: name.to_string(),
+                            members: members.iter().map(|p| p.name.to_string()).collect(),
+                        }
+                        .into()
                     })
             })
             .collect();
@@ -111,21 +105,16 @@ pub fn selected<'m>(
 fn without<'m>(members: Vec<&'m Package>, exclude: &[String]) -> anyhow::Result<Vec<&'m Package>> {
     let mut kept = members.clone();
     for spec in exclude {
-        let pattern = glob::Pattern::new(spec).map_err(|e| {
-            exit::coded(
-                exit::USAGE,
-                format!("--exclude `{spec}` is not a package name or glob pattern: {e}"),
-            )
+        let pattern = glob::Pattern::new(spec).map_err(|reason| CommandError::BadExclude {
+            spec: spec.to_string(),
+            reason,
         })?;
         if !members.iter().any(|p| pattern.matches(&p.name)) {
-            let names: Vec<&str> = members.iter().map(|p| p.name.as_str()).collect();
-            return Err(exit::coded(
-                exit::USAGE,
-                format!(
-                    "--exclude `{spec}` matches no member of this workspace (members: {})",
-                    names.join(", ")
-                ),
-            ));
+            return Err(CommandError::ExcludeMatchesNothing {
+                spec: spec.to_string(),
+                members: members.iter().map(|p| p.name.to_string()).collect(),
+            }
+            .into());
         }
         kept.retain(|p| !pattern.matches(&p.name));
     }
@@ -139,14 +128,16 @@ pub fn harness_targets(package: &Package) -> anyhow::Result<HarnessTargets> {
     let uses_rocm_test = rocm_test.is_some();
     let mut tests = Vec::new();
     if uses_rocm_test {
-        let text = std::fs::read_to_string(&package.manifest_path).map_err(|e| {
-            exit::coded(
-                exit::INPUT,
-                format!("cannot read {}: {e}", package.manifest_path),
-            )
+        let text = std::fs::read_to_string(&package.manifest_path).map_err(|reason| {
+            CommandError::CannotRead {
+                path: package.manifest_path.clone().into(),
+                reason,
+            }
         })?;
-        tests = harness_false_tests(&text)
-            .map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", package.manifest_path)))?;
+        tests = harness_false_tests(&text).map_err(|e| CommandError::BadFile {
+            path: package.manifest_path.clone().into(),
+            reason: e.to_string(),
+        })?;
         // Only names cargo knows as test targets (a `[[test]]` can be disabled by a feature).
         tests.retain(|t| {
             package
@@ -190,20 +181,14 @@ pub fn locate_manifest(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     cwd.ancestors()
         .map(|d| d.join("Cargo.toml"))
         .find(|m| m.is_file())
-        .ok_or_else(|| {
-            exit::coded(
-                exit::USAGE,
-                format!(
-                    "could not find `Cargo.toml` in `{}` or any parent directory",
-                    cwd.display()
-                ),
-            )
-        })
+        .ok_or_else(|| CommandError::NoManifest { dir: cwd.clone() }.into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit;
+    use rocm_protocol::exit::RocmExitCode;
 
     #[test]
     fn finds_harness_false_tests_only() {
@@ -245,7 +230,7 @@ mod tests {
             .iter()
             .any(|n| n == "rocm-tune" || n.starts_with("rocm-bench")));
         let err = names(&["no-such-crate"]).unwrap_err();
-        assert_eq!(exit::code_for(&err), exit::USAGE);
+        assert_eq!(exit::code_for(&err), RocmExitCode::USAGE);
         assert!(err.to_string().contains("matches no member"), "{err}");
     }
 }

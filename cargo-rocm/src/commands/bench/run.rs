@@ -19,7 +19,7 @@ use super::machine::MachineInfo;
 use super::{history_error, RunArgs, SUITES};
 use crate::cargo_flags::Packages;
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::harness::{self, build_env, Workspace};
 use crate::output::Output;
 
@@ -64,13 +64,11 @@ fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
     let probe = rocm_kernels::runtime::Device::probe();
     for b in &args.backend {
         if let Some((_, why)) = probe.unavailable.iter().find(|(u, _)| u == b) {
-            return Err(exit::coded(
-                exit::ENVIRONMENT,
-                format!(
-                    "backend `{b}` has no device here: {why}; `cargo rocm detect` lists the devices \
-                     and `cargo rocm doctor --backend {b}` says what is missing"
-                ),
-            ));
+            return Err(CommandError::NoDevice {
+                backend: b.to_string(),
+                why: why.to_string(),
+            }
+            .into());
         }
     }
     let selection = BenchSelection {
@@ -94,14 +92,11 @@ fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
             .iter()
             .map(|(place, d)| format!("{place} ({})", d.info().name))
             .collect();
-        return Err(exit::coded(
-            exit::ENVIRONMENT,
-            format!(
-                "no device here matches --device {} (devices: {})",
-                args.device.join(","),
-                all.join(", ")
-            ),
-        ));
+        return Err(CommandError::NoDeviceMatches {
+            wanted: args.device.join(","),
+            devices: all,
+        }
+        .into());
     }
     Ok(())
 }
@@ -113,14 +108,11 @@ fn suite_package(
     meta: &harness::Metadata,
 ) -> anyhow::Result<(String, Option<PathBuf>)> {
     let Some((_, package)) = SUITES.iter().find(|(s, _)| *s == name) else {
-        let known: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
-        return Err(exit::coded(
-            exit::USAGE,
-            format!(
-                "unknown benchmark suite `{name}` (known: {})",
-                known.join(", ")
-            ),
-        ));
+        return Err(CommandError::UnknownSuite {
+            name: name.to_owned(),
+            known: SUITES.iter().map(|s| s.0.to_owned()).collect(),
+        }
+        .into());
     };
     if meta
         .packages
@@ -132,15 +124,8 @@ fn suite_package(
     let manifest = crate::commands::new::own_checkout()
         .map(|c| c.join(package).join("Cargo.toml"))
         .filter(|m| m.is_file())
-        .ok_or_else(|| {
-            exit::coded(
-                exit::ENVIRONMENT,
-                format!(
-                    "suite `{name}` is not in this workspace and this cargo-rocm was not built from \
-                     a checkout that has it; run from a cargo-rocm checkout \
-                     (`cargo rocm bench --suite {name} --manifest-path <checkout>/Cargo.toml`)"
-                ),
-            )
+        .ok_or_else(|| CommandError::SuiteNotHere {
+            name: name.to_owned(),
         })?;
     Ok(((*package).to_owned(), Some(manifest)))
 }
@@ -238,16 +223,10 @@ pub fn run(
                 .map(|p| p.name.to_string())
                 .collect();
             if with_benches.is_empty() {
-                let names: Vec<&str> = selected.iter().map(|p| p.name.as_str()).collect();
-                return Err(exit::coded(
-                    exit::INPUT,
-                    format!(
-                        "no benches in {}: add a `[[bench]]` with `harness = false` that uses \
-                         `rocm_bench::DeviceGroup` (`cargo rocm new` writes one), or run a suite \
-                         (`--suite gpu-benches`)",
-                        names.join(", ")
-                    ),
-                ));
+                return Err(CommandError::NoBenches {
+                    packages: selected.iter().map(|p| p.name.to_string()).collect(),
+                }
+                .into());
             }
             (with_benches, None)
         }
@@ -300,7 +279,7 @@ pub fn run(
         });
     }
     if binaries.is_empty() {
-        return Err(exit::coded(exit::INPUT, "cargo built no bench binary"));
+        return Err(CommandError::NoBenchBinary.into());
     }
 
     // Record.
@@ -435,14 +414,12 @@ pub fn run(
         }
     }
     if !failures.is_empty() {
-        return Err(exit::coded(
-            exit::FAILED,
-            format!(
-                "{}; the {} result(s) measured are recorded in run {run_id}",
-                failures.join("; "),
-                results.len()
-            ),
-        ));
+        return Err(CommandError::BenchesFailed {
+            failures,
+            measured: results.len(),
+            run_id,
+        }
+        .into());
     }
     if results.is_empty() {
         out.warn("no benchmark recorded a result (did a filter after `--` match nothing?)");

@@ -12,7 +12,7 @@ use rocm_stats::{CompareConfig, Verdict};
 use super::run::{bench_dir, history_path};
 use super::{history_error, parse_run_name, Action, BaselineAction, RunArgs, RunName};
 use crate::cli::{FormatArgs, GlobalArgs};
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::output::Output;
 
 /// The newest run's results, for people: one row each.
@@ -76,13 +76,10 @@ fn table<const N: usize>(rows: &[[String; N]]) -> String {
 
 fn open(path: &Path) -> anyhow::Result<History> {
     if !path.exists() {
-        return Err(exit::coded(
-            exit::USAGE,
-            format!(
-                "no benchmark history at {}: run `cargo rocm bench` first",
-                path.display()
-            ),
-        ));
+        return Err(CommandError::NoHistory {
+            path: path.to_owned(),
+        }
+        .into());
     }
     History::open(path).map_err(history_error)
 }
@@ -98,12 +95,9 @@ fn resolve(db: &History, name: &str) -> anyhow::Result<Run> {
         RunName::Selector(s) => db.resolve(&s).map_err(history_error),
         RunName::Previous => {
             let runs = db.list_runs().map_err(history_error)?;
-            runs.into_iter().nth(1).ok_or_else(|| {
-                exit::coded(
-                    exit::USAGE,
-                    "there is no run before the latest one to compare with",
-                )
-            })
+            runs.into_iter()
+                .nth(1)
+                .ok_or_else(|| CommandError::NoEarlierRun { before: None }.into())
         }
     }
 }
@@ -189,11 +183,8 @@ pub fn run(
                             r.started_at_ms < new.started_at_ms
                                 || (r.started_at_ms == new.started_at_ms && r.id < new.id)
                         })
-                        .ok_or_else(|| {
-                            exit::coded(
-                                exit::USAGE,
-                                format!("there is no run before run {} to compare with", new.id),
-                            )
+                        .ok_or(CommandError::NoEarlierRun {
+                            before: Some(new.id),
                         })?
                 }
             };
@@ -219,13 +210,12 @@ pub fn run(
                 write!(stdout, "{}", comparison_table(&report, &config))?;
             }
             if c.fail_on_regression && slower > 0 {
-                return Err(exit::coded(
-                    exit::FAILED,
-                    format!(
-                        "{slower} benchmark(s) got slower from run {} to run {}",
-                        base.id, new.id
-                    ),
-                ));
+                return Err(CommandError::Regressions {
+                    slower,
+                    base: base.id,
+                    new: new.id,
+                }
+                .into());
             }
         }
         Action::Baseline { action } => {
@@ -268,11 +258,9 @@ pub fn run(
             .map_err(history_error)?;
             match output {
                 Some(p) => {
-                    std::fs::write(&p, &buf).map_err(|e| {
-                        exit::coded(
-                            exit::ENVIRONMENT,
-                            format!("cannot write {}: {e}", p.display()),
-                        )
+                    std::fs::write(&p, &buf).map_err(|reason| CommandError::CannotWrite {
+                        path: p.clone(),
+                        reason,
                     })?;
                     out.status("Exported", format!("{n} result(s) to {}", p.display()));
                 }
@@ -292,7 +280,7 @@ pub fn run(
                 .join("report"),
             };
             let files = rocm_bench_history::report::write_report(&db, &dir)
-                .map_err(|e| exit::coded(exit::ENVIRONMENT, e.to_string()))?;
+                .map_err(CommandError::BenchReport)?;
             out.status("Report", files.index.display());
         }
     }

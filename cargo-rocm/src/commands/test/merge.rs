@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::report;
 use crate::cli::FormatArgs;
-use crate::exit;
+use crate::exit::{self, CommandError};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -128,10 +128,12 @@ pub fn run(args: MergeArgs, out: &Output) -> anyhow::Result<u8> {
         out.note(format!("`{trial}` failed, then passed on a retry (flaky)"));
     }
     if counts.failed > 0 {
-        return Err(exit::coded(
-            exit::FAILED,
-            format!("{} of {} trials failed", counts.failed, counts.total()),
-        ));
+        return Err(CommandError::TrialsFailed {
+            failed: counts.failed,
+            total: counts.total(),
+            names: None,
+        }
+        .into());
     }
     Ok(exit::OK)
 }
@@ -146,27 +148,31 @@ fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
         .map(|name| path.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            exit::coded(
-                exit::INPUT,
-                format!(
-                    "{} holds neither events.jsonl nor junit.xml: name the shard's results \
-                     file instead",
-                    path.display()
-                ),
-            )
+            CommandError::NoResultsFile {
+                dir: path.to_owned(),
+            }
+            .into()
         })
 }
 
 /// The trials of one input.
 fn read_input(path: &Path) -> anyhow::Result<Vec<TrialEvent>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::coded(exit::INPUT, format!("cannot read {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|reason| CommandError::CannotRead {
+        path: path.to_owned(),
+        reason,
+    })?;
     let parsed = if path.extension().is_some_and(|e| e == "xml") {
         from_junit(&text)
     } else {
         from_json_lines(&text)
     };
-    parsed.map_err(|e| exit::coded(exit::INPUT, format!("{}: {e}", path.display())))
+    parsed.map_err(|e| {
+        CommandError::BadFile {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        }
+        .into()
+    })
 }
 
 /// Trial events from an events file or a `--message-format json` stream (other objects skipped).

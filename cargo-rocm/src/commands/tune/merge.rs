@@ -18,7 +18,7 @@ use rocm_protocol::tune::{Measured, ParamKind, TuneFailure, TuneReport, TuneRun}
 use rocm_tune::cache::{aggregate, Aggregate};
 
 use crate::cli::FormatArgs;
-use crate::exit;
+use crate::exit::CommandError;
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -89,23 +89,16 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
     let mut places: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for dir in &args.inputs {
         if !dir.is_dir() {
-            return Err(exit::coded(
-                exit::INPUT,
-                format!(
-                    "{} is not a folder: name each job's tune folder (`<target-dir>/rocm/tune`)",
-                    dir.display()
-                ),
-            ));
+            return Err(CommandError::NotATuneFolder { path: dir.clone() }.into());
         }
         let results = dir.join("results.json");
         match std::fs::read_to_string(&results) {
             Ok(text) => {
-                let report: TuneReport = serde_json::from_str(&text).map_err(|e| {
-                    exit::coded(
-                        exit::INPUT,
-                        format!("{} is not a tuning report: {e}", results.display()),
-                    )
-                })?;
+                let report: TuneReport =
+                    serde_json::from_str(&text).map_err(|e| CommandError::NotATuningReport {
+                        path: results.clone(),
+                        reason: e.to_string(),
+                    })?;
                 runs.extend(report.runs);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.warn(format!(
@@ -113,11 +106,12 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
                  but only caches another job describes get a wisdom entry",
                 dir.display()
             )),
-            Err(e) => {
-                return Err(exit::coded(
-                    exit::INPUT,
-                    format!("cannot read {}: {e}", results.display()),
-                ))
+            Err(reason) => {
+                return Err(CommandError::CannotRead {
+                    path: results,
+                    reason,
+                }
+                .into())
             }
         }
         for place in cache_places(dir)? {
@@ -128,17 +122,10 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
         }
     }
     if places.is_empty() {
-        return Err(exit::coded(
-            exit::INPUT,
-            format!(
-                "no tuning caches under {}: name the jobs' tune folders (`<target-dir>/rocm/tune`)",
-                args.inputs
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
+        return Err(CommandError::NoTuningCaches {
+            dirs: args.inputs.clone(),
+        }
+        .into());
     }
 
     let mut report = TuneReport::default();
@@ -148,12 +135,11 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
             std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
         }
         let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-        let merged = rocm_tune::cache::merge(&refs, &target).map_err(|e| {
-            exit::coded(
-                exit::INPUT,
-                format!("cannot merge {}: {e}", place.display()),
-            )
-        })?;
+        let merged =
+            rocm_tune::cache::merge(&refs, &target).map_err(|e| CommandError::CannotMerge {
+                path: place.clone(),
+                reason: e.to_string(),
+            })?;
         out.status(
             "Merged",
             format!(
@@ -176,7 +162,7 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
             continue;
         };
         let records = rocm_tune::cache::read(&target)
-            .map_err(|e| exit::coded(exit::INPUT, e.to_string()))?
+            .map_err(|e| CommandError::BadInput(e.to_string()))?
             .records;
         report
             .runs
@@ -189,7 +175,7 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
             .unwrap_or_else(|| PathBuf::from("tune").join("wisdom.json"))
     });
     if let Some(path) = &wisdom_path {
-        let mut wisdom = Wisdom::load(path).map_err(|e| exit::coded(exit::INPUT, e.to_string()))?;
+        let mut wisdom = Wisdom::load(path).map_err(|e| CommandError::BadInput(e.to_string()))?;
         let mut recorded = 0;
         for run in &report.runs {
             if let Some(entry) = rocm_protocol::tune::wisdom_entry(std::slice::from_ref(run)) {
@@ -210,7 +196,7 @@ pub fn run(args: &MergeArgs, out: &Output) -> anyhow::Result<u8> {
             }
             wisdom
                 .save(path)
-                .map_err(|e| exit::coded(exit::INTERNAL, e.to_string()))?;
+                .map_err(|e| CommandError::Internal(e.to_string()))?;
             report.wisdom = Some(path.clone());
         }
     }
