@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rocm_kernels_core::Backend;
+use rocm_protocol::exit::HarnessExitCode;
 use rocm_protocol::tune::{
     DeviceDesc, ParamInfo, ParamKind, TuneEvent, TuneFailure, TuneReport, TuneRequest, TuneRun,
     REQUEST_ENV,
@@ -431,7 +432,7 @@ fn run_harness(
             message: format!(
                 "the harness `{test}` of `{}` exited with {status} without a report{}",
                 package,
-                if status.code() == Some(3) {
+                if status.code() == Some(i32::from(HarnessExitCode::TUNE_HANG)) {
                     ": a GPU kernel ran past the time limit (see above); everything \
                      measured before is in the cache, rerun to resume"
                 } else {
