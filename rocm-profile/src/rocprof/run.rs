@@ -20,8 +20,8 @@ pub(crate) const INSTALL: &str =
 /// An installed rocprofv3 and what it can do.
 #[derive(Debug, Clone)]
 pub struct Rocprofv3 {
-    /// The program found.
-    pub(crate) path: PathBuf,
+    /// The program found (a full path).
+    pub path: PathBuf,
     /// It writes rocpd databases (`--output-format rocpd`); else CSV is asked for.
     pub rocpd: bool,
     /// It takes `--mangled-kernels` (names then match the code objects' symbols exactly).
