@@ -1,13 +1,13 @@
 //! The benchmarks, one module each, in the order the suite runs them.
 
-pub mod cache;
-pub mod l2_cache;
+mod cache;
+mod l2_cache;
 pub mod latency;
-pub mod memcpy;
-pub mod roofline;
-pub mod small_kernels;
-pub mod stream;
-pub mod strides;
+mod memcpy;
+mod roofline;
+mod small_kernels;
+mod stream;
+mod strides;
 
 use rocm_kernels::runtime::Result;
 

@@ -3,13 +3,13 @@
 //! `cargo rocm bench --suite gpu-benches`.
 //!
 //! Each benchmark runs the sweep of its original, times launches with device events, reduces
-//! the repetitions with the original's statistic ([`series::Series`]), prints the original's
+//! the repetitions with the original's statistic (`series::Series`), prints the original's
 //! columns and records every sweep point for the history and its plots. On the cpu backend
 //! (and with `--small`) the sizes are cut down so the suite runs in seconds: a smoke test of the
 //! kernels and the plumbing, labelled so in every record, not a measurement of the CPU.
 
 pub mod benches;
-pub mod series;
+mod series;
 
 use std::fmt::Write as _;
 
@@ -25,23 +25,33 @@ pub const SMOKE_NOTE: &str = "smoke test: reduced sizes, not a measurement of th
 
 /// What a benchmark runs with: one device, its module and stream, where results go.
 pub struct Ctx {
+    /// The device, and its place in benchmark ids.
     pub target: BenchTarget,
-    pub module: Module,
-    pub stream: Stream,
+    /// The suite's kernels, loaded on the device.
+    pub(crate) module: Module,
+    /// The stream every benchmark launches on and times.
+    pub(crate) stream: Stream,
     /// Reduced sizes (the cpu backend, or `--small`).
     pub small: bool,
     /// Multiprocessors (compute units; worker threads on cpu).
-    pub sm_count: u32,
+    pub(crate) sm_count: u32,
     /// Threads a multiprocessor holds at most (2048 on the GPUs the originals target).
-    pub threads_per_sm: u32,
+    pub(crate) threads_per_sm: u32,
     /// Shader clock for cycle counts, in MHz, where readable.
-    pub clock_mhz: Option<f64>,
+    pub(crate) clock_mhz: Option<f64>,
     sink: EventSink,
     /// The benchmark's table, printed as it grows.
     pub table: String,
 }
 
 impl Ctx {
+    /// Loads the suite's kernels on `target`'s device and opens a stream there; `small` (forced on
+    /// the cpu backend) reduces every sweep. Results go to the events file `cargo rocm bench`
+    /// names; without one they are printed only.
+    ///
+    /// # Errors
+    ///
+    /// The runtime's error when the kernels cannot be loaded or the stream cannot be created.
     pub fn new(target: BenchTarget, small: bool) -> Result<Ctx> {
         let device = target.device().clone();
         let module = device.load(KERNELS)?;
@@ -66,18 +76,19 @@ impl Ctx {
         })
     }
 
-    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+    /// The suite's kernel `name`.
+    pub(crate) fn kernel(&self, name: &str) -> Result<Kernel> {
         self.module.kernel(name)
     }
 
     /// Prints a line of the table (and keeps it).
-    pub fn line(&mut self, text: impl AsRef<str>) {
+    pub(crate) fn line(&mut self, text: impl AsRef<str>) {
         println!("{}", text.as_ref());
         let _ = writeln!(self.table, "{}", text.as_ref());
     }
 
     /// Records one sweep point: `BENCH/PLACE/VARIANT/VALUE`.
-    pub fn record(&self, point: Point<'_>) {
+    pub(crate) fn record(&self, point: Point<'_>) {
         // A sweep is `BENCH/PLACE/VARIANT`; one without variants is `…/all`, so that the
         // report titles every plot `BENCH/PLACE` and labels its lines by variant.
         let base = format!(
@@ -123,7 +134,7 @@ impl Ctx {
     }
 
     /// Device seconds of `iters` back-to-back calls of `launch`.
-    pub fn time<F>(&self, iters: u64, launch: F) -> Result<f64>
+    pub(crate) fn time<F>(&self, iters: u64, launch: F) -> Result<f64>
     where
         F: FnMut(&Stream) -> Result<()>,
     {
@@ -132,13 +143,18 @@ impl Ctx {
 }
 
 /// One recorded sweep point.
-pub struct Point<'a> {
+pub(crate) struct Point<'a> {
+    /// The benchmark (`gpu-stream`).
     pub bench: &'a str,
+    /// The line of the plot it belongs to (`h2d-pinned`, `block256`), if the benchmark has several.
     pub variant: Option<&'a str>,
+    /// What the sweep varies (`data_set_bytes`, `flops_per_element`).
     pub param: &'a str,
+    /// The parameter's value at this point.
     pub value: u64,
     /// `ns` (per launch) or `cycles`.
     pub unit: &'a str,
+    /// Every repetition, in `unit`.
     pub samples: Vec<f64>,
     /// Bytes moved per launch, for rates.
     pub bytes: Option<f64>,

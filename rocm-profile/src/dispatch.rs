@@ -63,6 +63,7 @@ pub struct Collected {
     pub tool: String,
     /// What was read: `rocpd database, schema 3`, `kernel_trace.csv`, `ncu CSV`.
     pub source: String,
+    /// The backend the dispatches ran on.
     pub backend: Backend,
     /// The device, for people, where the tool says (`AMD Instinct MI300X`).
     pub device: Option<String>,

@@ -12,7 +12,7 @@ use crate::render::{self, duration};
 use crate::report::ProfileReport;
 
 /// The SVG chart of one kernel's dispatch times, in microseconds.
-pub fn timeline_svg(name: &str, times_ns: &[f64], median_ns: f64) -> Result<String, String> {
+pub(crate) fn timeline_svg(name: &str, times_ns: &[f64], median_ns: f64) -> Result<String, String> {
     rocm_report::svg((760, 300), |root| {
         let n = times_ns.len().max(1) as f64;
         let top = times_ns.iter().copied().fold(0.0f64, f64::max) / 1e3;

@@ -19,7 +19,7 @@ use crate::rocprof::csv::Table;
 use crate::tool::{self, Workload};
 
 /// How to get ncu.
-pub const INSTALL: &str = "install Nsight Compute: it comes with the CUDA toolkit \
+pub(crate) const INSTALL: &str = "install Nsight Compute: it comes with the CUDA toolkit \
     (`apt-get install cuda-nsight-compute-12-8` from NVIDIA's repository, or the toolkit's \
     installer), then put its folder (e.g. /usr/local/cuda/bin) on PATH";
 
@@ -28,7 +28,7 @@ pub const DURATION: &str = "gpu__time_duration.sum";
 
 /// What `cargo rocm profile` asks ncu for: the duration, and what the launch and the
 /// occupancy calculator know (which cost no extra replay pass).
-pub const DEFAULT_METRICS: &[&str] = &[
+pub(crate) const DEFAULT_METRICS: &[&str] = &[
     DURATION,
     "launch__registers_per_thread",
     "launch__shared_mem_per_block_static",
@@ -44,10 +44,16 @@ pub const DEFAULT_METRICS: &[&str] = &[
 /// An installed ncu.
 #[derive(Debug, Clone)]
 pub struct Ncu {
-    pub path: PathBuf,
+    /// The program found.
+    pub(crate) path: PathBuf,
 }
 
 impl Ncu {
+    /// Find ncu (`program` may be a path).
+    ///
+    /// # Errors
+    ///
+    /// [`ProfileError::ToolMissing`] (with how to install it) when it is not on `PATH`.
     pub fn find(program: &str) -> Result<Ncu, ProfileError> {
         let path = tool::which(program).ok_or_else(|| ProfileError::ToolMissing {
             tool: program.to_owned(),
@@ -57,7 +63,7 @@ impl Ncu {
     }
 
     /// The command that profiles `workload`, writing the CSV to `csv`.
-    pub fn command(
+    pub(crate) fn command(
         &self,
         csv: &Path,
         metrics: &[String],

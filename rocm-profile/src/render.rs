@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::report::{KernelReport, ProfileReport};
 
 /// A duration in nanoseconds with a unit that keeps 3–4 significant digits.
-pub fn duration(ns: f64) -> String {
+pub(crate) fn duration(ns: f64) -> String {
     let (v, unit) = if ns >= 1e9 {
         (ns / 1e9, "s")
     } else if ns >= 1e6 {
@@ -139,7 +139,7 @@ pub fn render(r: &ProfileReport) -> String {
 }
 
 /// One kernel's table.
-pub fn kernel(k: &KernelReport) -> String {
+pub(crate) fn kernel(k: &KernelReport) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut row = |a: &str, b: String| rows.push(vec![a.to_owned(), b]);
     let t = &k.time;

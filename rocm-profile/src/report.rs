@@ -24,12 +24,17 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// A whole profile.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileReport {
+    /// Always [`SCHEMA`].
     pub schema: &'static str,
+    /// [`SCHEMA_VERSION`] of the crate that wrote it.
     pub schema_version: u32,
     /// What measured the times.
     pub tool: ToolInfo,
+    /// The backend the workload ran on.
     pub backend: Backend,
+    /// The device, for people, from the tool or the launch log (`AMD Instinct MI300X`).
     pub device: Option<String>,
+    /// The device's architecture, from the tool or the launch log (`gfx942`, `sm_90`).
     pub arch: Option<String>,
     /// The workload's command line.
     pub command: Vec<String>,
@@ -59,13 +64,18 @@ pub struct KernelReport {
     pub name: String,
     /// Dispatches profiled.
     pub calls: usize,
+    /// Statistics of its dispatch times.
     pub time: TimeStats,
     /// This kernel's share of all profiled kernel time, 0..1.
     pub share: f64,
+    /// Whether its timings can be trusted.
     pub stability: StabilityReport,
     /// The launch shape seen most often.
     pub launch: Option<LaunchShape>,
+    /// Registers and memory, where the code object or the driver says.
     pub resources: Option<Resources>,
+    /// Theoretical occupancy at [`KernelReport::launch`], where resources and the device are
+    /// known.
     pub occupancy: Option<OccupancyReport>,
     /// From the work the workload declared (`LaunchBuilder::bytes`/`flops`).
     pub throughput: Option<Throughput>,
@@ -76,10 +86,15 @@ pub struct KernelReport {
 /// Time statistics over a kernel's dispatches, nanoseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimeStats {
+    /// Sum of every dispatch's time.
     pub total_ns: f64,
+    /// Mean dispatch time.
     pub mean_ns: f64,
+    /// Median dispatch time.
     pub median_ns: f64,
+    /// Shortest dispatch.
     pub min_ns: f64,
+    /// Longest dispatch.
     pub max_ns: f64,
     /// Sample standard deviation.
     pub std_dev_ns: f64,
@@ -106,7 +121,9 @@ pub struct StabilityReport {
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LaunchShape {
+    /// Blocks (workgroups) in the grid, x y z, where known.
     pub grid: Option<[u64; 3]>,
+    /// Threads (work-items) in a block, x y z.
     pub block: [u32; 3],
     /// Dynamic shared memory (LDS) per block, bytes, where known.
     pub dynamic_shared_bytes: Option<u32>,
@@ -120,14 +137,19 @@ pub struct Resources {
     /// VGPRs (amd; AGPRs included on targets with a unified file) or registers per thread
     /// (nvidia).
     pub vgprs: Option<u32>,
+    /// AGPRs per thread (amd, targets with accumulation registers).
     pub agprs: Option<u32>,
+    /// SGPRs per wave (amd).
     pub sgprs: Option<u32>,
     /// Static LDS / shared memory per block, bytes.
     pub lds_bytes: Option<u32>,
     /// Scratch (amd) or local memory (nvidia) per thread, bytes.
     pub scratch_bytes: Option<u32>,
+    /// VGPRs spilled to scratch (amd).
     pub vgpr_spills: Option<u32>,
+    /// SGPRs spilled (amd).
     pub sgpr_spills: Option<u32>,
+    /// Threads per wave (amd) or warp (nvidia).
     pub wave_size: Option<u32>,
 }
 
@@ -156,9 +178,12 @@ pub struct OccupancyReport {
 /// Achieved rates from declared work.
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
+    /// Declared bytes per launch, the mean over the launches that declared them.
     pub bytes_per_launch: Option<f64>,
     /// Declared bytes / time, 10^9 bytes per second.
     pub gb_per_s: Option<f64>,
+    /// Declared floating-point operations per launch, the mean over the launches that declared
+    /// them.
     pub flops_per_launch: Option<f64>,
     /// Declared operations / time, 10^9 per second.
     pub gflop_per_s: Option<f64>,
@@ -167,11 +192,13 @@ pub struct Throughput {
 /// What the report is built from.
 #[derive(Debug, Clone)]
 pub struct ReportInput {
+    /// The profiler's dispatches (or the launch log's, on cpu).
     pub collected: Collected,
     /// The workload's launch log (empty when it does not use rocm-kernels).
     pub launches: Vec<LaunchRecord>,
     /// AMD kernels of the workload's code objects (empty elsewhere).
     pub amd_kernels: Vec<AmdKernel>,
+    /// The workload's command line.
     pub command: Vec<String>,
 }
 

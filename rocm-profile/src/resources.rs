@@ -12,13 +12,15 @@ pub struct AmdKernel {
     pub name: String,
     /// The code object's target id (`gfx90a:xnack-`).
     pub target: String,
+    /// The code object's metadata of the kernel (registers, LDS, scratch, spills, wave size).
     pub metadata: KernelMetadata,
+    /// Its kernel descriptor (`<name>.kd`), where the code object has one.
     pub descriptor: Option<KernelDescriptor>,
 }
 
 impl AmdKernel {
     /// `gfx90a` of `gfx90a:xnack-`.
-    pub fn processor(&self) -> &str {
+    pub(crate) fn processor(&self) -> &str {
         self.target.split(':').next().unwrap_or_default()
     }
 }

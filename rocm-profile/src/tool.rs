@@ -11,8 +11,11 @@ use crate::error::ProfileError;
 /// The workload to profile: a program, its arguments, and variables to set for it.
 #[derive(Debug, Clone, Default)]
 pub struct Workload {
+    /// The program: a path, or a name looked up on `PATH`.
     pub program: OsString,
+    /// Its arguments.
     pub args: Vec<OsString>,
+    /// Variables set for it (and for the profiler that runs it), on top of this process's.
     pub env: Vec<(OsString, OsString)>,
     /// Where it runs (the current directory when `None`).
     pub dir: Option<PathBuf>,
@@ -29,7 +32,7 @@ impl Workload {
 }
 
 /// Where `program` is on `PATH` (or `program` itself when it contains a `/`).
-pub fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let p = PathBuf::from(program);
         return p.is_file().then_some(p);
@@ -42,6 +45,7 @@ pub fn which(program: &str) -> Option<PathBuf> {
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct Ran {
+    /// It exited with status 0.
     pub success: bool,
     /// `exit status: 3`, `signal: 11 (SIGSEGV)`.
     pub status: String,

@@ -30,8 +30,9 @@ pub static KERNELS: &rocm_kernels::KernelLibrary = rocm_kernels::include_kernels
 pub const ELEMENTWISE_BLOCK: u32 = 256;
 /// Threads per block of the row kernels (`ROW_BLOCK` in `kernels/llm.hip`).
 pub const ROW_BLOCK: u32 = 256;
-/// Heads a RoPE thread rotates (`ROPE_HEADS`), and the threads of a RoPE block (`ROPE_THREADS`).
+/// Heads a RoPE thread rotates (`ROPE_HEADS`).
 pub const ROPE_HEADS: usize = 4;
+/// Threads per block of the RoPE kernels (`ROPE_THREADS`).
 pub const ROPE_THREADS: usize = 256;
 /// Query rows per block of the attention kernels (`FA_BM`).
 pub const FA_BM: u32 = 16;
@@ -39,8 +40,9 @@ pub const FA_BM: u32 = 16;
 pub const FA_BN: usize = 32;
 /// Threads per block of the attention kernels (`FA_THREADS`).
 pub const FA_THREADS: u32 = 128;
-/// Tile of `c` per block of `matmul` (`MM_TILE`), and its threads (`MM_THREADS`).
+/// Tile of `c` per block of `matmul` (`MM_TILE`).
 pub const MM_TILE: u32 = 128;
+/// Threads per block of `matmul` (`MM_THREADS`).
 pub const MM_THREADS: u32 = 256;
 
 mod sealed {
@@ -135,7 +137,9 @@ fn f32_rounded_to_odd(x: f64) -> f32 {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kernel}: {reason}")]
 pub struct ShapeError {
+    /// The kernel that refuses the shape.
     pub kernel: String,
+    /// What about the shape it cannot take.
     pub reason: String,
 }
 
@@ -473,10 +477,15 @@ pub fn rope_kv_append<T: Dtype>(
 /// keys of `head_dim`, q/o `[heads][seq_q][head_dim]`, k/v `[heads][seq_k][head_dim]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttentionShape {
+    /// Independent heads, the batch folded in.
     pub heads: usize,
+    /// Queries per head.
     pub seq_q: usize,
+    /// Keys (and values) per head.
     pub seq_k: usize,
+    /// Elements of one query, key or value vector.
     pub head_dim: usize,
+    /// Query `r` sees only keys `c <= r + seq_k - seq_q` (the last query sees every key).
     pub causal: bool,
 }
 

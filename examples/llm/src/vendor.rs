@@ -72,7 +72,9 @@ pub struct VendorBlas {
 /// A matrix operand in device memory: row-major `rows × cols`, `batch` of them `stride` apart.
 #[derive(Debug, Clone, Copy)]
 pub struct Operand {
+    /// The first matrix's first element.
     pub ptr: DevicePtr,
+    /// Elements from one matrix of the batch to the next (0: every batch reuses one matrix).
     pub stride: usize,
 }
 

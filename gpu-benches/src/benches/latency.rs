@@ -28,7 +28,7 @@ fn cycle(len: usize, seed: u64) -> Vec<usize> {
 /// Words (8 bytes) between two entries of the chain: an entry a 64-byte line.
 const SKIP: usize = 8;
 
-pub fn run(ctx: &mut Ctx) -> Result<()> {
+pub(crate) fn run(ctx: &mut Ctx) -> Result<()> {
     let device = ctx.target.device().clone();
     let kernel = ctx.kernel("pchase")?;
     let clock = ctx.clock_mhz.unwrap_or(0.0);
@@ -116,9 +116,9 @@ fn next_len(len: usize, small: bool) -> usize {
 }
 
 /// Names the smallest data set gpu-latency measures, in kB.
-pub const ENV_FROM: &str = "GPU_BENCHES_LATENCY_FROM";
+pub(crate) const ENV_FROM: &str = "GPU_BENCHES_LATENCY_FROM";
 
-/// [`ENV_FROM`]'s value (0 when unset), or what is wrong with it.
+/// `GPU_BENCHES_LATENCY_FROM`'s value (0 when unset), or what is wrong with it.
 pub fn from_kb() -> std::result::Result<usize, String> {
     match std::env::var(ENV_FROM) {
         Err(_) => Ok(0),

@@ -29,7 +29,7 @@ use crate::dispatch::{kernel_name, Collected, Dispatch};
 use crate::error::ProfileError;
 
 /// The schema major versions this reader knows.
-pub const SCHEMA_MAJORS: &[u32] = &[3];
+pub(crate) const SCHEMA_MAJORS: &[u32] = &[3];
 
 /// Read one rocpd database.
 pub fn read(path: &Path) -> Result<Collected, ProfileError> {

@@ -12,13 +12,15 @@ use crate::error::ProfileError;
 use crate::tool::{self, Workload};
 
 /// How to get rocprofv3.
-pub const INSTALL: &str = "install ROCprofiler-SDK (rocprofv3), ROCm 6.2 or later (7.0 or later \
+pub(crate) const INSTALL: &str =
+    "install ROCprofiler-SDK (rocprofv3), ROCm 6.2 or later (7.0 or later \
     for rocpd databases): `apt-get install rocprofiler-sdk` from AMD's ROCm repository, or put the \
     bin/ of a ROCm 7 install on PATH";
 
 /// An installed rocprofv3 and what it can do.
 #[derive(Debug, Clone)]
 pub struct Rocprofv3 {
+    /// The program found (a full path).
     pub path: PathBuf,
     /// It writes rocpd databases (`--output-format rocpd`); else CSV is asked for.
     pub rocpd: bool,
@@ -59,7 +61,7 @@ impl Rocprofv3 {
     }
 
     /// The command of one pass writing under `dir`.
-    pub fn command(&self, dir: &Path, counters: &[String], workload: &Workload) -> Command {
+    pub(crate) fn command(&self, dir: &Path, counters: &[String], workload: &Workload) -> Command {
         let mut cmd = Command::new(&self.path);
         cmd.arg("--kernel-trace");
         if self.mangled {
@@ -153,7 +155,7 @@ fn last_line(output: &str) -> String {
 /// Add the counters of a counter pass to the trace pass's dispatches: the n-th dispatch of a
 /// kernel in one pass is the n-th in the other (the workload is deterministic in its launches;
 /// where the counts differ, the extra dispatches are left out and a note says so).
-pub fn join_counters(trace: &mut Collected, pass: Collected) {
+pub(crate) fn join_counters(trace: &mut Collected, pass: Collected) {
     let mut slots: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, d) in trace.dispatches.iter().enumerate() {
         slots.entry(d.kernel.as_str()).or_default().push(i);

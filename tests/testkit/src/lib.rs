@@ -33,9 +33,13 @@ pub use testkit_macros::test;
 pub struct Test {
     /// `module_path!()` where it was written (`suite::build_amd`).
     pub module: &'static str,
+    /// The test function's name.
     pub name: &'static str,
+    /// The test function.
     pub run: fn(),
+    /// What it needs; unmet, it is ignored (or fails under CI, for a [`Kind::Tool`]).
     pub needs: &'static [Need],
+    /// It runs in a child process of its own.
     pub isolated: bool,
 }
 
@@ -43,7 +47,7 @@ inventory::collect!(Test);
 
 impl Test {
     /// The name libtest shows: the module path below the binary's root, then the function.
-    pub fn full_name(&self) -> String {
+    pub(crate) fn full_name(&self) -> String {
         match self.module.split_once("::") {
             Some((_, rest)) => format!("{rest}::{}", self.name),
             None => self.name.to_owned(),
@@ -65,16 +69,18 @@ pub enum Kind {
 #[derive(Debug, Clone, Copy)]
 pub struct Need {
     /// What it is, for people: `hipcc`, `an NVIDIA GPU`.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// How to get it: `apt-get install hipcc`.
-    pub install: &'static str,
-    pub kind: Kind,
-    pub probe: Probe,
+    pub(crate) install: &'static str,
+    /// Whether its absence fails the test under CI.
+    pub(crate) kind: Kind,
+    /// How to tell whether it is here.
+    pub(crate) probe: Probe,
 }
 
 /// How a need is checked.
 #[derive(Debug, Clone, Copy)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// A program on `PATH`.
     Program(&'static str),
     /// A file that must exist.
@@ -87,7 +93,7 @@ pub enum Probe {
 
 impl Need {
     /// A program on `PATH` that CI installs with `install`.
-    pub const fn program(program: &'static str, install: &'static str) -> Need {
+    pub(crate) const fn program(program: &'static str, install: &'static str) -> Need {
         Need {
             what: program,
             install,
@@ -107,7 +113,7 @@ impl Need {
     }
 
     /// A file (a library, a header) that CI installs with `install`.
-    pub const fn file(path: &'static str, install: &'static str) -> Need {
+    pub(crate) const fn file(path: &'static str, install: &'static str) -> Need {
         Need {
             what: path,
             install,
@@ -132,7 +138,7 @@ impl Need {
     }
 
     /// `Ok` when met, else what is missing.
-    pub fn met(&self) -> Result<(), String> {
+    pub(crate) fn met(&self) -> Result<(), String> {
         match self.probe {
             Probe::Program(p) if which(p).is_some() => Ok(()),
             Probe::Program(p) => Err(format!("`{p}` is not on PATH")),
@@ -152,7 +158,7 @@ impl Need {
 }
 
 /// Where a program is on `PATH`.
-pub fn which(program: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn which(program: &str) -> Option<std::path::PathBuf> {
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|d| d.join(program))
@@ -161,7 +167,7 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 
 /// Whether this is a CI run: `CI` set to anything but empty, `false` or `0` (GitHub Actions,
 /// GitLab and most others set `CI=true`).
-pub fn is_ci() -> bool {
+pub(crate) fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "false" | "0"))
 }
 
@@ -169,8 +175,11 @@ pub fn is_ci() -> bool {
 pub mod needs {
     use super::Need;
 
+    /// Debian's `hipcc` on `PATH` (alone; [`AMD_HIPCC`] is what a build with it runs).
     pub const HIPCC: Need = Need::program("hipcc", "apt-get install hipcc");
+    /// `clang++-19` on `PATH` (alone; [`AMD_CLANG_19`] is what an amd build with it runs).
     pub const CLANG_19: Need = Need::program("clang++-19", "apt-get install clang-19");
+    /// `ld.lld-19`, the linker clang 19 runs for AMD code objects.
     pub const LLD_19: Need = Need::program("ld.lld-19", "apt-get install lld-19");
     /// clang 19's offload bundler, which it needs to build a HIP bundle of several targets.
     pub const CLANG_TOOLS_19: Need = Need::file(
@@ -182,10 +191,12 @@ pub mod needs {
         "/usr/lib/llvm-19/bin/llvm-objcopy",
         "apt-get install llvm-19",
     );
+    /// Debian's HIP headers (`hip/hip_runtime.h`).
     pub const HIP_HEADERS: Need = Need::file(
         "/usr/include/hip/hip_runtime.h",
         "apt-get install libamdhip64-dev",
     );
+    /// Debian's HIP runtime library, `libamdhip64.so` (loading it needs no GPU).
     pub const LIBAMDHIP64: Need = Need::file(
         "/usr/lib/x86_64-linux-gnu/libamdhip64.so",
         "apt-get install libamdhip64-dev",
@@ -221,8 +232,10 @@ pub mod needs {
         &[HIPCC, ROCM_DEVICE_LIBS, HIP_HEADERS],
     );
 
-    /// Every single program or file above (what `.ci/run` must install).
-    pub const ALL: &[Need] = &[
+    /// Every single program or file above (what `.ci/run` must install; a unit test checks it
+    /// does).
+    #[cfg(test)]
+    pub(crate) const ALL: &[Need] = &[
         HIPCC,
         CLANG_19,
         LLD_19,
