@@ -28,7 +28,7 @@ pub use rocm_protocol::partition::Partition;
 pub use rocm_protocol::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
-pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
+pub(crate) fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
     value.trim().to_ascii_lowercase().parse().ok()
 }
 
@@ -41,10 +41,16 @@ pub struct HarnessOptions {
     pub cpu_exec: Option<CpuExec>,
     /// `None`: every backend.
     pub backends: Option<Vec<Backend>>,
+    /// Backends whose trials fail, rather than being ignored, when they cannot run here.
     pub require: Vec<Backend>,
+    /// The cpu backend's wave sizes to make trials for (32, 64 or both; default both).
     pub wave_sizes: Vec<u32>,
+    /// The case generator's seed; `None`: a stable seed per check.
     pub seed: Option<u64>,
+    /// Generated cases per trial of a check that sets no count of its own; `None`:
+    /// [`crate::DEFAULT_CASES`].
     pub cases: Option<u32>,
+    /// The file each finished trial's event is appended to (one JSON object a line).
     pub events: Option<PathBuf>,
     /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
     pub isolate: bool,
