@@ -46,6 +46,7 @@ mod check;
 mod compare;
 mod ctypes;
 mod element;
+mod error;
 /// The trial events and option variables, shared with `cargo rocm`.
 pub use rocm_protocol as events;
 pub mod gen;
@@ -69,6 +70,7 @@ mod testing;
 pub use check::{Check, Inputs, Outputs};
 pub use compare::{compare, Failure, Mismatch};
 pub use element::{ElemType, ElemVerdict, Element, HostBuf, ScalarValue};
+pub use error::Error;
 pub use harness::main;
 pub use launch::{Dim3, Launch};
 pub use options::{HarnessOptions, RaceCheck, DEFAULT_RACE_CASES};
