@@ -7,11 +7,11 @@ use crate::element::{ElemType, HostBuf};
 use crate::Tolerance;
 
 /// How many failing elements a report lists besides the worst one.
-pub const FIRST_FAILURES: usize = 5;
+pub(crate) const FIRST_FAILURES: usize = 5;
 
 /// One element that failed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// The element's index in the buffer.
     pub index: usize,
     /// What the kernel wrote, formatted for the report.
@@ -28,7 +28,7 @@ pub struct Failure {
 
 /// The comparison of one output buffer that had at least one failing element.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// The argument's name.
     pub output: String,
     /// The buffer's element type.
@@ -52,7 +52,12 @@ pub struct Mismatch {
 ///
 /// # Panics
 /// When the buffers differ in type or length (the harness sizes both from the same spec).
-pub fn compare(output: &str, got: &HostBuf, want: &HostBuf, tol: &Tolerance) -> Option<Mismatch> {
+pub(crate) fn compare(
+    output: &str,
+    got: &HostBuf,
+    want: &HostBuf,
+    tol: &Tolerance,
+) -> Option<Mismatch> {
     assert_eq!(got.len(), want.len(), "output `{output}`: length mismatch");
     if got.all_within(want, tol) {
         return None;

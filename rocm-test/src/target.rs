@@ -74,7 +74,7 @@ pub(crate) struct TargetSlot {
 }
 
 /// The trial name for a check on a target: `saxpy::cpu/w64`.
-pub fn trial_name(check: &str, id: &TrialPlace) -> String {
+pub(crate) fn trial_name(check: &str, id: &TrialPlace) -> String {
     format!("{check}::{id}")
 }
 
