@@ -54,7 +54,8 @@ pub struct HarnessOptions {
     pub cases: Option<u32>,
     /// The file each finished trial's event is appended to (one JSON object a line).
     pub events: Option<PathBuf>,
-    /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
+    /// Run each trial that launches kernels in a process of its own (a kernel that crashes it
+    /// then fails only that trial).
     pub isolate: bool,
     /// Which GPUs of each backend get trials.
     pub devices: DeviceSelection,
