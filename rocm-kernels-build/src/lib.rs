@@ -41,11 +41,6 @@ mod source;
 mod toolchain_cache;
 mod tuned;
 
-/// The cpu backend's build (the `rocm-cpu-frontend` crate), under the path it had when it lived
-/// here: `rocm_kernels_build::cpu::build_cpu` is `rocm_cpu_frontend::build_cpu`. New code names
-/// `rocm_cpu_frontend` itself.
-pub use rocm_cpu_frontend as cpu;
-
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -7,15 +7,20 @@ use crate::element::{ElemType, HostBuf};
 use crate::Tolerance;
 
 /// How many failing elements a report lists besides the worst one.
-pub const FIRST_FAILURES: usize = 5;
+pub(crate) const FIRST_FAILURES: usize = 5;
 
 /// One element that failed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
+    /// The element's index in the buffer.
     pub index: usize,
+    /// What the kernel wrote, formatted for the report.
     pub got: String,
+    /// What the reference wrote, formatted for the report.
     pub want: String,
+    /// |got − want| (infinite when exactly one side is NaN or the sides are different infinities).
     pub abs_err: f64,
+    /// abs_err / |want| (infinite when want is 0 and got is not).
     pub rel_err: f64,
     /// The kernel never wrote this element: it still holds the poison value.
     pub unwritten: bool,
@@ -23,14 +28,21 @@ pub struct Failure {
 
 /// The comparison of one output buffer that had at least one failing element.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// The argument's name.
     pub output: String,
+    /// The buffer's element type.
     pub elem_type: crate::ElemType,
+    /// The buffer's length, in elements.
     pub len: usize,
+    /// The tolerance the elements were compared with, as the report prints it.
     pub tolerance: String,
+    /// How many elements failed (the unwritten ones included).
     pub failed: usize,
+    /// How many of the failed elements the kernel never wrote (they still hold the poison value).
     pub unwritten: usize,
+    /// The failure with the largest absolute error (the first one on ties; NaN counts as
+    /// infinite).
     pub worst: Failure,
     /// The first [`FIRST_FAILURES`] failures, in index order.
     pub first: Vec<Failure>,
@@ -40,7 +52,12 @@ pub struct Mismatch {
 ///
 /// # Panics
 /// When the buffers differ in type or length (the harness sizes both from the same spec).
-pub fn compare(output: &str, got: &HostBuf, want: &HostBuf, tol: &Tolerance) -> Option<Mismatch> {
+pub(crate) fn compare(
+    output: &str,
+    got: &HostBuf,
+    want: &HostBuf,
+    tol: &Tolerance,
+) -> Option<Mismatch> {
     assert_eq!(got.len(), want.len(), "output `{output}`: length mismatch");
     if got.all_within(want, tol) {
         return None;

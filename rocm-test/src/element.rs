@@ -14,6 +14,7 @@ impl fmt::Display for ElemType {
 /// The result of comparing one element with its expected value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ElemVerdict {
+    /// Whether the element is within the tolerance (NaN matches NaN; an unwritten element fails).
     pub pass: bool,
     /// |got − want| (infinite when exactly one side is NaN or the sides are different infinities).
     pub abs_err: f64,
@@ -96,8 +97,8 @@ macro_rules! elements {
         /// (`rocm_kernels::vector`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ElemType {
-            $($variant,)*
-            $($vvariant,)*
+            $(#[doc = concat!("`", stringify!($t), "` (`", $cname, "` in a kernel).")] $variant,)*
+            $(#[doc = concat!("`", $vname, "` (`rocm_kernels::vector::", stringify!($vt), "`).")] $vvariant,)*
         }
 
         impl ElemType {
@@ -139,30 +140,33 @@ macro_rules! elements {
         /// A host buffer of any [`Element`] type.
         #[derive(Clone, PartialEq)]
         pub enum HostBuf {
-            $($variant(Vec<$t>),)*
-            $($vvariant(Vec<rocm_kernels::vector::$vt>),)*
+            $(#[doc = concat!("A buffer of `", stringify!($t), "`.")] $variant(Vec<$t>),)*
+            $(#[doc = concat!("A buffer of `", $vname, "`.")] $vvariant(Vec<rocm_kernels::vector::$vt>),)*
         }
 
         /// A by-value argument of any [`Element`] type.
         #[derive(Clone, Copy, PartialEq)]
         pub enum ScalarValue {
-            $($variant($t),)*
-            $($vvariant(rocm_kernels::vector::$vt),)*
+            $(#[doc = concat!("A `", stringify!($t), "`.")] $variant($t),)*
+            $(#[doc = concat!("A `", $vname, "`.")] $vvariant(rocm_kernels::vector::$vt),)*
         }
 
         impl HostBuf {
+            /// The type of its elements.
             pub fn elem_type(&self) -> ElemType {
                 match self {
                     $(HostBuf::$variant(_) => ElemType::$variant,)*
                     $(HostBuf::$vvariant(_) => ElemType::$vvariant,)*
                 }
             }
+            /// Its length, in elements.
             pub fn len(&self) -> usize {
                 match self {
                     $(HostBuf::$variant(v) => v.len(),)*
                     $(HostBuf::$vvariant(v) => v.len(),)*
                 }
             }
+            /// Whether it has no elements.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
@@ -255,6 +259,7 @@ macro_rules! elements {
         }
 
         impl ScalarValue {
+            /// The type of the value.
             pub fn elem_type(&self) -> ElemType {
                 match self {
                     $(ScalarValue::$variant(_) => ElemType::$variant,)*

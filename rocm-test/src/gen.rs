@@ -28,6 +28,7 @@ use crate::element::{Element, HostBuf, ScalarValue};
 /// (shrinking towards its lower end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SizeSpec {
+    /// This size in every case.
     Fixed(usize),
     /// Inclusive bounds.
     Range(usize, usize),
@@ -77,9 +78,13 @@ impl SizeSpec {
 /// inputs are not drawn yet, and inputs are the same on every target).
 #[derive(Clone)]
 pub enum LenRef {
+    /// The value of the check's size of this name (`"n"`).
     Size(String),
+    /// The product of two of the check's sizes (`("m", "k")`).
     Product(String, String),
+    /// This many elements in every case.
     Fixed(usize),
+    /// Computed from the case's sizes.
     Computed(SizesFn<usize>),
 }
 
@@ -585,14 +590,18 @@ impl<T: Element> ScalarSource<T> for SizeArg<T> {
 /// (`|i: &Inputs| i.size("n").div_ceil(256)`).
 #[derive(Clone)]
 pub enum Len {
+    /// The value of the check's size of this name (`"n"`).
     Size(String),
+    /// This many elements in every case.
     Fixed(usize),
+    /// Computed from the case's inputs (sizes, scalars and buffers).
     Computed(Arc<dyn Fn(&Inputs<'_>) -> usize + Send + Sync>),
 }
 
 /// Conversion into [`Len`], so `output("y", "n")`, `output("y", 16)` and
 /// `output("y", |i: &Inputs| …)` all read naturally.
 pub trait IntoLen {
+    /// The output length this stands for.
     fn into_len(self) -> Len;
 }
 

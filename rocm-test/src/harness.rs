@@ -11,7 +11,7 @@ use crate::events::exit::HarnessExitCode;
 use crate::events::EventSink;
 use crate::options::HarnessOptions;
 use crate::target::TargetSlot;
-use crate::Suite;
+use crate::{Error, Suite};
 
 /// Run the harness: the `main` of a `harness = false` test target.
 ///
@@ -70,10 +70,8 @@ pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) 
         return match crate::isolate::write_report(&report, &outcome) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!(
-                    "error: cannot write the trial report {}: {e}",
-                    report.display()
-                );
+                let e = Error::io("cannot write the trial report", report, e);
+                eprintln!("error: {e}");
                 ExitCode::from(HarnessExitCode::USAGE)
             }
         };
@@ -92,7 +90,8 @@ pub(crate) fn run_suite(
         Some(path) => match EventSink::open(path) {
             Ok(s) => Some(Arc::new(s)),
             Err(e) => {
-                eprintln!("error: cannot open the events file {}: {e}", path.display());
+                let e = Error::io("cannot open the events file", path, e);
+                eprintln!("error: {e}");
                 return ExitCode::from(HarnessExitCode::USAGE);
             }
         },

@@ -46,6 +46,7 @@ mod check;
 mod compare;
 mod ctypes;
 mod element;
+mod error;
 /// The trial events and option variables, shared with `cargo rocm`.
 pub use rocm_protocol as events;
 pub mod gen;
@@ -67,15 +68,15 @@ pub mod tune;
 mod testing;
 
 pub use check::{Check, Inputs, Outputs};
-pub use compare::{compare, Failure, Mismatch};
 pub use element::{ElemType, ElemVerdict, Element, HostBuf, ScalarValue};
+pub use error::Error;
 pub use harness::main;
 pub use launch::{Dim3, Launch};
 pub use options::{HarnessOptions, RaceCheck, DEFAULT_RACE_CASES};
 pub use raw::RawValue;
 pub use run::DEFAULT_CASES;
 pub use suite::Suite;
-pub use target::{trial_name, Bandwidth, TrialPlace};
+pub use target::{Bandwidth, TrialPlace};
 pub use tolerance::Tolerance;
 
 /// Re-exported so harnesses can write strategies (`rocm_test::proptest::num::f32::NORMAL`) without a

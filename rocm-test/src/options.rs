@@ -24,11 +24,13 @@ use rocm_protocol::env as var;
 use rocm_kernels::runtime::CpuExec;
 use rocm_kernels::Backend;
 
+use crate::Error;
+
 pub use rocm_protocol::partition::Partition;
 pub use rocm_protocol::{DeviceSelection, RaceCheck, DEFAULT_RACE_CASES};
 
 /// `regions`, `fibers` or `blocks`.
-pub fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
+pub(crate) fn parse_cpu_exec(value: &str) -> Option<CpuExec> {
     value.trim().to_ascii_lowercase().parse().ok()
 }
 
@@ -41,12 +43,19 @@ pub struct HarnessOptions {
     pub cpu_exec: Option<CpuExec>,
     /// `None`: every backend.
     pub backends: Option<Vec<Backend>>,
+    /// Backends whose trials fail, rather than being ignored, when they cannot run here.
     pub require: Vec<Backend>,
+    /// The cpu backend's wave sizes to make trials for (32, 64 or both; default both).
     pub wave_sizes: Vec<u32>,
+    /// The case generator's seed; `None`: a stable seed per check.
     pub seed: Option<u64>,
+    /// Generated cases per trial of a check that sets no count of its own; `None`:
+    /// [`crate::DEFAULT_CASES`].
     pub cases: Option<u32>,
+    /// The file each finished trial's event is appended to (one JSON object a line).
     pub events: Option<PathBuf>,
-    /// Run each trial that launches kernels in a process of its own ([`crate::isolate`]).
+    /// Run each trial that launches kernels in a process of its own (a kernel that crashes it
+    /// then fails only that trial).
     pub isolate: bool,
     /// Which GPUs of each backend get trials.
     pub devices: DeviceSelection,
@@ -69,11 +78,12 @@ const FLAGS: [(&str, &str); 10] = [
 
 impl HarnessOptions {
     /// Take the harness's flags out of `args` (the rest is for libtest) and read the environment
-    /// through `env`. Repeated flags accumulate for list options.
+    /// through `env`. Repeated flags accumulate for list options. Fails with [`Error::Option`]
+    /// on a flag without its value or a value the option cannot take.
     pub fn parse(
         args: Vec<String>,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<(HarnessOptions, Vec<String>), String> {
+    ) -> Result<(HarnessOptions, Vec<String>), Error> {
         let mut given: Vec<(&'static str, String)> = Vec::new();
         let mut rest = Vec::with_capacity(args.len());
         let mut no_isolate_flag = false;
@@ -106,7 +116,9 @@ impl HarnessOptions {
             };
             let value = match inline {
                 Some(v) => v,
-                None => it.next().ok_or_else(|| format!("`{flag}` needs a value"))?,
+                None => it
+                    .next()
+                    .ok_or_else(|| Error::Option(format!("`{flag}` needs a value")))?,
             };
             given.push((flag, value));
         }
@@ -133,10 +145,13 @@ impl HarnessOptions {
                 .filter(|s| !s.is_empty())
                 .collect()
         };
-        let backends = |flag: &str, var: &str| -> Result<Vec<Backend>, String> {
+        let backends = |flag: &str, var: &str| -> Result<Vec<Backend>, Error> {
             list(flag, var)
                 .iter()
-                .map(|s| s.parse::<Backend>().map_err(|e| format!("{flag}: {e}")))
+                .map(|s| {
+                    s.parse::<Backend>()
+                        .map_err(|e| Error::Option(format!("{flag}: {e}")))
+                })
                 .collect()
         };
         let last = |flag: &str, var: &str| values(flag, var).pop();
@@ -146,18 +161,21 @@ impl HarnessOptions {
             .iter()
             .map(|s| match s.parse::<u32>() {
                 Ok(w @ (32 | 64)) => Ok(w),
-                _ => Err(format!("--wave-size: `{s}` is not a wave size (32 or 64)")),
+                _ => Err(Error::Option(format!(
+                    "--wave-size: `{s}` is not a wave size (32 or 64)"
+                ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
         let seed = last("--seed", var::SEED)
-            .map(|s| parse_u64(&s).ok_or_else(|| format!("--seed: `{s}` is not a number")))
+            .map(|s| {
+                parse_u64(&s).ok_or_else(|| Error::Option(format!("--seed: `{s}` is not a number")))
+            })
             .transpose()?;
         let cases = last("--cases", var::CASES)
             .map(|s| {
-                s.parse::<u32>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("--cases: `{s}` is not a positive number"))
+                s.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Option(format!("--cases: `{s}` is not a positive number"))
+                })
             })
             .transpose()?;
         let opts = HarnessOptions {
@@ -174,26 +192,26 @@ impl HarnessOptions {
             race_check: match last("--race-check", var::RACE_CHECK) {
                 None => RaceCheck::default(),
                 Some(v) => RaceCheck::parse(&v).ok_or_else(|| {
-                    format!(
+                    Error::Option(format!(
                         "--race-check / {}: `{v}` is not first, all, off or a number of cases",
                         var::RACE_CHECK
-                    )
+                    ))
                 })?,
             },
             cpu_exec: last("--cpu-exec", var::CPU_EXEC)
                 .map(|v| {
                     parse_cpu_exec(&v).ok_or_else(|| {
-                        format!(
+                        Error::Option(format!(
                             "--cpu-exec / {}: `{v}` is not regions, fibers or blocks",
                             var::CPU_EXEC
-                        )
+                        ))
                     })
                 })
                 .transpose()?,
             devices: last("--devices", var::DEVICES)
                 .map(|v| {
                     DeviceSelection::parse(&v)
-                        .map_err(|e| format!("--devices / {}: {e}", var::DEVICES))
+                        .map_err(|e| Error::Option(format!("--devices / {}: {e}", var::DEVICES)))
                 })
                 .transpose()?
                 .unwrap_or_default(),
@@ -204,8 +222,9 @@ impl HarnessOptions {
                     .unwrap_or(true),
             partition: last("--partition", var::PARTITION)
                 .map(|v| {
-                    v.parse::<Partition>()
-                        .map_err(|e| format!("--partition / {}: {e}", var::PARTITION))
+                    v.parse::<Partition>().map_err(|e| {
+                        Error::Option(format!("--partition / {}: {e}", var::PARTITION))
+                    })
                 })
                 .transpose()?,
         };
@@ -236,7 +255,7 @@ impl HarnessOptions {
 }
 
 /// An on/off environment variable: unset, empty, `0`, `false`, `no`, `off` are off.
-fn env_switch(value: Option<String>, var: &str) -> Result<bool, String> {
+fn env_switch(value: Option<String>, var: &str) -> Result<bool, Error> {
     match value
         .as_deref()
         .map(|v| v.trim().to_ascii_lowercase())
@@ -244,7 +263,7 @@ fn env_switch(value: Option<String>, var: &str) -> Result<bool, String> {
     {
         None | Some("" | "0" | "false" | "no" | "off") => Ok(false),
         Some("1" | "true" | "yes" | "on") => Ok(true),
-        Some(other) => Err(format!("{var}: `{other}` is not 1 or 0")),
+        Some(other) => Err(Error::Option(format!("{var}: `{other}` is not 1 or 0"))),
     }
 }
 
@@ -346,7 +365,10 @@ mod tests {
         assert_eq!(race("0").unwrap().0.race_check, RaceCheck::Off);
         assert_eq!(race("first").unwrap().0.race_check, RaceCheck::default());
         assert_eq!(race("7").unwrap().0.race_check, RaceCheck::First(7));
-        assert!(race("maybe").unwrap_err().contains("ROCM_TEST_RACE_CHECK"));
+        assert!(race("maybe")
+            .unwrap_err()
+            .to_string()
+            .contains("ROCM_TEST_RACE_CHECK"));
         let exec = HarnessOptions::parse(args(&["bin"]), |k| {
             (k == "ROCM_CPU_EXEC").then(|| "blocks".to_owned())
         })
@@ -359,7 +381,11 @@ mod tests {
 
     #[test]
     fn bad_values_are_errors() {
-        let err = |v: &[&str]| HarnessOptions::parse(args(v), |_| None).unwrap_err();
+        let err = |v: &[&str]| {
+            HarnessOptions::parse(args(v), |_| None)
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err(&["b", "--backend", "tpu"]).contains("unknown backend `tpu`"));
         assert!(err(&["b", "--wave-size", "16"]).contains("not a wave size"));
         assert!(err(&["b", "--cases", "0"]).contains("not a positive number"));

@@ -51,10 +51,12 @@ impl RawValue {
         })
     }
 
+    /// The value's size in bytes (`size_of` of its type).
     pub fn size(&self) -> usize {
         self.size
     }
 
+    /// Its type's alignment in bytes (`align_of`), kept when the value is passed to a kernel.
     pub fn align(&self) -> usize {
         self.align
     }

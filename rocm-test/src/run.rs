@@ -14,6 +14,7 @@ use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
 use crate::options::RaceCheck;
 use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TrialPlace};
+use crate::Error;
 
 /// Knobs of one run, from the command line or the environment (see [`crate::HarnessOptions`]).
 #[derive(Debug, Clone)]
@@ -55,28 +56,28 @@ pub(crate) struct RunOk {
     pub bandwidth: Option<Bandwidth>,
 }
 
-/// Run `check` on `target`. The error is the full report for a person.
+/// Run `check` on `target`. The error is the full report for a person ([`Error::Failed`]).
 pub(crate) fn run_check(
     check: &Check,
     target: &dyn Target,
     place: &TrialPlace,
     cfg: &RunConfig,
     trial: &str,
-) -> Result<RunOk, String> {
+) -> Result<RunOk, Error> {
     let strategy = case_strategy(check);
     if check.is_fixed() {
         // Nothing to generate: one case, no seed to report.
         let mut runner = TestRunner::deterministic();
         let case = strategy
             .new_tree(&mut runner)
-            .map_err(|e| format!("could not build the inputs: {e}"))?
+            .map_err(|e| Error::Failed(format!("could not build the inputs: {e}")))?
             .current();
         let race = cfg.race.covers(0, false);
         let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
-            format!(
+            Error::Failed(format!(
                 "{e}  input: {case:?}\n  reproduce with: cargo rocm test{} -- '{trial}' --exact\n",
                 cfg.reproduce_flags
-            )
+            ))
         })?;
         return Ok(RunOk {
             cases: 1,
@@ -103,7 +104,7 @@ pub(crate) fn run_check(
         let race = cfg.race.covers(n, failed.load(Ordering::Relaxed));
         let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
             failed.store(true, Ordering::Relaxed);
-            TestCaseError::fail(e)
+            TestCaseError::fail(e.to_string())
         })?;
         if bandwidth.is_some() {
             *measured.lock().unwrap_or_else(|e| e.into_inner()) = bandwidth;
@@ -125,10 +126,10 @@ pub(crate) fn run_check(
         }
         Err(TestError::Fail(reason, case)) => (reason, case),
         Err(TestError::Abort(reason)) => {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "gave up generating inputs: {}\n  seed: {seed:#x}\n",
                 reason.message()
-            ))
+            )))
         }
     };
     // Phase 2: at the smallest failing sizes, find a failing case again and shrink its values.
@@ -139,11 +140,11 @@ pub(crate) fn run_check(
         Err(TestError::Fail(reason2, case2)) => (reason2, case2),
         _ => (reason, case),
     };
-    Err(format!(
+    Err(Error::Failed(format!(
         "{}  input (shrunk): {case:?}\n  seed: {seed:#x}; reproduce with: cargo rocm test --seed={seed:#x}{} -- '{trial}' --exact\n",
         reason.message(),
         cfg.reproduce_flags
-    ))
+    )))
 }
 
 /// Mixed into the seed of the second shrinking phase.
@@ -157,12 +158,15 @@ pub(crate) fn run_case(
     place: &TrialPlace,
     case: &Case,
     race: bool,
-) -> Result<Option<Bandwidth>, String> {
+) -> Result<Option<Bandwidth>, Error> {
     match catch_unwind(AssertUnwindSafe(|| {
         run_case_inner(check, target, place, case, race)
     })) {
         Ok(r) => r,
-        Err(payload) => Err(format!("panicked: {}\n", panic_message(&*payload))),
+        Err(payload) => Err(Error::Panicked(format!(
+            "panicked: {}\n",
+            panic_message(&*payload)
+        ))),
     }
 }
 
@@ -172,7 +176,7 @@ fn run_case_inner(
     place: &TrialPlace,
     case: &Case,
     race: bool,
-) -> Result<Option<Bandwidth>, String> {
+) -> Result<Option<Bandwidth>, Error> {
     let inputs = Inputs {
         case,
         target: target.wave_size().map(|w| (place, w)),
@@ -180,7 +184,7 @@ fn run_case_inner(
     let launch_fn = check
         .launch
         .as_ref()
-        .ok_or("the check has no launch configuration")?;
+        .ok_or_else(|| Error::Declaration("the check has no launch configuration".into()))?;
     let launch = launch_fn(&inputs);
 
     // Device-side copies: inputs as generated, outputs poisoned.
@@ -259,23 +263,34 @@ fn run_case_inner(
         let mut launch_it = || {
             target
                 .launch(&check.kernel, &launch, &mut args, &mut globals, race)
-                .map_err(|e| format!("kernel `{}` ({launch}) failed: {e}\n", check.kernel))
+                .map_err(|e| {
+                    Error::Failed(format!(
+                        "kernel `{}` ({launch}) failed: {e}\n",
+                        check.kernel
+                    ))
+                })
         };
         match &check.printf {
             None => launch_it()?,
             Some(expected_lines) => {
-                let (result, printed) = crate::capture::stdout_of(&mut launch_it)
-                    .map_err(|e| format!("could not capture the kernel's printf output: {e}\n"))?;
+                let (result, printed) = crate::capture::stdout_of(&mut launch_it).map_err(|e| {
+                    Error::Failed(format!(
+                        "could not capture the kernel's printf output: {e}\n"
+                    ))
+                })?;
                 result?;
                 let expected_lines = catch_unwind(AssertUnwindSafe(|| expected_lines(&inputs)))
                     .map_err(|p| {
-                        format!("the printf expectation panicked: {}\n", panic_message(&*p))
+                        Error::Panicked(format!(
+                            "the printf expectation panicked: {}\n",
+                            panic_message(&*p)
+                        ))
                     })?;
                 if let Some(report) = crate::capture::compare_lines(&printed, expected_lines) {
-                    return Err(format!(
+                    return Err(Error::Failed(format!(
                         "kernel `{}` ({launch}) printed other lines than expected:\n{report}",
                         check.kernel
-                    ));
+                    )));
                 }
             }
         }
@@ -286,8 +301,9 @@ fn run_case_inner(
             names: &out_names,
             bufs: &mut expected,
         };
-        catch_unwind(AssertUnwindSafe(|| reference(&inputs, &mut outputs)))
-            .map_err(|p| format!("the reference panicked: {}\n", panic_message(&*p)))?;
+        catch_unwind(AssertUnwindSafe(|| reference(&inputs, &mut outputs))).map_err(|p| {
+            Error::Panicked(format!("the reference panicked: {}\n", panic_message(&*p)))
+        })?;
     }
 
     let mut report = String::new();
@@ -301,10 +317,10 @@ fn run_case_inner(
         }
     }
     if !report.is_empty() {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "kernel `{}` ({launch}) differs from the reference:\n{report}",
             check.kernel
-        ));
+        )));
     }
     let Some(bytes_fn) = &check.bandwidth else {
         return Ok(None);
@@ -314,7 +330,12 @@ fn run_case_inner(
     target
         .time(&check.kernel, &launch, &mut args, bytes, BANDWIDTH_REPS)
         .map(Some)
-        .map_err(|e| format!("timing kernel `{}` ({launch}) failed: {e}\n", check.kernel))
+        .map_err(|e| {
+            Error::Failed(format!(
+                "timing kernel `{}` ({launch}) failed: {e}\n",
+                check.kernel
+            ))
+        })
 }
 
 /// Timed runs of a bandwidth measurement (the median is reported).

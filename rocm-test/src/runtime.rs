@@ -12,7 +12,7 @@ use rocm_kernels::{Backend, KernelLibrary};
 use crate::element::{HostBuf, ScalarValue};
 use crate::options::HarnessOptions;
 use crate::target::{Bandwidth, GlobalArg, LaunchArg, Target, TargetSlot, TrialPlace};
-use crate::Launch;
+use crate::{Error, Launch};
 
 /// A launch on the cpu backend that runs longer than this fails (a missing barrier or an
 /// endless loop must not hang CI).
@@ -26,13 +26,13 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
         let cpu_built = lib.kernels.is_empty() || lib.has_cpu();
         for &wave_size in &opts.wave_sizes {
             let id = TrialPlace::cpu(wave_size);
-            let target: Result<Arc<dyn Target>, String> = if cpu_built {
+            let target: Result<Arc<dyn Target>, Error> = if cpu_built {
                 Ok(cpu_target(lib, wave_size, opts.cpu_exec))
             } else {
-                Err(format!(
+                Err(Error::Target(format!(
                     "library `{}` was built without the cpu backend (enable it in build.rs)",
                     lib.name
-                ))
+                )))
             };
             slots.push(TargetSlot { id, target });
         }
@@ -97,7 +97,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                     target: String::new(),
                 },
                 // With no device at all, that is the reason that matters here.
-                target: Err(if devices.is_empty() {
+                target: Err(Error::Target(if devices.is_empty() {
                     why_none.clone()
                 } else {
                     format!(
@@ -105,7 +105,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                          {backend} (its warnings, or `cargo rocm doctor`, say why)",
                         lib.name
                     )
-                }),
+                })),
             });
             continue;
         }
@@ -132,7 +132,7 @@ pub(crate) fn discover(lib: &'static KernelLibrary, opts: &HarnessOptions) -> Ve
                         backend,
                         target: arch,
                     },
-                    target: Err(target),
+                    target: Err(Error::Target(target)),
                 });
                 continue;
             }
@@ -197,7 +197,7 @@ impl Target for CpuTarget {
         args: &mut [LaunchArg<'_>],
         globals: &mut [GlobalArg<'_>],
         race: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let bytes: usize = args
             .iter()
             .map(|a| match a {
@@ -219,7 +219,7 @@ impl Target for CpuTarget {
         args: &mut [LaunchArg<'_>],
         bytes: u64,
         reps: u32,
-    ) -> Result<Bandwidth, String> {
+    ) -> Result<Bandwidth, Error> {
         self.plain.time(kernel, launch, args, bytes, reps)
     }
 }
@@ -250,7 +250,7 @@ fn arch_matches(backend: Backend, device_arch: &str, code_arch: &str) -> bool {
 struct DeviceTarget {
     device: Device,
     library: &'static KernelLibrary,
-    module: OnceLock<Result<Module, String>>,
+    module: OnceLock<Result<Module, Error>>,
 }
 
 impl DeviceTarget {
@@ -335,14 +335,14 @@ enum DevArg {
 }
 
 impl DeviceTarget {
-    fn module(&self) -> Result<&Module, String> {
+    fn module(&self) -> Result<&Module, Error> {
         self.module
-            .get_or_init(|| self.device.load(self.library).map_err(|e| e.to_string()))
+            .get_or_init(|| self.device.load(self.library).map_err(Error::runtime))
             .as_ref()
             .map_err(Clone::clone)
     }
 
-    fn upload(&self, args: &[LaunchArg<'_>]) -> Result<Vec<DevArg>, String> {
+    fn upload(&self, args: &[LaunchArg<'_>]) -> Result<Vec<DevArg>, Error> {
         args.iter()
             .map(|a| match a {
                 LaunchArg::Scalar(v) => Ok(dev_scalar(v)),
@@ -352,7 +352,7 @@ impl DeviceTarget {
                 }
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("upload: {e}"))
+            .map_err(Error::runtime_while("upload"))
     }
 
     /// Launch once on `stream` (asynchronously).
@@ -361,7 +361,7 @@ impl DeviceTarget {
         launch: &Launch,
         dev_args: &[DevArg],
         stream: &rocm_kernels::runtime::Stream,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         // The check's launch is the runtime's type: handed over as it is.
         let mut builder = kernel.launch(*launch);
         for a in dev_args {
@@ -371,12 +371,12 @@ impl DeviceTarget {
                 DevArg::Buffer(b) => b.push(builder),
             };
         }
-        builder.run(stream).map_err(|e| e.to_string())
+        builder.run(stream).map_err(Error::runtime)
     }
 }
 
 /// The median of `reps` runs of `f`, in seconds.
-fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+fn median_secs(reps: u32, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
     let mut times = Vec::with_capacity(reps as usize);
     for _ in 0..reps.max(1) {
         let start = std::time::Instant::now();
@@ -399,24 +399,30 @@ impl Target for DeviceTarget {
         args: &mut [LaunchArg<'_>],
         globals: &mut [GlobalArg<'_>],
         _race: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let module = self.module()?;
-        let kernel = module.kernel(kernel).map_err(|e| e.to_string())?;
+        let kernel = module.kernel(kernel)?;
         let dev_args = self.upload(args)?;
         for g in globals.iter() {
             module
                 .global(g.name)
                 .and_then(|v| v.write(g.data.as_bytes()))
-                .map_err(|e| format!("setting variable `{}`: {e}", g.name))?;
+                .map_err(Error::runtime_while(format!(
+                    "setting variable `{}`",
+                    g.name
+                )))?;
         }
-        let stream = self.device.stream().map_err(|e| e.to_string())?;
+        let stream = self.device.stream()?;
         Self::run(&kernel, launch, &dev_args, &stream)?;
-        stream.synchronize().map_err(|e| e.to_string())?;
+        stream.synchronize()?;
         for g in globals.iter_mut().filter(|g| g.read_back) {
             module
                 .global(g.name)
                 .and_then(|v| v.read(g.data.as_bytes_mut()))
-                .map_err(|e| format!("reading variable `{}`: {e}", g.name))?;
+                .map_err(Error::runtime_while(format!(
+                    "reading variable `{}`",
+                    g.name
+                )))?;
         }
         for (a, d) in args.iter_mut().zip(&dev_args) {
             if let (
@@ -427,7 +433,7 @@ impl Target for DeviceTarget {
                 DevArg::Buffer(b),
             ) = (a, d)
             {
-                b.download(data).map_err(|e| format!("download: {e}"))?;
+                b.download(data).map_err(Error::runtime_while("download"))?;
             }
         }
         Ok(())
@@ -440,26 +446,24 @@ impl Target for DeviceTarget {
         args: &mut [LaunchArg<'_>],
         bytes: u64,
         reps: u32,
-    ) -> Result<Bandwidth, String> {
-        let kernel = self.module()?.kernel(kernel).map_err(|e| e.to_string())?;
+    ) -> Result<Bandwidth, Error> {
+        let kernel = self.module()?.kernel(kernel)?;
         let dev_args = self.upload(args)?;
-        let stream = self.device.stream().map_err(|e| e.to_string())?;
-        let sync =
-            |r: Result<(), String>| r.and_then(|_| stream.synchronize().map_err(|e| e.to_string()));
+        let stream = self.device.stream()?;
+        let sync = |r: Result<(), Error>| r.and_then(|_| Ok(stream.synchronize()?));
         sync(Self::run(&kernel, launch, &dev_args, &stream))?; // warm-up
         let kernel_s = median_secs(reps, || {
             sync(Self::run(&kernel, launch, &dev_args, &stream))
         })?;
         // A copy of bytes/2 reads and writes `bytes` in all.
         let half = (bytes / 2).max(1) as usize;
-        let err = |e: rocm_kernels::runtime::RuntimeError| e.to_string();
-        let mut src = self.device.alloc::<u8>(half).map_err(err)?;
-        src.fill(1).map_err(err)?;
-        let mut dst = self.device.alloc::<u8>(half).map_err(err)?;
-        dst.copy_from(&src).map_err(err)?; // warm-up
+        let mut src = self.device.alloc::<u8>(half)?;
+        src.fill(1)?;
+        let mut dst = self.device.alloc::<u8>(half)?;
+        dst.copy_from(&src)?; // warm-up
         let copy_s = median_secs(reps, || {
-            dst.copy_from(&src).map_err(err)?;
-            self.device.synchronize().map_err(err)
+            dst.copy_from(&src)?;
+            Ok(self.device.synchronize()?)
         })?;
         let gbps = |secs: f64| bytes as f64 / secs / 1e9;
         Ok(Bandwidth {

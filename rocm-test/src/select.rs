@@ -75,18 +75,18 @@ pub(crate) fn select(
 pub(crate) fn recorded_durations(
     partition: Option<&Partition>,
     binary: &str,
-) -> Result<HashMap<String, f64>, String> {
+) -> Result<HashMap<String, f64>, crate::Error> {
     let Some(p) = partition.filter(|p| p.kind == PartitionKind::Duration) else {
         return Ok(HashMap::new());
     };
     let path = p.history.as_ref().ok_or_else(|| {
-        format!(
+        crate::Error::Option(format!(
             "--partition {p}: a duration partition needs the events of an earlier run: \
              duration:K/N:EVENTS (`cargo rocm test` gives it its last run's events.jsonl)"
-        )
+        ))
     })?;
     rocm_protocol::partition::recorded_durations(path, binary)
-        .map_err(|e| format!("--partition {p}: {e}"))
+        .map_err(|e| crate::Error::Option(format!("--partition {p}: {e}")))
 }
 
 /// The reasons of the trials listed as ignored, for the end of a human-readable run (libtest
@@ -231,6 +231,6 @@ mod tests {
         assert_eq!(run_in(1), ["b::cpu/w64"]);
         assert_eq!(run_in(2), ["a::cpu/w32", "a::cpu/w64", "b::cpu/w32"]);
         let err = recorded_durations(Some(&"duration:1/2".parse().unwrap()), "kernels");
-        assert!(err.unwrap_err().contains("duration:K/N:EVENTS"));
+        assert!(err.unwrap_err().to_string().contains("duration:K/N:EVENTS"));
     }
 }

@@ -14,7 +14,7 @@ use crate::isolate::Report;
 use crate::options::HarnessOptions;
 use crate::run::{panic_message, run_check, RunConfig};
 use crate::target::{trial_name, Bandwidth, Target, TargetSlot};
-use crate::Check;
+use crate::{Check, Error};
 
 /// The checks of one harness binary. Given to the closure of [`crate::main`].
 pub struct Suite {
@@ -79,16 +79,18 @@ impl Suite {
 
     /// Run the check named `name` once on the cpu backend with this wave size, outside libtest
     /// (for benchmarks and tools): `Ok(cases run)` or the failure report. The device and module
-    /// are made on first use and reused by later calls.
-    pub fn run_cpu(&self, name: &str, wave_size: u32) -> Result<u32, String> {
+    /// are made on first use and reused by later calls. Fails with [`Error::Declaration`] when
+    /// there is no such check or it cannot run (its mistakes, one a line), or with the trial's
+    /// failure.
+    pub fn run_cpu(&self, name: &str, wave_size: u32) -> Result<u32, Error> {
         let check = self
             .checks
             .iter()
             .find(|c| c.name == name)
-            .ok_or_else(|| format!("no check named `{name}`"))?;
+            .ok_or_else(|| Error::Declaration(format!("no check named `{name}`")))?;
         let errors = static_errors(check, self.library);
         if !errors.is_empty() {
-            return Err(errors.join("\n"));
+            return Err(Error::Declaration(errors.join("\n")));
         }
         let target = self
             .cpu_targets
@@ -155,7 +157,7 @@ impl Suite {
             };
         };
         match catch_unwind(AssertUnwindSafe(body))
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))))
+            .unwrap_or_else(|p| Err(Error::Panicked(format!("panicked: {}", panic_message(&*p)))))
         {
             Ok(Done::Passed(cases, seed, bandwidth)) => Report::Passed {
                 cases,
@@ -163,7 +165,9 @@ impl Suite {
                 bandwidth,
             },
             Ok(Done::Ignored(reason)) => Report::Ignored { reason },
-            Err(message) => Report::Failed { message },
+            Err(e) => Report::Failed {
+                message: e.to_string(),
+            },
         }
     }
 
@@ -215,7 +219,7 @@ impl Suite {
                 // Known before running: listed as ignored, so a runner that lists first
                 // (cargo-nextest) skips the trial instead of counting it as passed.
                 let skip = match &slot.target {
-                    Err(reason) if !required => Some(reason.clone()),
+                    Err(reason) if !required => Some(reason.to_string()),
                     Ok(target) if static_errors.is_empty() => {
                         check.excluded_from(&slot.id, target.wave_size())
                     }
@@ -239,7 +243,7 @@ impl Suite {
                             "backend `{}` is required (--require-backend) but cannot run here: {reason}",
                             slot.id.backend
                         );
-                        Box::new(move || Err(msg))
+                        Box::new(move || Err(Error::Target(msg)))
                     }
                     (Ok(_), false) => {
                         let msg = format!(
@@ -250,7 +254,7 @@ impl Suite {
                                 .map(|e| format!("  - {e}\n"))
                                 .collect::<String>()
                         );
-                        Box::new(move || Err(msg))
+                        Box::new(move || Err(Error::Declaration(msg)))
                     }
                     // A process of its own, so a kernel that kills it fails only this trial.
                     (Ok(_), true) if opts.isolate => {
@@ -262,7 +266,7 @@ impl Suite {
                                 bandwidth,
                             } => Ok(Done::Passed(cases, seed, bandwidth)),
                             Report::Ignored { reason } => Ok(Done::Ignored(reason)),
-                            Report::Failed { message } => Err(message),
+                            Report::Failed { message } => Err(Error::Failed(message)),
                         })
                     }
                     (Ok(target), true) => {
@@ -300,7 +304,10 @@ impl Suite {
                      `s.untested(\"{}\", \"why\")` if another check covers it",
                     k.name, k.source, k.name, k.name
                 );
-                trials.push((meta("no-check"), Box::new(move || Err(msg)) as Body));
+                trials.push((
+                    meta("no-check"),
+                    Box::new(move || Err(Error::Declaration(msg))) as Body,
+                ));
             }
         }
         trials
@@ -359,7 +366,7 @@ enum Done {
     Ignored(String),
 }
 
-type Body = Box<dyn FnOnce() -> Result<Done, String> + Send>;
+type Body = Box<dyn FnOnce() -> Result<Done, Error> + Send>;
 
 struct Meta {
     name: String,
@@ -388,11 +395,12 @@ impl Recorder {
         let (name, skip) = (meta.name.clone(), meta.skip.clone());
         let run = Box::new(move || {
             let start = Instant::now();
-            let result = catch_unwind(AssertUnwindSafe(body))
-                .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
+            let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| {
+                Err(Error::Panicked(format!("panicked: {}", panic_message(&*p))))
+            });
             let result = match result {
                 Ok(Done::Ignored(reason)) if rec.ignored_fails => {
-                    Err(crate::nextest::ignored_run_message(&reason))
+                    Err(Error::Failed(crate::nextest::ignored_run_message(&reason)))
                 }
                 other => other,
             };
@@ -408,7 +416,7 @@ impl Recorder {
                     None,
                     None,
                 ),
-                Err(msg) => (TrialOutcome::Failed, Some(msg.clone()), None, None, None),
+                Err(e) => (TrialOutcome::Failed, Some(e.to_string()), None, None, None),
             };
             if let Some(bw) = &bandwidth {
                 println!("bandwidth of {}: {bw}", meta.name);
@@ -433,7 +441,7 @@ impl Recorder {
             match result {
                 Ok(Done::Passed(..)) => Ok(Completion::Completed),
                 Ok(Done::Ignored(reason)) => Ok(Completion::ignored_with(reason)),
-                Err(msg) => Err(Failed::from(msg)),
+                Err(e) => Err(Failed::from(e.to_string())),
             }
         });
         TrialBody { name, skip, run }

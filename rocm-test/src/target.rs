@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::element::{HostBuf, ScalarValue};
-use crate::Launch;
+use crate::{Error, Launch};
 
 /// One kernel argument as handed to a [`Target`].
 pub(crate) enum LaunchArg<'a> {
@@ -39,9 +39,9 @@ pub(crate) trait Target: Send + Sync {
         args: &mut [LaunchArg<'_>],
         bytes: u64,
         reps: u32,
-    ) -> Result<Bandwidth, String> {
+    ) -> Result<Bandwidth, Error> {
         let _ = (kernel, launch, args, bytes, reps);
-        Err("this target cannot time kernels".into())
+        Err(Error::Target("this target cannot time kernels".into()))
     }
 
     /// The number of lanes in a wave here (32 or 64), when known.
@@ -51,8 +51,8 @@ pub(crate) trait Target: Send + Sync {
 
     /// Upload the buffers, set the `globals`, launch `kernel` once, wait, and download the
     /// `read_back` buffers and variables. `race`: run it under the race detector where the target
-    /// has one (the cpu backend). The error is the runtime's own message (launch failure,
-    /// out-of-bounds access, timeout…).
+    /// has one (the cpu backend). The error is the runtime's (launch failure, out-of-bounds
+    /// access, timeout…), with what the harness was doing when it says more.
     fn launch(
         &self,
         kernel: &str,
@@ -60,7 +60,7 @@ pub(crate) trait Target: Send + Sync {
         args: &mut [LaunchArg<'_>],
         globals: &mut [GlobalArg<'_>],
         race: bool,
-    ) -> Result<(), String>;
+    ) -> Result<(), Error>;
 }
 
 /// A trial's place: `cpu/w64` (the runtime's place names, shared with benchmarks and tuning).
@@ -70,11 +70,11 @@ pub use rocm_kernels::TrialPlace;
 #[derive(Clone)]
 pub(crate) struct TargetSlot {
     pub id: TrialPlace,
-    pub target: Result<Arc<dyn Target>, String>,
+    pub target: Result<Arc<dyn Target>, Error>,
 }
 
 /// The trial name for a check on a target: `saxpy::cpu/w64`.
-pub fn trial_name(check: &str, id: &TrialPlace) -> String {
+pub(crate) fn trial_name(check: &str, id: &TrialPlace) -> String {
     format!("{check}::{id}")
 }
 

@@ -27,11 +27,11 @@ impl Target for RustTarget {
         args: &mut [LaunchArg<'_>],
         _globals: &mut [crate::target::GlobalArg<'_>],
         _race: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::Error> {
         let k = self
             .0
             .get(kernel)
-            .ok_or_else(|| format!("no kernel `{kernel}` in the module"))?;
+            .ok_or_else(|| crate::Error::Target(format!("no kernel `{kernel}` in the module")))?;
         k(launch, args);
         Ok(())
     }
@@ -188,7 +188,9 @@ fn run(
                 backend: Backend::Amd,
                 target: "gfx90a".into(),
             },
-            target: Err("no AMD GPU with gfx90a on this machine".into()),
+            target: Err(crate::Error::Target(
+                "no AMD GPU with gfx90a on this machine".into(),
+            )),
         },
     ];
     // The trial bodies run here directly: through libtest-mimic they would print a nested

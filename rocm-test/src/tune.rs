@@ -300,7 +300,7 @@ impl Tunable {
     }
 
     /// The search space (parameters in declaration order, restrictions compiled).
-    pub(crate) fn space(&self) -> Result<rocm_tune::SearchSpace, String> {
+    pub(crate) fn space(&self) -> Result<rocm_tune::SearchSpace, crate::Error> {
         let mut b = rocm_tune::SearchSpace::builder();
         for (name, _, values) in &self.params {
             b = b.param(name.clone(), values.iter().cloned());
@@ -311,11 +311,11 @@ impl Tunable {
                 Restriction::Expr(e) => b.restrict(e.clone()),
                 #[cfg(not(feature = "tune"))]
                 Restriction::Expr(e) => {
-                    return Err(format!(
+                    return Err(crate::Error::Declaration(format!(
                         "restriction `{e}` of tunable `{}`: Kernel Tuner expressions are \
                          evaluated in tune mode only (`cargo rocm tune`)",
                         self.name
-                    ))
+                    )))
                 }
                 Restriction::Fn { label, names, f } => {
                     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -325,10 +325,10 @@ impl Tunable {
             };
         }
         b.build().map_err(|e| {
-            format!(
+            crate::Error::Declaration(format!(
                 "the search space of tunable `{}` cannot be built: {e}",
                 self.name
-            )
+            ))
         })
     }
 
@@ -345,17 +345,17 @@ impl Tunable {
     }
 
     /// The default's values in parameter order, or why it does not name each parameter once.
-    fn default_values(&self) -> Option<Result<Vec<Value>, String>> {
+    fn default_values(&self) -> Option<Result<Vec<Value>, crate::Error>> {
         let default = self.default.as_ref()?;
         let mut values = Vec::new();
         for (n, _, _) in &self.params {
             match default.iter().find(|(d, _)| d == n) {
                 Some((_, v)) => values.push(v.clone()),
                 None => {
-                    return Some(Err(format!(
+                    return Some(Err(crate::Error::Declaration(format!(
                         "the default configuration of `{}` has no value for `{n}`",
                         self.name
-                    )))
+                    ))))
                 }
             }
         }
@@ -363,16 +363,16 @@ impl Tunable {
             .iter()
             .find(|(d, _)| !self.params.iter().any(|(n, _, _)| n == d))
         {
-            return Some(Err(format!(
+            return Some(Err(crate::Error::Declaration(format!(
                 "the default configuration of `{}` sets `{extra}`, which is not a parameter",
                 self.name
-            )));
+            ))));
         }
         Some(Ok(values))
     }
 
-    fn default_not_in_space(&self) -> String {
-        format!(
+    fn default_not_in_space(&self) -> crate::Error {
+        crate::Error::Declaration(format!(
             "the default configuration of `{}` ({}) is not in its search space: a value \
              is not in its parameter's list, or a restriction excludes it",
             self.name,
@@ -382,14 +382,14 @@ impl Tunable {
                 .map(|(n, v)| format!("{n}={v}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        )
+        ))
     }
 
     /// The default as a configuration of `space` (the tunable's), or why it is not one.
     pub(crate) fn default_in(
         &self,
         space: &rocm_tune::SearchSpace,
-    ) -> Option<Result<rocm_tune::ConfigId, String>> {
+    ) -> Option<Result<rocm_tune::ConfigId, crate::Error>> {
         Some(self.default_values()?.and_then(|values| {
             space
                 .find_values(&values)
@@ -399,7 +399,7 @@ impl Tunable {
 
     /// What can be checked of the default without the space: it names every parameter once,
     /// with a value from the parameter's list.
-    pub(crate) fn default_in_lists(&self) -> Result<(), String> {
+    pub(crate) fn default_in_lists(&self) -> Result<(), crate::Error> {
         let Some(values) = self.default_values().transpose()? else {
             return Ok(());
         };

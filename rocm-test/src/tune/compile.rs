@@ -1,7 +1,7 @@
 //! Compiling a kernel's source with compile-time parameters at run time, cached on disk, and
 //! compiled ahead on worker threads while the device measures.
 //!
-//! * `cpu`: `rocm-kernels-build`'s cpu build (region forms and all, as the crate's own build)
+//! * `cpu`: the cpu build of `rocm-cpu-frontend` (region forms and all, as the crate's own build)
 //!   into a static library, linked into a shared object and `dlopen`ed; its kernels call the
 //!   runtime linked into this executable, which exports it for them (the build's dynamic list).
 //! * `nvidia`: NVRTC (`rocm_kernels::runtime::rtc::nvidia::compile_at_run_time`), machine
@@ -28,6 +28,13 @@ use rocm_kernels::library::{
 use rocm_kernels::Backend;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::Error;
+
+/// A compile's failure (its message as the compiler or the file system words it).
+fn tune_err(e: impl std::fmt::Display) -> Error {
+    Error::Tune(e.to_string())
+}
 
 /// The kernel's source, as the compiles see it.
 #[derive(Debug, Clone)]
@@ -110,25 +117,26 @@ impl Compiler {
         arch: &str,
         source: SourceSpec,
         cache_dir: &Path,
-    ) -> Result<Compiler, String> {
+    ) -> Result<Compiler, Error> {
         let (compiler, headers) = match backend {
             Backend::Cpu => {
                 let path = source.path.clone().ok_or_else(|| {
-                    format!(
+                    Error::Declaration(format!(
                         "the source of `{}` ({}) is not on disk here: the cpu backend compiles \
                          it from its file (run from the crate, or set `Tunable::source`)",
                         source.kernel, source.file
-                    )
+                    ))
                 })?;
                 let req = cpu_request(&path, &source.includes, &[], &cache_dir.join("probe"));
-                let id =
-                    rocm_kernels_build::cpu::compiler_identity(&req).map_err(|e| e.to_string())?;
-                (id, tree_digest(&rocm_kernels_build::cpu::cpu_include_dir()))
+                let id = rocm_cpu_frontend::compiler_identity(&req).map_err(tune_err)?;
+                (id, tree_digest(&rocm_cpu_frontend::cpu_include_dir()))
             }
             Backend::Nvidia => {
                 let (version, lib) =
                     rocm_kernels::runtime::rtc::nvidia::nvrtc_version().map_err(|e| {
-                        format!("compile-time parameters need NVRTC on the nvidia backend: {e}")
+                        Error::runtime_while(
+                            "compile-time parameters need NVRTC on the nvidia backend",
+                        )(e)
                     })?;
                 let headers = rocm_kernels_core::headers::nvidia_dir()
                     .map(|d| tree_digest(&d))
@@ -138,7 +146,9 @@ impl Compiler {
             Backend::Amd => {
                 let (version, lib) =
                     rocm_kernels::runtime::rtc::amd::hiprtc_version().map_err(|e| {
-                        format!("compile-time parameters need hipRTC on the amd backend: {e}")
+                        Error::runtime_while(
+                            "compile-time parameters need hipRTC on the amd backend",
+                        )(e)
                     })?;
                 (format!("hiprtc {version} ({lib})"), String::new())
             }
@@ -181,18 +191,21 @@ impl Compiler {
 
     /// The configuration compiled and loaded: from the disk cache when it is there, else by
     /// compiling it now. `Err` is the compiler's message (a failed compile is cached too).
-    pub fn get(&self, defines: &[(String, String)]) -> Result<Variant, String> {
+    pub fn get(&self, defines: &[(String, String)]) -> Result<Variant, Error> {
         let entry = self.dir.join(self.key(defines));
         let meta = match read_meta(&entry) {
             Some(meta) => meta,
             None => {
                 self.compile_into(&entry, defines)?;
                 read_meta(&entry).ok_or_else(|| {
-                    format!("the compile cache entry {} is unreadable", entry.display())
+                    Error::Tune(format!(
+                        "the compile cache entry {} is unreadable",
+                        entry.display()
+                    ))
                 })?
             }
         };
-        let image = meta.result?;
+        let image = meta.result.map_err(Error::Tune)?;
         let (library, so) = self.load(&entry, &image)?;
         Ok(Variant {
             library,
@@ -203,14 +216,15 @@ impl Compiler {
 
     /// Compile into a fresh folder and rename it to `entry` (another process may win the
     /// race: then its entry is used).
-    fn compile_into(&self, entry: &Path, defines: &[(String, String)]) -> Result<(), String> {
+    fn compile_into(&self, entry: &Path, defines: &[(String, String)]) -> Result<(), Error> {
         let tmp = entry.with_extension(format!(
             "tmp{}-{:?}",
             std::process::id(),
             std::thread::current().id()
         ));
         let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| Error::Tune(format!("{}: {e}", tmp.display())))?;
         let started = Instant::now();
         let result = match self.backend {
             Backend::Cpu => self.compile_cpu(&tmp, defines),
@@ -220,11 +234,11 @@ impl Compiler {
             kernel: self.source.kernel.clone(),
             defines: defines.to_vec(),
             compiler: self.compiler.clone(),
-            result,
+            result: result.map_err(|e| e.to_string()),
             seconds: started.elapsed().as_secs_f64(),
         };
-        let text = serde_json::to_vec_pretty(&meta).map_err(|e| e.to_string())?;
-        std::fs::write(tmp.join("meta.json"), text).map_err(|e| e.to_string())?;
+        let text = serde_json::to_vec_pretty(&meta).map_err(tune_err)?;
+        std::fs::write(tmp.join("meta.json"), text).map_err(tune_err)?;
         // Only what loading needs stays: the cpu build's intermediates go.
         let _ = std::fs::remove_dir_all(tmp.join("build"));
         if std::fs::rename(&tmp, entry).is_err() {
@@ -234,12 +248,12 @@ impl Compiler {
         Ok(())
     }
 
-    fn compile_cpu(&self, dir: &Path, defines: &[(String, String)]) -> Result<Image, String> {
+    fn compile_cpu(&self, dir: &Path, defines: &[(String, String)]) -> Result<Image, Error> {
         let path = self.source.path.as_ref().expect("checked in new");
         let req = cpu_request(path, &self.source.includes, defines, &dir.join("build"));
-        let built = rocm_kernels_build::cpu::build_cpu(&req).map_err(|e| e.to_string())?;
-        rocm_kernels_build::cpu::link_shared_object(&req, &built, &dir.join("kernels.so"))
-            .map_err(|e| e.to_string())?;
+        let built = rocm_cpu_frontend::build_cpu(&req).map_err(tune_err)?;
+        rocm_cpu_frontend::link_shared_object(&req, &built, &dir.join("kernels.so"))
+            .map_err(tune_err)?;
         // No static features on cpu: a model would need a compile per configuration it ranks,
         // which costs more here than measuring.
         Ok(Image {
@@ -263,7 +277,7 @@ impl Compiler {
         })
     }
 
-    fn compile_gpu(&self, dir: &Path, defines: &[(String, String)]) -> Result<Image, String> {
+    fn compile_gpu(&self, dir: &Path, defines: &[(String, String)]) -> Result<Image, Error> {
         let mut options: Vec<String> = defines.iter().map(|(n, v)| format!("-D{n}={v}")).collect();
         let folders = self
             .source
@@ -295,14 +309,14 @@ impl Compiler {
                 &options,
             ),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(tune_err)?;
         if image.symbols.is_empty() {
-            return Err(format!(
+            return Err(Error::Tune(format!(
                 "the compiled {} has no kernel `{}`",
                 self.source.file, self.source.kernel
-            ));
+            )));
         }
-        std::fs::write(dir.join("image.bin"), &image.bytes).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("image.bin"), &image.bytes).map_err(tune_err)?;
         let features = match image.format {
             ObjectFormat::AmdgpuElf => amd_features(&image.bytes, &image.symbols),
             _ => rocm_tune::Features::new(),
@@ -329,7 +343,7 @@ impl Compiler {
         &self,
         entry: &Path,
         image: &Image,
-    ) -> Result<(&'static KernelLibrary, Option<libloading::Library>), String> {
+    ) -> Result<(&'static KernelLibrary, Option<libloading::Library>), Error> {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
         let file = leak(&self.source.file);
         let name = leak(&format!("tuned {} {}", self.source.kernel, short(entry)));
@@ -347,7 +361,7 @@ impl Compiler {
                 }
                 .map_err(|e| {
                     let text = e.to_string();
-                    if text.contains("undefined symbol: rk_") {
+                    Error::Tune(if text.contains("undefined symbol: rk_") {
                         format!(
                             "{text}: this binary does not export the cpu runtime to kernels \
                              compiled at run time; build its crate's kernels with \
@@ -356,7 +370,7 @@ impl Compiler {
                         )
                     } else {
                         text
-                    }
+                    })
                 })?;
                 let so: libloading::Library = so.into();
                 let mut decls = Vec::new();
@@ -366,7 +380,7 @@ impl Compiler {
                     // signature; only its address is taken.
                     let entry_fn: *const () = unsafe {
                         *so.get::<*const ()>(symbol.as_bytes())
-                            .map_err(|e| format!("{}: {e}", k.symbol))?
+                            .map_err(|e| Error::Tune(format!("{}: {e}", k.symbol)))?
                     };
                     let execution = k
                         .execution
@@ -410,7 +424,7 @@ impl Compiler {
             }
             backend => {
                 let bytes = std::fs::read(entry.join("image.bin"))
-                    .map_err(|e| format!("{}: {e}", entry.display()))?;
+                    .map_err(|e| Error::Tune(format!("{}: {e}", entry.display())))?;
                 let format = match image.format.as_str() {
                     "cubin" => ObjectFormat::Cubin,
                     "ptx" => ObjectFormat::Ptx,
@@ -513,13 +527,13 @@ fn cpu_request(
     includes: &[PathBuf],
     defines: &[(String, String)],
     out_dir: &Path,
-) -> rocm_kernels_build::cpu::CpuBuildRequest {
-    rocm_kernels_build::cpu::CpuBuildRequest {
+) -> rocm_cpu_frontend::CpuBuildRequest {
+    rocm_cpu_frontend::CpuBuildRequest {
         name: "tuned".into(),
         sources: vec![path.to_path_buf()],
         crate_root: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         out_dir: out_dir.to_path_buf(),
-        header_dir: rocm_kernels_build::cpu::cpu_include_dir(),
+        header_dir: rocm_cpu_frontend::cpu_include_dir(),
         include_dirs: includes.to_vec(),
         defines: defines
             .iter()
@@ -690,7 +704,7 @@ impl Ahead {
 
     /// The configuration compiled and loaded (waiting for a worker compiling it, or compiling
     /// it here).
-    pub fn get(&self, defines: &[(String, String)]) -> Result<Variant, String> {
+    pub fn get(&self, defines: &[(String, String)]) -> Result<Variant, Error> {
         let key = self.shared.compiler.key(defines);
         let mut state = self.shared.lock();
         state.queue.retain(|d| d.as_slice() != defines);

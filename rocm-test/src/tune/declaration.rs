@@ -8,7 +8,7 @@ use rocm_tune::{ConfigId, SearchSpace};
 
 use super::Tunable;
 use crate::check::Check;
-use crate::Suite;
+use crate::{Error, Suite};
 
 /// Checks of a tunable's declaration that need no device; `Err` says what to fix.
 ///
@@ -18,7 +18,7 @@ use crate::Suite;
 pub(crate) fn validate(
     tunable: &Tunable,
     suite: &Suite,
-) -> Result<Option<(SearchSpace, Option<ConfigId>)>, String> {
+) -> Result<Option<(SearchSpace, Option<ConfigId>)>, Error> {
     let mut errors = tunable.errors.clone();
     if tunable.params.is_empty() {
         errors.push("no parameters: add `.define(…)` or `.param(…)`".into());
@@ -70,14 +70,14 @@ pub(crate) fn validate(
         }
     }
     if !errors.is_empty() {
-        return Err(format!(
+        return Err(Error::Declaration(format!(
             "tunable `{}` is not valid:\n{}",
             tunable.name,
             errors
                 .iter()
                 .map(|e| format!("  - {e}\n"))
                 .collect::<String>()
-        ));
+        )));
     }
     if !cfg!(feature = "tune") && tunable.has_expressions() {
         tunable.default_in_lists()?;
@@ -147,6 +147,10 @@ mod tests {
     };
 
     fn verdict(default: i64) -> Result<Option<usize>, String> {
+        verdict_error(default).map_err(|e| e.to_string())
+    }
+
+    fn verdict_error(default: i64) -> Result<Option<usize>, Error> {
         let mut suite = Suite::new(&LIB);
         suite.check("saxpy");
         suite

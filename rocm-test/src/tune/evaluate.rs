@@ -19,7 +19,7 @@ use crate::compare::compare;
 use crate::element::{HostBuf, ScalarValue};
 use crate::runtime::{push_scalar, DevBuf};
 use crate::target::TrialPlace;
-use crate::Launch;
+use crate::{Error, Launch};
 
 /// Run user code (a reference, a launch closure) catching a panic without the panic hook's
 /// message and backtrace on stderr: the panic becomes the run's own error message. The hook is
@@ -50,7 +50,7 @@ pub(crate) fn problem_case(
     check: &Check,
     sizes: &[(String, usize)],
     seed: u64,
-) -> Result<Case, String> {
+) -> Result<Case, Error> {
     let values: Vec<usize> = check
         .sizes
         .iter()
@@ -69,13 +69,13 @@ pub(crate) fn problem_case(
     );
     catch_unwind(AssertUnwindSafe(|| strategy.new_tree(&mut runner)))
         .map_err(|p| {
-            format!(
+            Error::Panicked(format!(
                 "generating the inputs panicked: {}",
                 crate::run::panic_message(&*p)
-            )
+            ))
         })?
         .map(|t| t.current())
-        .map_err(|e| format!("could not generate the inputs: {e}"))
+        .map_err(|e| Error::Tune(format!("could not generate the inputs: {e}")))
 }
 
 /// The loaded variant: its definitions, its compiled library and the module loaded from it.
@@ -120,13 +120,13 @@ impl<'a> KernelEvaluator<'a> {
         ahead: Option<Ahead>,
         iterations: u32,
         time_limit: Duration,
-    ) -> Result<KernelEvaluator<'a>, String> {
+    ) -> Result<KernelEvaluator<'a>, Error> {
         if !check.globals.is_empty() {
-            return Err(format!(
+            return Err(Error::Declaration(format!(
                 "check `{}` sets module variables (`.global`), which tune mode does not set yet: \
                  tune a check whose kernel takes everything as arguments",
                 check.name
-            ));
+            )));
         }
         let info = device.info();
         let wave_size = info.wave_size;
@@ -143,8 +143,12 @@ impl<'a> KernelEvaluator<'a> {
         };
         let mut expected: Vec<(String, HostBuf)> = Vec::new();
         let mut slots = Vec::new();
-        let err =
-            |e: RuntimeError| format!("cannot set up the inputs on {}: {e}", device.info().name);
+        let err = |e: RuntimeError| {
+            Error::runtime_while(format!(
+                "cannot set up the inputs on {}",
+                device.info().name
+            ))(e)
+        };
         for (spec, (_, value)) in check.args.iter().zip(&case.values) {
             match (&spec.kind, value) {
                 (ArgKind::Scalar(_), Some(CaseValue::Scalar(s))) => slots.push(Slot::Scalar(*s)),
@@ -174,13 +178,18 @@ impl<'a> KernelEvaluator<'a> {
                         compared: Some(expected.len() - 1),
                     });
                 }
-                _ => return Err(format!("argument `{}` has no value", spec.name)),
+                _ => {
+                    return Err(Error::Declaration(format!(
+                        "argument `{}` has no value",
+                        spec.name
+                    )))
+                }
             }
         }
         let reference = check
             .reference
             .as_ref()
-            .ok_or("the check has no reference")?;
+            .ok_or_else(|| Error::Declaration("the check has no reference".into()))?;
         let names: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
         let mut bufs: Vec<HostBuf> = expected.iter().map(|(_, b)| b.clone()).collect();
         quietly(|| {
@@ -193,12 +202,12 @@ impl<'a> KernelEvaluator<'a> {
             )
         })
         .map_err(|p| {
-            format!(
+            Error::Panicked(format!(
                 "the reference of check `{}` panicked: {} (at sizes {:?}); nothing was measured",
                 check.name,
                 crate::run::panic_message(&*p),
                 case.sizes
-            )
+            ))
         })?;
         for ((_, e), b) in expected.iter_mut().zip(bufs) {
             *e = b;
@@ -289,7 +298,7 @@ impl<'a> KernelEvaluator<'a> {
         let started = Instant::now();
         let got = ahead.get(defines);
         self.stats.compile_s += started.elapsed().as_secs_f64();
-        let variant = got.map_err(EvalError::Compile)?;
+        let variant = got.map_err(|e| EvalError::Compile(e.to_string()))?;
         let module = self
             .device
             .load(variant.library)
@@ -485,7 +494,10 @@ impl Evaluator for KernelEvaluator<'_> {
             let started = Instant::now();
             let got = ahead.get(&defines);
             self.stats.compile_s += started.elapsed().as_secs_f64();
-            return Some(got.map(|v| v.features.clone()).map_err(EvalError::Compile));
+            return Some(
+                got.map(|v| v.features.clone())
+                    .map_err(|e| EvalError::Compile(e.to_string())),
+            );
         }
         // On a GPU the compiled code (amd) and the driver (nvidia) say what it uses.
         let launch = match self.launch_of(config) {

@@ -27,12 +27,12 @@ use super::evaluate::{problem_case, KernelEvaluator};
 use super::results::finish;
 use super::{ParamKind, Tunable};
 use crate::check::Check;
-use crate::Suite;
+use crate::{Error, Suite};
 use rocm_protocol::tune::wisdom_entry;
 
 /// The exit code of a harness whose GPU kernel outlived the time limit (the process cannot
 /// interrupt it, so it ends; the cache holds everything measured before).
-pub(crate) const HANG_EXIT: i32 = 3;
+pub(crate) const HANG_EXIT: i32 = rocm_protocol::exit::HarnessExitCode::TUNE_HANG as i32;
 
 /// Timed launches per configuration by default (Kernel Tuner's default too).
 const DEFAULT_ITERATIONS: u32 = 7;
@@ -117,7 +117,7 @@ struct TuneDevice {
 /// The devices to tune on, in groups of one model: the backends asked for (or the first GPU
 /// backend found, else the cpu), and on each the devices `request.devices` selects (default:
 /// the first). The devices of a group split each space between them.
-fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDevice>>, String> {
+fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDevice>>, Error> {
     let wave_size = request.wave_size.unwrap_or(64);
     let cpu = || {
         let device = Device::cpu(CpuOptions {
@@ -144,7 +144,8 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
             .backends
             .iter()
             .map(|b| b.parse::<Backend>())
-            .collect::<Result<_, _>>()?
+            .collect::<Result<_, _>>()
+            .map_err(Error::Option)?
     };
     let selection = request
         .devices
@@ -168,16 +169,16 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
                 .find(|(b, _)| *b == backend)
                 .map(|(_, r)| r.clone())
                 .unwrap_or_else(|| "no device found".into());
-            return Err(format!("cannot tune on {backend}: {why}"));
+            return Err(Error::Target(format!("cannot tune on {backend}: {why}")));
         }
         let missing = selection.missing(all.len());
         if !missing.is_empty() {
-            return Err(format!(
+            return Err(Error::Option(format!(
                 "cannot tune on {backend}: --devices {selection} names device(s) {missing:?}, \
                  but this machine has {} {backend} device(s) (ordinals 0 to {})",
                 all.len(),
                 all.len() - 1
-            ));
+            )));
         }
         let picked: Vec<(usize, &Device)> = selection
             .pick(all.len())
@@ -212,7 +213,7 @@ fn source_spec(
     check: &Check,
     lib: &'static KernelLibrary,
     backend: Backend,
-) -> Result<SourceSpec, String> {
+) -> Result<SourceSpec, Error> {
     let decl = lib.kernel(&check.kernel);
     let params = decl.map(|d| d.params).unwrap_or(&[]);
     let includes: Vec<PathBuf> = tunable
@@ -255,11 +256,11 @@ fn source_spec(
             });
         }
     }
-    Err(format!(
+    Err(Error::Declaration(format!(
         "the source of kernel `{}` ({source}) is not readable here: run the harness from its \
          crate (cargo sets CARGO_MANIFEST_DIR), or name it with `Tunable::source`",
         check.kernel
-    ))
+    )))
 }
 
 /// Run tune mode: everything the request asks for. The exit code is 0 when every selected
@@ -291,7 +292,9 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                 kernel: t.name.clone(),
                 parameters: param_infos(t),
                 restrictions: t.restriction_texts(),
-                space: space_of(t, &suite).map(|(s, _)| s.len()),
+                space: space_of(t, &suite)
+                    .map(|(s, _)| s.len())
+                    .map_err(|e| e.to_string()),
                 problems: problems_of(t, &suite, &request)
                     .iter()
                     .map(|p| problem_map(p))
@@ -345,7 +348,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         Err(e) => {
             report.errors.push(TuneFailure {
                 kernel: String::new(),
-                message: e,
+                message: e.to_string(),
             });
             return finish(&results_dir, report);
         }
@@ -379,7 +382,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
         let (space, default) = match space_of(tunable, &suite) {
             Ok(v) => v,
             Err(e) => {
-                fail(&mut report, e);
+                fail(&mut report, e.to_string());
                 continue;
             }
         };
@@ -435,7 +438,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                     // slice, with --partition), measuring at the same time; then one pooled
                     // run per strategy.
                     let n = group.len() as u32;
-                    let per_device: Vec<Result<Vec<TuneRun>, String>> = std::thread::scope(|s| {
+                    let per_device: Vec<Result<Vec<TuneRun>, Error>> = std::thread::scope(|s| {
                         let handles: Vec<_> = group
                             .iter()
                             .enumerate()
@@ -455,10 +458,10 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                             .into_iter()
                             .map(|h| {
                                 h.join().unwrap_or_else(|p| {
-                                    Err(format!(
+                                    Err(Error::Panicked(format!(
                                         "tuning on a device panicked: {}",
                                         crate::run::panic_message(&*p)
-                                    ))
+                                    )))
                                 })
                             })
                             .collect()
@@ -473,7 +476,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
                         }
                         report.runs.extend(runs);
                     }
-                    Err(e) => fail(&mut report, e),
+                    Err(e) => fail(&mut report, e.to_string()),
                 }
             }
         }
@@ -491,7 +494,7 @@ pub(crate) fn run(suite: Suite, request: TuneRequest) -> ExitCode {
 }
 
 /// The declaration's checks and the space: this build evaluates every restriction.
-fn space_of(tunable: &Tunable, suite: &Suite) -> Result<(SearchSpace, Option<ConfigId>), String> {
+fn space_of(tunable: &Tunable, suite: &Suite) -> Result<(SearchSpace, Option<ConfigId>), Error> {
     validate(tunable, suite)
         .map(|v| v.expect("a harness with the `tune` feature builds every space"))
 }
@@ -608,7 +611,7 @@ fn device_desc(device: &Device) -> DeviceDesc {
 }
 
 /// One tunable on one device at one problem size, every requested strategy.
-fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
+fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, Error> {
     let TuneOne {
         tunable,
         check,
@@ -625,16 +628,15 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         lead,
         events,
     } = job;
-    let strategies = campaign::strategies(&request.strategies).map_err(|e| e.to_string())?;
+    let strategies =
+        campaign::strategies(&request.strategies).map_err(|e| Error::Option(e.to_string()))?;
     let info = device.info().clone();
     let desc = device_desc(device);
     let problem = problem_map(sizes);
-    let base = device.load(library).map_err(|e| {
-        format!(
-            "cannot load the kernels of `{}` on {}: {e}",
-            library.name, info.name
-        )
-    })?;
+    let base = device.load(library).map_err(Error::runtime_while(format!(
+        "cannot load the kernels of `{}` on {}",
+        library.name, info.name
+    )))?;
     let ahead = if tunable.defines().is_empty() {
         None
     } else {
@@ -667,14 +669,14 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
     let cache_path = cache_path(out_dir, &tunable.name, &desc, &problem);
     let meta = CacheMeta::for_space(space, Some(&tunable.name), Some(&desc.name));
     let mut cache = campaign::open_cache(&cache_path, meta, request.fresh && lead)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Tune(e.to_string()))?;
     if let Some(kt) = request.import_kt.as_ref().filter(|_| lead) {
-        let (kt, _) = KtCache::read(kt).map_err(|e| e.to_string())?;
+        let (kt, _) = KtCache::read(kt).map_err(|e| Error::Tune(e.to_string()))?;
         let (records, skipped) = kt.to_records(space);
         let known: std::collections::HashSet<String> =
             cache.records().iter().map(|r| r.key.clone()).collect();
         for r in records.into_iter().filter(|r| !known.contains(&r.key)) {
-            cache.append(r).map_err(|e| e.to_string())?;
+            cache.append(r).map_err(|e| Error::Tune(e.to_string()))?;
         }
         for s in skipped {
             eprintln!("warning: Kernel Tuner import: {s}");
@@ -722,7 +724,7 @@ fn tune_one(job: TuneOne<'_>) -> Result<Vec<TuneRun>, String> {
         );
         let path = cache_path.with_extension("kt.json");
         kt.write(&path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| Error::Tune(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(runs)
 }
@@ -778,10 +780,10 @@ impl campaign::Progress for EventProgress<'_> {
 /// best of them all, every evaluation, failures and overhead added up (the wall time is the
 /// longest device's). A device that could not be tuned fails the whole group.
 fn pool(
-    per_device: Vec<Result<Vec<TuneRun>, String>>,
+    per_device: Vec<Result<Vec<TuneRun>, Error>>,
     places: &[String],
     partition: Option<Partition>,
-) -> Result<Vec<TuneRun>, String> {
+) -> Result<Vec<TuneRun>, Error> {
     let mut lists = Vec::new();
     let mut errors = Vec::new();
     for (r, place) in per_device.into_iter().zip(places) {
@@ -791,7 +793,7 @@ fn pool(
         }
     }
     if !errors.is_empty() {
-        return Err(errors.join("\n"));
+        return Err(Error::Tune(errors.join("\n")));
     }
     let Some(first) = lists.first().cloned() else {
         return Ok(Vec::new());
@@ -920,11 +922,14 @@ mod tests {
         assert_eq!(p.devices, places);
         // One device failing fails the group, naming it.
         let err = pool(
-            vec![Ok(vec![run(0, 1.5, 5, 3.0)]), Err("lost".into())],
+            vec![
+                Ok(vec![run(0, 1.5, 5, 3.0)]),
+                Err(Error::Tune("lost".into())),
+            ],
             &places,
             None,
         )
         .unwrap_err();
-        assert_eq!(err, "nvidia/sm_90#1: lost");
+        assert_eq!(err.to_string(), "nvidia/sm_90#1: lost");
     }
 }
