@@ -323,7 +323,8 @@ fn tune_prebuilt(args: &TuneArgs, out: &Output) -> anyhow::Result<(PathBuf, Tune
             .unwrap_or_default();
         out.status("Tuning", exe.display().to_string());
         let mut cmd = Process::new(exe);
-        cmd.envs(build_env(&args.backend));
+        cmd.envs(build_env(&args.backend))
+            .stdout(child_stdout(args.format.json()));
         run_harness(args, cmd, &name, &name, &root, &out_dir, &mut report, out)?;
     }
     Ok((out_dir, report))
@@ -342,7 +343,8 @@ fn tune_crate(
          example), or an external program with --cmd-template"
             .to_owned()
     })?;
-    let out_dir = out_dir(args, &ws.target_dir(args.cargo.target_dir.as_deref()))?;
+    let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
+    let out_dir = out_dir(args, &target_dir)?;
     let mut report = TuneReport::default();
     for (h, root) in &harnesses {
         for test in &h.tests {
@@ -357,7 +359,8 @@ fn tune_crate(
             )
             .with_cargo_args(["--features".into(), tune_feature(h).into()]);
             harness.build(child_stdout(args.format.json()))?;
-            let cmd = harness.command();
+            let mut cmd = harness.command();
+            cmd.stdout(child_stdout(args.format.json()));
             run_harness(
                 args,
                 cmd,
@@ -382,8 +385,8 @@ fn tune_feature(h: &HarnessTargets) -> String {
     format!("{}/tune", h.rocm_test)
 }
 
-/// Run one harness in tune mode (`cmd`: the harness, or cargo running it) and add its results
-/// to `report`.
+/// Run one harness in tune mode (`cmd`: the harness, or cargo running it, its stdout chosen) and
+/// add its results to `report`.
 #[allow(clippy::too_many_arguments)]
 fn run_harness(
     args: &TuneArgs,
@@ -400,8 +403,7 @@ fn run_harness(
     let results = out_dir.join(format!("results-{tag}"));
     let _ = std::fs::remove_file(&events);
     let request = request(args, root, out_dir, &results, &events);
-    cmd.env(REQUEST_ENV, serde_json::to_string(&request)?)
-        .stdout(child_stdout(args.format.json()));
+    cmd.env(REQUEST_ENV, serde_json::to_string(&request)?);
     out.verbose(format!("running {cmd:?}"));
     let mut child = cmd
         .spawn()
