@@ -11,8 +11,10 @@
 
 // ---- libcu++, where NVRTC's include path has it (CUDA 11.x and later ship it with the headers):
 // its <cstdint>, <climits>, <cfloat> and <cmath> define most of what follows; the definitions
-// below fill in what it leaves out, or all of it without libcu++.
-#if __has_include(<cuda/std/limits>)
+// below fill in what it leaves out, or all of it without libcu++. It costs NVRTC more than a
+// second a program, so the runtime first compiles a source that never names `std` with
+// ROCM_RTC_NO_LIBCUXX defined (nvrtc.rs), and again without it if that fails.
+#if !defined(ROCM_RTC_NO_LIBCUXX) && __has_include(<cuda/std/limits>)
 #include <cuda/std/limits>
 #include <cuda/std/cstdint>
 #include <cuda/std/climits>
@@ -354,7 +356,7 @@ using ::size_t; using ::ptrdiff_t;
 // ---- the std names hipcc's headers declare for device code ------------------------------------
 // From libcu++ (CUDA's own standard library, on NVRTC's include path with the CUDA headers):
 // <limits>'s numeric_limits, <algorithm>'s min/max, <cmath>'s overloads, <utility>'s swap.
-#if __has_include(<cuda/std/limits>)
+#if !defined(ROCM_RTC_NO_LIBCUXX) && __has_include(<cuda/std/limits>)
 namespace std {
 using cuda::std::numeric_limits;
 using cuda::std::min;
