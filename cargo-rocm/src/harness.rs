@@ -97,6 +97,15 @@ impl Workspace {
     }
 }
 
+/// `--target-dir` when given, else the target directory of the workspace of `--manifest-path` (or
+/// of the current directory), which asks `cargo metadata`.
+pub fn target_dir(global: &GlobalArgs, given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(d) => Ok(d.to_path_buf()),
+        None => Ok(Workspace::open(global)?.target_dir(None)),
+    }
+}
+
 /// What the kernel builds see: `--backend` also limits the backends the build scripts compile
 /// for (`ROCM_BACKENDS`), so a broken compiler of a backend not asked for cannot fail the build.
 /// Every cargo invocation of a command gets it, or the next one would rebuild.

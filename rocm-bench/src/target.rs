@@ -6,7 +6,7 @@
 //! list through `ROCM_BENCH_BACKEND` and `ROCM_BENCH_DEVICE`. On a machine with several GPUs of
 //! one architecture each has ids of its own (`saxpy/nvidia/sm_90#1/n=1M`).
 
-use rocm_kernels::place::with_ordinals;
+use rocm_kernels::place::named;
 use rocm_kernels::runtime::{CpuOptions, Device};
 use rocm_kernels::{Backend, TrialPlace};
 
@@ -37,7 +37,7 @@ impl BenchTarget {
         BenchTarget { place, device }
     }
 
-    /// The target for a device at a place already named (by [`TrialPlace::of_devices`]).
+    /// The target for a device at a place already named (by [`rocm_kernels::place::named`]).
     fn at(device: Device, place: TrialPlace) -> Self {
         BenchTarget { place, device }
     }
@@ -98,12 +98,9 @@ pub fn targets() -> Vec<BenchTarget> {
         }
     }
     // Ordinals count each backend's devices; ids carry one where an architecture has several.
-    let devices = with_ordinals(&probe.available);
-    let places = TrialPlace::of_devices(&devices);
-    devices
+    named(&probe.available)
         .into_iter()
-        .zip(places)
-        .map(|((_, d), place)| {
+        .map(|(place, d)| {
             if d.backend() == Backend::Cpu {
                 return BenchTarget::new(cpu_device());
             }

@@ -82,6 +82,17 @@ impl fmt::Display for TrialPlace {
     }
 }
 
+/// Each device of a list (`Device::probe().available`) at its place, named by
+/// [`TrialPlace::of_devices`] with the ordinals of [`with_ordinals`]: the names bench ids and
+/// `cargo rocm bench --device` use.
+pub fn named(devices: &[Device]) -> Vec<(TrialPlace, &Device)> {
+    let numbered = with_ordinals(devices);
+    TrialPlace::of_devices(&numbered)
+        .into_iter()
+        .zip(numbered.into_iter().map(|(_, d)| d))
+        .collect()
+}
+
 /// Each device of a list (`Device::probe().available`) with its ordinal among its backend's
 /// devices: the numbering of `--devices`, `cargo rocm detect` and [`TrialPlace::gpu`].
 pub fn with_ordinals(devices: &[Device]) -> Vec<(usize, &Device)> {

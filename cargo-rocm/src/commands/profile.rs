@@ -117,7 +117,10 @@ pub fn run(global: &GlobalArgs, args: ProfileArgs, out: &Output) -> anyhow::Resu
     let output_dir = match (&args.output_dir, &built) {
         (Some(d), _) => d.clone(),
         (None, Some(b)) => b.target_dir.join("rocm").join("profile"),
-        (None, None) => default_target_dir(global).join("rocm").join("profile"),
+        (None, None) => harness::target_dir(global, None)
+            .unwrap_or_else(|_| PathBuf::from("target"))
+            .join("rocm")
+            .join("profile"),
     };
     let raw = output_dir.join("raw");
     let _ = std::fs::remove_dir_all(&raw);
@@ -218,12 +221,6 @@ fn default_backend() -> Backend {
         .available
         .first()
         .map_or(Backend::Cpu, |d| d.backend())
-}
-
-fn default_target_dir(global: &GlobalArgs) -> PathBuf {
-    harness::Workspace::open(global)
-        .map(|ws| ws.target_dir(None))
-        .unwrap_or_else(|_| PathBuf::from("target"))
 }
 
 /// The built target and what the build knows.

@@ -29,7 +29,7 @@ use rocm_tune::campaign;
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit::{self, CommandError};
-use crate::harness::{build_env, child_stdout, HarnessTargets, TestHarness, Workspace};
+use crate::harness::{self, build_env, child_stdout, HarnessTargets, TestHarness, Workspace};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -295,12 +295,8 @@ fn tune_external(
     args: &TuneArgs,
     out: &Output,
 ) -> anyhow::Result<(PathBuf, TuneReport)> {
-    let target_dir = match &args.cargo.target_dir {
-        Some(d) => d.clone(),
-        None => Workspace::open(global)
-            .map(|ws| ws.target_dir(None))
-            .unwrap_or_else(|_| PathBuf::from("target")),
-    };
+    let target_dir = harness::target_dir(global, args.cargo.target_dir.as_deref())
+        .unwrap_or_else(|_| PathBuf::from("target"));
     let out_dir = out_dir(args, &target_dir)?;
     let report = tune_command(args, &out_dir, out)?;
     Ok((out_dir, report))

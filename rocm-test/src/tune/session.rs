@@ -189,15 +189,17 @@ fn devices(request: &TuneRequest, time_limit: Duration) -> Result<Vec<Vec<TuneDe
         let mut models: Vec<(String, String)> = picked.iter().map(|(_, d)| model(d)).collect();
         models.sort();
         models.dedup();
+        // The runtime's one naming rule (`sm_90#1` where the picked share an architecture).
+        let places = rocm_kernels::TrialPlace::of_devices(&picked);
         for m in models {
-            let same: Vec<&(usize, &Device)> =
-                picked.iter().filter(|(_, d)| model(d) == m).collect();
-            let twins = picked.iter().filter(|(_, d)| d.info().arch == m.0).count() > 1;
             groups.push(
-                same.into_iter()
-                    .map(|(i, d)| TuneDevice {
+                picked
+                    .iter()
+                    .zip(&places)
+                    .filter(|((_, d), _)| model(d) == m)
+                    .map(|((_, d), place)| TuneDevice {
                         device: (*d).clone(),
-                        place: rocm_kernels::TrialPlace::gpu(backend, &m.0, *i, twins).to_string(),
+                        place: place.to_string(),
                     })
                     .collect(),
             );

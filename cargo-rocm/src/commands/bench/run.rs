@@ -9,9 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use rocm_bench_history::history::{NewResult, RunInfo, RunStatus};
 use rocm_bench_history::History;
-use rocm_kernels::place::with_ordinals;
-use rocm_kernels::runtime::Device;
-use rocm_kernels::TrialPlace;
+use rocm_kernels::place::named;
 use rocm_protocol::bench::BenchSelection;
 use rocm_protocol::bench::{BenchEvent, EventReader};
 
@@ -37,14 +35,11 @@ pub fn history_path(
     if let Some(p) = given {
         return Ok(p.to_owned());
     }
-    Ok(bench_dir(&target_dir(global, run)?).join("history.sqlite"))
-}
-
-fn target_dir(global: &GlobalArgs, run: &RunArgs) -> anyhow::Result<PathBuf> {
-    if let Some(d) = &run.cargo.target_dir {
-        return Ok(d.clone());
-    }
-    Ok(Workspace::open(global)?.target_dir(None))
+    Ok(bench_dir(&harness::target_dir(
+        global,
+        run.cargo.target_dir.as_deref(),
+    )?)
+    .join("history.sqlite"))
 }
 
 /// One bench binary to run.
@@ -76,11 +71,7 @@ fn check_devices(args: &RunArgs) -> anyhow::Result<()> {
         devices: args.device.clone(),
     };
     // The places the bench binaries will name (`rocm_bench::targets`: the runtime's rule).
-    let devices = with_ordinals(&probe.available);
-    let named: Vec<(TrialPlace, &Device)> = TrialPlace::of_devices(&devices)
-        .into_iter()
-        .zip(devices.iter().map(|(_, d)| *d))
-        .collect();
+    let named = named(&probe.available);
     let places: Vec<String> = named
         .iter()
         .map(|(place, d)| (place.to_string(), *d))
