@@ -471,6 +471,40 @@ impl<T: Element> From<Vec<T>> for HostBuf {
     }
 }
 
+/// Whether `pass` holds for every pair, on several threads for large buffers: a tuning run
+/// compares a 4M-element output after every candidate, where one thread took tens of
+/// milliseconds. (Scoped threads over a few chunks; a thread pool crate would add a dependency
+/// for this one loop.)
+fn par_all<T: Copy + Sync>(got: &[T], want: &[T], pass: impl Fn(T, T) -> bool + Sync) -> bool {
+    const CHUNK: usize = 1 << 18;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if got.len() < 2 * CHUNK || threads < 2 {
+        return got.iter().zip(want).all(|(g, w)| pass(*g, *w));
+    }
+    let per = got
+        .len()
+        .div_ceil(threads.min(got.len() / CHUNK))
+        .max(CHUNK);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for (g, w) in got.chunks(per).zip(want.chunks(per)) {
+            let (pass, failed) = (&pass, &failed);
+            scope.spawn(move || {
+                for (g, w) in g.chunks(4096).zip(w.chunks(4096)) {
+                    if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    if !g.iter().zip(w).all(|(g, w)| pass(*g, *w)) {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    !failed.into_inner()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,38 +588,4 @@ mod tests {
         assert_eq!(<u8 as Element>::from_usize(300), None);
         assert_eq!(<i32 as Element>::from_usize(300), Some(300));
     }
-}
-
-/// Whether `pass` holds for every pair, on several threads for large buffers: a tuning run
-/// compares a 4M-element output after every candidate, where one thread took tens of
-/// milliseconds. (Scoped threads over a few chunks; a thread pool crate would add a dependency
-/// for this one loop.)
-fn par_all<T: Copy + Sync>(got: &[T], want: &[T], pass: impl Fn(T, T) -> bool + Sync) -> bool {
-    const CHUNK: usize = 1 << 18;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if got.len() < 2 * CHUNK || threads < 2 {
-        return got.iter().zip(want).all(|(g, w)| pass(*g, *w));
-    }
-    let per = got
-        .len()
-        .div_ceil(threads.min(got.len() / CHUNK))
-        .max(CHUNK);
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        for (g, w) in got.chunks(per).zip(want.chunks(per)) {
-            let (pass, failed) = (&pass, &failed);
-            scope.spawn(move || {
-                for (g, w) in g.chunks(4096).zip(w.chunks(4096)) {
-                    if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                        return;
-                    }
-                    if !g.iter().zip(w).all(|(g, w)| pass(*g, *w)) {
-                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    !failed.into_inner()
 }
