@@ -126,7 +126,7 @@ pub(crate) fn worker_main() -> Option<std::process::ExitCode> {
         let text = std::fs::read(&path).map_err(|e| e.to_string())?;
         let r: WorkerRequest = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
         let compiler = Compiler {
-            backend: r.backend.parse().map_err(|e| e.to_string())?,
+            backend: r.backend.parse::<Backend>().map_err(|e| e.to_string())?,
             arch: r.arch,
             source: SourceSpec {
                 kernel: r.kernel,
