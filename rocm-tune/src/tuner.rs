@@ -690,6 +690,17 @@ impl<'a> Session<'a> {
     /// for strategies that pick several at once and can announce them ([`Session::prefetch`]).
     /// With a partition they come from this run's slice while it has unevaluated ones.
     pub fn random_unevaluated_batch(&mut self, n: usize) -> Vec<ConfigId> {
+        self.random_unevaluated_excluding(n, &[])
+    }
+
+    /// As [`random_unevaluated_batch`](Self::random_unevaluated_batch), leaving out `pending`
+    /// too (configurations drawn before and not evaluated yet): for strategies that keep a
+    /// window of announced configurations ahead of the one they evaluate.
+    pub fn random_unevaluated_excluding(
+        &mut self,
+        n: usize,
+        pending: &[ConfigId],
+    ) -> Vec<ConfigId> {
         let slice = self.draw_slice();
         // Positions within the slice map to ids: position j is id `index + j * count`.
         let (offset, stride) = slice.map_or((0, 1), |p| (p.index as usize, p.count as usize));
@@ -699,7 +710,17 @@ impl<'a> Session<'a> {
             Some(p) => self.results.keys().filter(|id| p.contains(**id)).count(),
         };
         let at = |j: usize| ConfigId(offset + j * stride);
-        let mut out: Vec<ConfigId> = Vec::with_capacity(n);
+        // The pending ones first, as if drawn already; they are not returned.
+        let mut out: Vec<ConfigId> = pending
+            .iter()
+            .copied()
+            .filter(|id| {
+                slice.is_none_or(|p| p.contains(*id)) && !self.results.contains_key(id)
+            })
+            .collect();
+        let skip = out.len();
+        let n = n + skip;
+        out.reserve(n);
         while out.len() < n && done + out.len() < total {
             let left = total - done - out.len();
             let pick = if (done + out.len()) * 2 < total {
@@ -725,7 +746,7 @@ impl<'a> Session<'a> {
             };
             out.push(id);
         }
-        out
+        out.split_off(skip)
     }
 
     /// Tells the evaluator that these configurations will probably be evaluated soon, in this
