@@ -714,9 +714,7 @@ impl<'a> Session<'a> {
         let mut out: Vec<ConfigId> = pending
             .iter()
             .copied()
-            .filter(|id| {
-                slice.is_none_or(|p| p.contains(*id)) && !self.results.contains_key(id)
-            })
+            .filter(|id| slice.is_none_or(|p| p.contains(*id)) && !self.results.contains_key(id))
             .collect();
         let skip = out.len();
         let n = n + skip;

@@ -90,9 +90,28 @@ run() {
   one threads kernels-test "$scratch/t-threads" ROCM_TEST_RTC_IN_PROCESS=1
   one processes kernels-test "$scratch/t-processes"
   one warm kernels-test "$scratch/t-processes"
+  local labels="before threads processes warm"
+  if [ -n "${ALSO_STRATEGY:-}" ]; then
+    strategy="$ALSO_STRATEGY" one "before-$ALSO_STRATEGY" kernels-test-before "$scratch/t-before2"
+    strategy="$ALSO_STRATEGY" one "after-$ALSO_STRATEGY" kernels-test "$scratch/t-after2"
+    labels="$labels before-$ALSO_STRATEGY after-$ALSO_STRATEGY"
+  fi
   {
     echo "examples/basic matmul, n=$n, $strategy, budget 100, 5 iterations, empty compile cache (warm: the processes run again)"
-    for l in before threads processes warm; do summarize "$l" "$out/$l.json"; done
+    for l in $labels; do summarize "$l" "$out/$l.json"; done
+    # How long one candidate's compile took (each cache entry records it).
+    python3 - "$scratch" <<'PY'
+import glob, json, statistics, sys
+for label in ("before", "threads", "processes"):
+    s = []
+    for m in glob.glob("%s/t-%s/**/meta.json" % (sys.argv[1], label), recursive=True):
+        try: s.append(json.load(open(m))["seconds"])
+        except (ValueError, KeyError, OSError): pass
+    if s:
+        s.sort()
+        print("%-10s compiles %3d: median %.3f s, p90 %.3f s, max %.3f s, sum %.1f s" % (
+            label, len(s), statistics.median(s), s[int(0.9 * (len(s) - 1))], s[-1], sum(s)))
+PY
   } | tee "$out/table.txt"
   if ls "$here/.carry/h100/kt/"*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

@@ -499,12 +499,15 @@ impl Strategy for RegressionPrune {
                     }
                 }
             };
-            // The next ones in predicted order (evaluators ignore what they already have).
+            // The next ones in predicted order (evaluators ignore what they already have), as
+            // many as other strategies announce: a refit mostly reorders the top of the
+            // ranking, so most of them are still wanted after it, and a compile that starts
+            // only once the previous refit is done is waited for in full.
             let ahead: Vec<ConfigId> = ranked
                 .iter()
                 .copied()
                 .filter(|&c| !session.is_evaluated(c) && !rejected.contains(&c))
-                .take(self.refit_every.max(1))
+                .take(self.refit_every.max(super::PREFETCH))
                 .collect();
             session.prefetch(&ahead);
             if self.static_precheck
