@@ -27,6 +27,10 @@ use crate::Error;
 /// The environment variable that makes differential checks record their outputs.
 pub const RECORD_VAR: &str = "ROCM_TEST_RECORD";
 
+/// The environment variable that overrides the suite's snapshot folder (for a harness binary
+/// carried to a machine where the crate's folder is elsewhere).
+pub const SNAPSHOTS_VAR: &str = "ROCM_TEST_SNAPSHOTS";
+
 /// Where differential checks find their expected outputs: the cpu backend, made on first use
 /// per wave size, and the snapshot folder.
 pub(crate) struct Oracle {
@@ -94,6 +98,11 @@ impl Oracle {
         let record = setup
             .record
             .unwrap_or_else(|| std::env::var(RECORD_VAR).is_ok_and(|v| !v.is_empty() && v != "0"));
+        // The crate may live elsewhere on the GPU machine than where it was built.
+        let snapshots = std::env::var_os(SNAPSHOTS_VAR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or(snapshots);
         let mut cpu = BTreeMap::new();
         if let Some(t) = &setup.cpu {
             for w in [32, 64] {

@@ -68,6 +68,7 @@ impl Suite {
     /// The folder of the outputs that [differential checks](Check::differential) compare the
     /// cpu backend with: one JSON file per check, recorded on a GPU with `ROCM_TEST_RECORD=1`
     /// and committed (for example `concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots")`).
+    /// `ROCM_TEST_SNAPSHOTS=DIR` overrides it (a harness binary carried to another machine).
     pub fn snapshots(&mut self, dir: impl Into<std::path::PathBuf>) -> &mut Self {
         self.snapshots = Some(dir.into());
         self

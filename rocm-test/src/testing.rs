@@ -555,5 +555,9 @@ fn differential_checks_compare_with_the_cpu_and_with_snapshots() {
         m.contains("differs from the outputs recorded on nvidia/sm_90"),
         "recording on the cpu keeps the GPU's outputs:\n{m}"
     );
+    assert!(
+        !m.contains("(shrunk)") && !m.contains("no outputs are recorded"),
+        "recorded outputs exist for the generated cases only: no shrinking on the cpu:\n{m}"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }
