@@ -145,5 +145,36 @@ inline __half2 operator+(__half2 a, __half2 b) { return __hadd2(a, b); }
 inline __half2 operator-(__half2 a, __half2 b) { return __hsub2(a, b); }
 inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b); }
 inline __half2 operator/(__half2 a, __half2 b) { return __h2div(a, b); }
+inline __half2 __habs2(__half2 a) { return __half2{__habs(a.x), __habs(a.y)}; }
+inline __half2 __hmax2(__half2 a, __half2 b) { return __half2{__hmax(a.x, b.x), __hmax(a.y, b.y)}; }
+inline __half2 __hmin2(__half2 a, __half2 b) { return __half2{__hmin(a.x, b.x), __hmin(a.y, b.y)}; }
+/* Lane-wise comparisons: 1.0 where true, 0.0 where false (HIP's and CUDA's __h*2); __hb*2: both
+ * lanes true. */
+#define RK_H2_CMP(NAME, OP)                                                                          \
+    inline __half2 __h##NAME##2(__half2 a, __half2 b) {                                             \
+        return __half2{__half((a.x OP b.x) ? 1.0f : 0.0f), __half((a.y OP b.y) ? 1.0f : 0.0f)};      \
+    }                                                                                                \
+    inline bool __hb##NAME##2(__half2 a, __half2 b) { return (a.x OP b.x) && (a.y OP b.y); }
+RK_H2_CMP(eq, ==)
+RK_H2_CMP(ne, !=)
+RK_H2_CMP(lt, <)
+RK_H2_CMP(le, <=)
+RK_H2_CMP(gt, >)
+RK_H2_CMP(ge, >=)
+#undef RK_H2_CMP
+inline __half2 __lows2half2(__half2 a, __half2 b) { return __half2{a.x, b.x}; }
+inline __half2 __highs2half2(__half2 a, __half2 b) { return __half2{a.y, b.y}; }
+inline __half2 __low2half2(__half2 a) { return __half2{a.x, a.x}; }
+inline __half2 __high2half2(__half2 a) { return __half2{a.y, a.y}; }
+inline __half2 __lowhigh2highlow(__half2 a) { return __half2{a.y, a.x}; }
+inline __half2 h2exp(__half2 a) { return __half2{hexp(a.x), hexp(a.y)}; }
+inline __half2 h2log(__half2 a) { return __half2{hlog(a.x), hlog(a.y)}; }
+inline __half2 h2sqrt(__half2 a) { return __half2{hsqrt(a.x), hsqrt(a.y)}; }
+inline __half2 h2rsqrt(__half2 a) { return __half2{hrsqrt(a.x), hrsqrt(a.y)}; }
+#ifdef RK_CPU_VECTOR_TYPES_H
+/* With HIP's vector types (hip_runtime.h includes them first): float2 conversions. */
+inline float2 __half22float2(__half2 h) { return float2{float(h.x), float(h.y)}; }
+inline __half2 __float22half2_rn(float2 f) { return __half2{__half(f.x), __half(f.y)}; }
+#endif
 
 #endif

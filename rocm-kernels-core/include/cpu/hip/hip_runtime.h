@@ -127,6 +127,12 @@ inline long long clock64() { return static_cast<long long>(std::clock()); }
 #endif
 inline long long wall_clock64() { return clock64(); }
 inline unsigned int __smid() { return 0; }
+/* Loads through the read-only / non-coherent cache on GPUs; plain loads here. */
+template <typename T> inline T __ldg(const T *p) { return *p; }
+#if !defined(__clang__) /* clang has these builtins itself */
+template <typename T> inline T __builtin_nontemporal_load(const T *p) { return *p; }
+template <typename T> inline void __builtin_nontemporal_store(T v, T *p) { *p = v; }
+#endif
 
 #include "detail/atomics.h"
 #include "detail/bits.h"
