@@ -507,7 +507,8 @@ __attribute__((always_inline)) inline void on_access(const volatile void *p, uin
     if (!S.armed) return;
     // A page accessed lately of which nothing is checked (a fiber stack, the launch's arguments):
     // nothing to do (a pending write check waits for the next checked access, which comes before
-    // any other store to device memory).
+    // any other store to device memory; a new block is noticed there, or at its first barrier,
+    // collective, fence or atomic).
     const PageCache &c = cached(addr & ~(PAGE - 1));
     if ((addr & ~(PAGE - 1)) == c.page && ((addr + size - 1) & ~(PAGE - 1)) == c.page && !c.shadow) return;
     access_checked(addr, size, flags, pc);
@@ -517,6 +518,9 @@ __attribute__((always_inline)) inline void on_access(const volatile void *p, uin
 // the block wrote before; any such access acquires what others released to the same address.
 void on_sync(const volatile void *p, int mo) {
     if (!S.armed) return;
+    // The access before it may have left on_access early (a __device__ variable: nothing of its
+    // page is checked) without noticing that a new block began.
+    sync_block();
     const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
