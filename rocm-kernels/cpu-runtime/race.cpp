@@ -480,30 +480,47 @@ void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint
     }
 }
 
-inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags, uint64_t pc) {
-    if (!S.armed) return;
+// The part of on_access past its quick exits (kept out of line so that the hooks' exits cost no
+// register saves).
+__attribute__((noinline)) void access_checked(uintptr_t addr, uintptr_t size, uint8_t flags, uint64_t pc) {
     if (__builtin_expect(!S.pending.empty(), 0)) flush_pending();
     sync_block();
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
     const uintptr_t end = addr + size;
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
-    // Fast path: a page accessed lately, checked wholly inside its window or not at all.
+    // Fast path: a page accessed lately, checked wholly inside its window.
     const PageCache &c = cached(addr & ~(PAGE - 1));
-    if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page) {
-        if (!c.shadow) return;
-        if (addr >= c.lo && end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
-            check_in_page(c.shadow, addr, end, c.space, flags, pc, tid);
-            return;
-        }
+    if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page && c.shadow && addr >= c.lo &&
+        end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
+        check_in_page(c.shadow, addr, end, c.space, flags, pc, tid);
+        return;
     }
     check_range(addr, end, flags, pc, tid);
+}
+
+__attribute__((always_inline)) inline void on_access(const volatile void *p, uintptr_t size, uint8_t flags,
+                                                     uint64_t pc) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    // Most instrumented loads of a kernel are its reads of rk_cur (threadIdx, blockIdx, blockDim:
+    // the worker's TLS, never checked): leave at once.
+    if (addr - reinterpret_cast<uintptr_t>(&rk_cur) < sizeof rk_cur) return;
+    if (!S.armed) return;
+    // A page accessed lately of which nothing is checked (a fiber stack, the launch's arguments):
+    // nothing to do (a pending write check waits for the next checked access, which comes before
+    // any other store to device memory; a new block is noticed there, or at its first barrier,
+    // collective, fence or atomic).
+    const PageCache &c = cached(addr & ~(PAGE - 1));
+    if ((addr & ~(PAGE - 1)) == c.page && ((addr + size - 1) & ~(PAGE - 1)) == c.page && !c.shadow) return;
+    access_checked(addr, size, flags, pc);
 }
 
 // An atomic (or volatile) access to `p`: after a fence (or with release order) it releases what
 // the block wrote before; any such access acquires what others released to the same address.
 void on_sync(const volatile void *p, int mo) {
     if (!S.armed) return;
+    // The access before it may have left on_access early (a __device__ variable: nothing of its
+    // page is checked) without noticing that a new block began.
+    sync_block();
     const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
     uint32_t tid = cur_tid();
     if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
