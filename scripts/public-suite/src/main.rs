@@ -90,7 +90,8 @@ fn main() -> ExitCode {
 }
 
 /// A source file as text: UTF-8, or else Latin-1 (some collections have `©` in that encoding),
-/// with whether it was Latin-1 so that [`write_like`] writes it back in the same bytes.
+/// with whether it was Latin-1. The device code is written in UTF-8 (the builds read UTF-8):
+/// the same characters, other bytes only in such comments.
 fn read_source(path: &Path) -> Result<(String, bool), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(match String::from_utf8(bytes) {
@@ -113,16 +114,6 @@ fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     write_bytes(path, text.as_bytes())
-}
-
-/// Writes device code in its original's encoding (the removals only add ASCII).
-fn write_like(path: &Path, text: &str, latin1: bool) -> Result<(), String> {
-    if latin1 {
-        let bytes: Vec<u8> = text.chars().map(|c| c as u32 as u8).collect();
-        write_bytes(path, &bytes)
-    } else {
-        write(path, text)
-    }
 }
 
 fn strip_one(file: &Path) -> Result<(), String> {
@@ -298,6 +289,9 @@ fn float_array(source: &str, name: &str) -> Result<Vec<f32>, String> {
         .collect()
 }
 
+/// The generated crate's harness of every program (module docs of its file).
+const ALL_HARNESS: &str = "public_suite_all";
+
 /// What `prepare` writes for one program into the crate's build script, library and harness.
 struct Generated {
     /// The library (and harness) name: `hip_examples__vector_add`.
@@ -344,19 +338,17 @@ fn prepare_program(
                 _ => format!("{path}.hip"),
             }
         };
-        write_like(&dest.join(&kernels).join(&written), &code.text, latin1)?;
+        if latin1 {
+            eprintln!("{collection}/{}: {path} is Latin-1: written in UTF-8", p.name);
+        }
+        write(&dest.join(&kernels).join(&written), &code.text)?;
         if is_header(path) {
             continue;
         }
         let file_name = written.rsplit('/').next().unwrap_or(&written);
-        match code.instances_file(file_name) {
-            Some(text) => {
-                let f = format!("{}.instances.hip", written.trim_end_matches(".hip"));
-                write(&dest.join(&kernels).join(&f), &text)?;
-                compiled.push(format!("{kernels}/{f}"));
-            }
-            None => compiled.push(format!("{kernels}/{written}")),
-        }
+        let f = format!("{}.build.hip", written.trim_end_matches(".hip"));
+        write(&dest.join(&kernels).join(&f), &code.build_file(file_name))?;
+        compiled.push(format!("{kernels}/{f}"));
     }
     if compiled.is_empty() {
         return Err(format!(
@@ -489,7 +481,7 @@ fn json_string(s: &str) -> String {
 }
 
 /// The harness's name, as rocm-test writes it in events (the executable's, less cargo's hash).
-fn binary_name() -> String {
+pub fn binary_name() -> String {
     let exe = std::env::args().next().unwrap_or_default();
     let stem = std::path::Path::new(&exe)
         .file_stem()
@@ -589,6 +581,8 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
     let mut checks_mod =
         String::from("//! The checks of each collection (its `checks.rs`, copied).\n\n");
     let mut any_differential = false;
+    // The match arms of the harness that runs every program (`ALL_HARNESS`).
+    let mut all_arms = String::new();
     for source in sources {
         let (collection, checkout) = source
             .split_once('=')
@@ -630,21 +624,40 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
                 "\n[[test]]\nname = \"{}\"\nharness = false\n",
                 g.library
             ));
+            let call = format!(
+                "public_suite_check::run(&public_suite_check::{upper}, |s| {{\n            \
+                 public_suite_check::checks::{id}::{name}(s{args})\n        }})",
+                name = p.name,
+                args = g.call_args,
+            );
             write(
                 &dest.join("tests").join(format!("{}.rs", g.library)),
                 &format!(
                     "//! The checks of {collection}'s {name} ({paths}).\n\n\
-                     fn main() -> std::process::ExitCode {{\n    \
-                     public_suite_check::run(&public_suite_check::{upper}, |s| {{\n        \
-                     public_suite_check::checks::{id}::{name}(s{args})\n    }})\n}}\n",
+                     fn main() -> std::process::ExitCode {{\n    {{\n        {call}\n    }}\n}}\n",
                     name = p.name,
                     paths = p.paths.join(", "),
-                    args = g.call_args,
                 ),
             )?;
+            all_arms.push_str(&format!("        {:?} => {call},\n", g.library));
         }
     }
     build.push_str("}\n");
+    manifest.push_str(&format!("\n[[test]]\nname = \"{ALL_HARNESS}\"\nharness = false\n"));
+    write(
+        &dest.join("tests").join(format!("{ALL_HARNESS}.rs")),
+        &format!(
+            "//! Every program's checks in one harness, picked by the name it runs under (a hard\n\
+             //! link named after the program: scripts/h100/public-suite.sh), so that a GPU machine\n\
+             //! gets one binary. Under its own name it runs nothing.\n\n\
+             fn main() -> std::process::ExitCode {{\n    \
+             match public_suite_check::binary_name().as_str() {{\n{all_arms}        \
+             _ => {{\n            \
+             eprintln!(\"{ALL_HARNESS}: run it as a hard link named after a program \
+             (hip_examples__vector_add): it picks the program by its name\");\n            \
+             std::process::ExitCode::SUCCESS\n        }}\n    }}\n}}\n"
+        ),
+    )?;
     lib.push_str(LIB_RS_RUN);
     // Snapshots only where a check asks for them (the API is rocm-test's `Suite::snapshots`).
     lib.push_str(if any_differential {
@@ -703,17 +716,13 @@ mod tests {
     }
 
     #[test]
-    fn latin1_sources_round_trip() {
+    fn latin1_sources_are_read() {
         let dir = std::env::temp_dir().join(format!("public-suite-{}", std::process::id()));
         let file = dir.join("a.cpp");
         write_bytes(&file, b"// \xa9 AMD\n__global__ void k() {}\n").unwrap();
         let (text, latin1) = read_source(&file).unwrap();
         assert!(latin1);
-        write_like(&file, &text, latin1).unwrap();
-        assert_eq!(
-            std::fs::read(&file).unwrap(),
-            b"// \xa9 AMD\n__global__ void k() {}\n"
-        );
+        assert_eq!(text, "// \u{a9} AMD\n__global__ void k() {}\n");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

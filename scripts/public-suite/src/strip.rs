@@ -11,16 +11,20 @@
 //! 2. So is a namespace-scope *variable or function declaration* without those words (nor
 //!    `__constant__`, `__shared__`, `__managed__`) that no kept code names
 //!    (`const std::array<float, 25> convolution_filter_5x5 = {...};`), and every `#include`
-//!    but HIP's own (`<hip/...>`) and the program's own headers that are taken with it
-//!    ([`device_code_keeping`]): host headers, which NVRTC, for one, does not have.
+//!    but HIP's own (`<hip/...>`, `"hip/..."`) and the program's own headers that are taken
+//!    with it ([`device_code_keeping`]): host headers, which NVRTC, for one, does not have. So
+//!    is a namespace-scope *class, struct or union definition* that no kept code names and that
+//!    has no `__device__` or `__global__` member (a sample's host driver class), and a `using
+//!    namespace N;` for a namespace neither the file nor HIP's headers define (it came from a
+//!    removed header: `appsdk`, `std`).
 //! 3. Each removal is replaced by a comment naming it and as many newlines, so every remaining
 //!    line keeps its number. Nothing else is removed or changed: kernels, device functions,
-//!    `__constant__`, `__device__` and `__shared__` variables, types, templates, macros and
-//!    conditionals stay as written ([`verify`] checks it, independently of this rule).
+//!    `__constant__`, `__device__` and `__shared__` variables, types device code names,
+//!    templates, macros and conditionals stay as written ([`verify`] checks it, independently of this rule).
 //! 4. A kernel template that removed host code launches (any `name<args>` in it: `<<<...>>>`,
 //!    `hipLaunchCooperativeKernel(name<args>, ...)`) would no longer be instantiated: each such
 //!    instance is listed with an explicit instantiation, for a file of its own that includes the
-//!    device code ([`DeviceCode::instances_file`]). A template argument that names a `constexpr`
+//!    device code ([`DeviceCode::build_file`]). A template argument that names a `constexpr`
 //!    local of the removed function initialised with a literal (`constexpr unsigned int
 //!    block_size = 16;`) is replaced by that literal, one that names a local type alias
 //!    (`typedef float NumericT;`, `using T = float;`) by its type; any other argument is written
@@ -45,16 +49,15 @@ pub struct DeviceCode {
 }
 
 impl DeviceCode {
-    /// A source that includes the device code (`file`, by name) and instantiates what the host
-    /// code launched; `None` when it launched no template.
-    pub fn instances_file(&self, file: &str) -> Option<String> {
-        if self.instances.is_empty() {
-            return None;
-        }
+    /// The file the build compiles: HIP's runtime header (which hipcc includes in every
+    /// program, and which the removed host headers may have brought), the device code
+    /// (`file`, by name, unchanged) and the kernel template instances the host code launched.
+    pub fn build_file(&self, file: &str) -> String {
         let mut text = format!(
-            "// Written by scripts/public-suite: the kernel template instances the removed host\n\
-             // code launched, instantiated explicitly (the device code is included unchanged).\n\
-             #include \"{file}\"\n"
+            "// Written by scripts/public-suite: HIP's runtime header, which hipcc includes in every\n\
+             // program, the device code (unchanged) and the kernel template instances the removed\n\
+             // host code launched, instantiated explicitly.\n\
+             #include <hip/hip_runtime.h>\n#include \"{file}\"\n"
         );
         for i in &self.instances {
             let _ = write!(
@@ -63,7 +66,7 @@ impl DeviceCode {
                 i.launched_as, i.line, i.declaration
             );
         }
-        Some(text)
+        text
     }
 }
 
@@ -74,6 +77,8 @@ pub enum What {
     Declaration,
     Variable,
     Include,
+    Type,
+    Using,
 }
 
 impl What {
@@ -83,6 +88,8 @@ impl What {
             What::Declaration => "host declaration",
             What::Variable => "host variable",
             What::Include => "host include",
+            What::Type => "host type",
+            What::Using => "using directive",
         }
     }
 }
@@ -214,6 +221,46 @@ pub fn device_code_keeping(
             lines,
         });
     }
+    // Host types: a class the kept code does not name (host variables and functions of it were
+    // removed above), with no device member; and `using namespace N;` for a namespace the file
+    // does not define (it came from a removed header).
+    let removed_declaration = |k: usize, cuts: &[Cut]| {
+        let at = toks.token(k).start;
+        cuts.iter().any(|c| (c.start..c.end).contains(&at))
+    };
+    let mut type_cuts = Vec::new();
+    for item in &declarations {
+        let Some((what, name)) = host_type(&toks, item) else {
+            continue;
+        };
+        if what == What::Using {
+            let defined = (0..toks.len())
+                .any(|k| toks.is(k, "namespace") && toks.is(k + 1, &name) && toks.is(k + 2, "{"));
+            if defined || HIP_NAMESPACES.contains(&name.as_str()) {
+                continue;
+            }
+        } else {
+            let used = (0..toks.len()).any(|k| {
+                !(item.first..=item.last).contains(&k)
+                    && !in_host_function(k)
+                    && !removed_declaration(k, &cuts)
+                    && toks.is(k, &name)
+            });
+            let device = (item.first..=item.last)
+                .any(|k| matches!(toks.tok(k), "__device__" | "__global__"));
+            if used || device {
+                continue;
+            }
+        }
+        type_cuts.push(Cut {
+            start: toks.token(item.first).start,
+            end: toks.token(item.last).end,
+            what,
+            name,
+            lines: (toks.token(item.first).line, toks.token(item.last).line),
+        });
+    }
+    cuts.extend(type_cuts);
     // Includes of host headers: everything but HIP's own.
     for d in toks.directives() {
         let line = &source[d.clone()];
@@ -221,6 +268,7 @@ pub fn device_code_keeping(
             continue;
         };
         if target.starts_with("<hip/")
+            || target.starts_with("\"hip/")
             || (target.starts_with('"') && keep(target.trim_matches('"')))
         {
             continue;
@@ -289,6 +337,28 @@ fn is_device_item(toks: &Tokens, item: &Item) -> bool {
         "__constant__" | "__shared__" | "__managed__" => item.body.is_none(),
         _ => false,
     })
+}
+
+/// Namespaces HIP's own headers (which stay) define: a `using namespace` of them is kept.
+const HIP_NAMESPACES: &[&str] = &["cooperative_groups"];
+
+/// A namespace-scope class definition (`class NAME ... { ... };`, templates too) or a
+/// `using namespace NAME;`: what it is and NAME.
+fn host_type(toks: &Tokens, item: &Item) -> Option<(What, String)> {
+    let mut k = item.first;
+    if toks.is(k, "using") && toks.is(k + 1, "namespace") && toks.is(k + 3, ";") {
+        return Some((What::Using, toks.tok(k + 2).to_owned()));
+    }
+    while toks.is(k, "template") && toks.is(k + 1, "<") {
+        k = toks.close_angle(k + 1)? + 1;
+    }
+    if !matches!(toks.tok(k), "class" | "struct" | "union") || !toks.ident(k + 1) {
+        return None;
+    }
+    // A definition: a body before the end.
+    (k + 2..=item.last)
+        .any(|j| toks.is(j, "{"))
+        .then(|| (What::Type, toks.tok(k + 1).to_owned()))
 }
 
 /// `<iostream>` or `"example_utils.hpp"` for an `#include` line.
@@ -819,7 +889,7 @@ mod tests {
                    const int table[2] = {1, 2};\n\
                    decltype(table[0] + 0) x{3};\n\
                    __constant__ float mask[4];\n\
-                   __global__ void k(float* p) { p[0] = add(table[0], x) * mask[0]; }\n";
+                   __global__ void k(float* p) { p[0] = add(table[0], x) * mask[0] * sizeof(S); }\n";
         let d = device_code(src).unwrap();
         assert!(d.removed.is_empty(), "{:?}", d.removed);
         assert_eq!(d.text, src);
@@ -827,6 +897,30 @@ mod tests {
         let d = device_code(unused).unwrap();
         assert_eq!(d.removed[0].what, What::Variable);
         assert!(d.text.starts_with("/* host variable `host_only` removed"));
+    }
+
+    #[test]
+    fn host_types_and_using_directives_of_removed_headers_are_removed() {
+        let src = "using namespace appsdk;\nusing namespace dev;\nnamespace dev { int v; }\n\
+                   using namespace cooperative_groups;\n\
+                   class Sample : public SDKSample {\n  SDKTimer* t;\n  int run();\n};\n\
+                   int Sample::run() { return 0; }\nSample sample;\n\
+                   struct Used { float x; };\nstruct Dev { __device__ int f() { return 1; } };\n\
+                   __global__ void k(Used* p) { p->x = 1; }\n";
+        let d = device_code(src).unwrap();
+        let removed: Vec<(What, &str)> =
+            d.removed.iter().map(|r| (r.what, r.name.as_str())).collect();
+        assert_eq!(
+            removed,
+            [
+                (What::Using, "appsdk"),
+                (What::Variable, "v"),
+                (What::Type, "Sample"),
+                (What::Function, "run"),
+                (What::Variable, "sample"),
+            ]
+        );
+        verify(src, &d.text).unwrap();
     }
 
     #[test]
