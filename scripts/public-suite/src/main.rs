@@ -76,9 +76,11 @@ fn main() -> ExitCode {
                 }
             }
         }
-        _ => Err("usage: public-suite prepare CRATE NAME=CHECKOUT... | collections | strip FILE \
+        _ => Err(
+            "usage: public-suite prepare CRATE NAME=CHECKOUT... | collections | strip FILE \
              | table [LABEL=]EVENTS.jsonl..."
-            .to_owned()),
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -210,7 +212,9 @@ fn parse_programs(text: &str) -> Result<Vec<Program>, String> {
                 Some(("float-array", ident)) if !ident.is_empty() => {
                     Ok(Arg::FloatArray(ident.to_owned()))
                 }
-                _ => Err(at(format!("`{a}` is not an argument (`float-array:IDENT`)"))),
+                _ => Err(at(format!(
+                    "`{a}` is not an argument (`float-array:IDENT`)"
+                ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
         if programs.iter().any(|p| p.name == name) {
@@ -339,16 +343,24 @@ fn prepare_program(
             }
         };
         if latin1 {
-            eprintln!("{collection}/{}: {path} is Latin-1: written in UTF-8", p.name);
+            eprintln!(
+                "{collection}/{}: {path} is Latin-1: written in UTF-8",
+                p.name
+            );
         }
         write(&dest.join(&kernels).join(&written), &code.text)?;
         if is_header(path) {
             continue;
         }
         let file_name = written.rsplit('/').next().unwrap_or(&written);
-        let f = format!("{}.build.hip", written.trim_end_matches(".hip"));
-        write(&dest.join(&kernels).join(&f), &code.build_file(file_name))?;
-        compiled.push(format!("{kernels}/{f}"));
+        match code.build_file(file_name) {
+            Some(text) => {
+                let f = format!("{}.build.hip", written.trim_end_matches(".hip"));
+                write(&dest.join(&kernels).join(&f), &text)?;
+                compiled.push(format!("{kernels}/{f}"));
+            }
+            None => compiled.push(format!("{kernels}/{written}")),
+        }
     }
     if compiled.is_empty() {
         return Err(format!(
@@ -554,11 +566,7 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?;
     // What `cargo rocm new` wrote that this crate replaces.
     let _ = std::fs::remove_dir_all(dest.join("kernels"));
-    for old in [
-        "tests/kernels.rs",
-        "benches/kernels.rs",
-        "src/lib.rs",
-    ] {
+    for old in ["tests/kernels.rs", "benches/kernels.rs", "src/lib.rs"] {
         let _ = std::fs::remove_file(dest.join(old));
     }
     let _ = std::fs::remove_dir(dest.join("benches"));
@@ -643,7 +651,9 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
         }
     }
     build.push_str("}\n");
-    manifest.push_str(&format!("\n[[test]]\nname = \"{ALL_HARNESS}\"\nharness = false\n"));
+    manifest.push_str(&format!(
+        "\n[[test]]\nname = \"{ALL_HARNESS}\"\nharness = false\n"
+    ));
     write(
         &dest.join("tests").join(format!("{ALL_HARNESS}.rs")),
         &format!(
@@ -702,7 +712,10 @@ mod tests {
 
     #[test]
     fn includes_resolve_against_the_including_file() {
-        assert_eq!(resolve("src/a-hip/main.cu", "kernels.h"), "src/a-hip/kernels.h");
+        assert_eq!(
+            resolve("src/a-hip/main.cu", "kernels.h"),
+            "src/a-hip/kernels.h"
+        );
         assert_eq!(resolve("src/a-hip/main.cu", "../inc/x.h"), "src/inc/x.h");
         assert_eq!(resolve("main.cu", "./k.h"), "k.h");
         assert!(is_header("a/k.cuh") && !is_header("a/k.cu"));

@@ -46,19 +46,39 @@ pub struct DeviceCode {
     pub removed: Vec<Removed>,
     /// The kernel template instances the removed host code launched, in order of first launch.
     pub instances: Vec<Instance>,
+    /// Whether the kept code includes a HIP header (`<hip/...>`, `"hip/..."`).
+    pub includes_hip: bool,
 }
 
 impl DeviceCode {
-    /// The file the build compiles: HIP's runtime header (which hipcc includes in every
-    /// program, and which the removed host headers may have brought), the device code
-    /// (`file`, by name, unchanged) and the kernel template instances the host code launched.
-    pub fn build_file(&self, file: &str) -> String {
-        let mut text = format!(
-            "// Written by scripts/public-suite: HIP's runtime header, which hipcc includes in every\n\
-             // program, the device code (unchanged) and the kernel template instances the removed\n\
-             // host code launched, instantiated explicitly.\n\
-             #include <hip/hip_runtime.h>\n#include \"{file}\"\n"
-        );
+    /// The file the build compiles in place of the device code (`file`, by name): one that
+    /// includes HIP's runtime header first when the device code does not include a HIP header
+    /// itself (hipcc includes it in every program; the removed host headers may have been where
+    /// the program got it), then the device code, unchanged, then the kernel template instances
+    /// the host code launched. `None` when neither is needed: the device code is compiled as it
+    /// is.
+    pub fn build_file(&self, file: &str) -> Option<String> {
+        let needs_runtime = !self.includes_hip;
+        if !needs_runtime && self.instances.is_empty() {
+            return None;
+        }
+        let mut text =
+            String::from("// Written by scripts/public-suite: the device code, included unchanged");
+        if needs_runtime {
+            text.push_str(
+                " after HIP's\n// runtime header (which hipcc includes in every program)",
+            );
+        }
+        if !self.instances.is_empty() {
+            text.push_str(
+                ", and the kernel\n// template instances the removed host code launched, instantiated explicitly",
+            );
+        }
+        text.push_str(".\n");
+        if needs_runtime {
+            text.push_str("#include <hip/hip_runtime.h>\n");
+        }
+        let _ = writeln!(text, "#include \"{file}\"");
         for i in &self.instances {
             let _ = write!(
                 text,
@@ -66,7 +86,7 @@ impl DeviceCode {
                 i.launched_as, i.line, i.declaration
             );
         }
-        text
+        Some(text)
     }
 }
 
@@ -262,15 +282,17 @@ pub fn device_code_keeping(
     }
     cuts.extend(type_cuts);
     // Includes of host headers: everything but HIP's own.
+    let mut includes_hip = false;
     for d in toks.directives() {
         let line = &source[d.clone()];
         let Some(target) = included(line) else {
             continue;
         };
-        if target.starts_with("<hip/")
-            || target.starts_with("\"hip/")
-            || (target.starts_with('"') && keep(target.trim_matches('"')))
-        {
+        if target.starts_with("<hip/") || target.starts_with("\"hip/") {
+            includes_hip = true;
+            continue;
+        }
+        if target.starts_with('"') && keep(target.trim_matches('"')) {
             continue;
         }
         let n = source[..d.start].matches('\n').count() as u32 + 1;
@@ -313,6 +335,7 @@ pub fn device_code_keeping(
         text,
         removed,
         instances,
+        includes_hip,
     })
 }
 
@@ -908,8 +931,11 @@ mod tests {
                    struct Used { float x; };\nstruct Dev { __device__ int f() { return 1; } };\n\
                    __global__ void k(Used* p) { p->x = 1; }\n";
         let d = device_code(src).unwrap();
-        let removed: Vec<(What, &str)> =
-            d.removed.iter().map(|r| (r.what, r.name.as_str())).collect();
+        let removed: Vec<(What, &str)> = d
+            .removed
+            .iter()
+            .map(|r| (r.what, r.name.as_str()))
+            .collect();
         assert_eq!(
             removed,
             [
@@ -961,6 +987,8 @@ mod tests {
         let d = device_code_keeping(src, |f| f == "kernels.h").unwrap();
         assert_eq!(d.removed.len(), 1);
         assert_eq!(d.removed[0].name, "\"util.h\"");
-        assert!(d.text.starts_with("#include \"kernels.h\"\n/* host include"));
+        assert!(d
+            .text
+            .starts_with("#include \"kernels.h\"\n/* host include"));
     }
 }

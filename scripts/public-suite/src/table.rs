@@ -360,7 +360,13 @@ mod tests {
                 event("rex__saxpy", "saxpy", ("cpu", "w32"), Passed, ""),
                 event("rex__saxpy", "saxpy", ("cpu", "w64"), Passed, ""),
                 event("rex__scan", "block", ("cpu", "w32"), Passed, ""),
-                event("rex__scan", "block", ("cpu", "w64"), Failed, "mismatch at 3"),
+                event(
+                    "rex__scan",
+                    "block",
+                    ("cpu", "w64"),
+                    Failed,
+                    "mismatch at 3",
+                ),
                 event("rex__scan", "block", ("nvidia", ""), Ignored, "no device"),
             ],
         );
@@ -380,7 +386,10 @@ mod tests {
             table.contains("rex__scan block::cpu/w64 failed:\n    mismatch at 3"),
             "{table}"
         );
-        assert!(table.contains("| cpu/w64 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |"), "{table}");
+        assert!(
+            table.contains("| cpu/w64 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |"),
+            "{table}"
+        );
         assert!(table.ends_with("3 trials passed, 1 failed\n"), "{table}");
         assert!(!render(&[]).1, "no trial is not a pass");
     }
@@ -393,7 +402,13 @@ mod tests {
             vec![
                 event("c__p", "k", ("cpu", "w32"), Failed, race),
                 event("c__p", "j", ("cpu", "w32"), Failed, race),
-                event("c__bad", "*", ("cpu", ""), Ignored, "unsupported: error: no"),
+                event(
+                    "c__bad",
+                    "*",
+                    ("cpu", ""),
+                    Ignored,
+                    "unsupported: error: no",
+                ),
             ],
         );
         let nvcc = file(
@@ -405,9 +420,13 @@ mod tests {
         );
         let nvrtc = file(
             Some("nvrtc"),
-            vec![
-                event("c__p", "k", ("nvidia", "sm_90"), Failed, "NVRTC: error"),
-            ],
+            vec![event(
+                "c__p",
+                "k",
+                ("nvidia", "sm_90"),
+                Failed,
+                "NVRTC: error",
+            )],
         );
         let (table, _) = render(&[cpu, nvcc, nvrtc]);
         let lines: Vec<&str> = table.lines().collect();
@@ -425,6 +444,9 @@ mod tests {
             lines[4],
             "| c | p | `k` | **false report** | pass | unsupported |"
         );
-        assert!(table.contains("c__bad on cpu: unsupported: error: no"), "{table}");
+        assert!(
+            table.contains("c__bad on cpu: unsupported: error: no"),
+            "{table}"
+        );
     }
 }
