@@ -51,7 +51,7 @@ build() {
   while read -r crate; do
     collection="$(basename "$(dirname "$crate")")"
     grep -h '^name = "' "$crate/Cargo.toml" | sed 's/^name = "\(.*\)"/\1/' \
-      | grep -v -e '^public-suite-check$' -e '^public_suite_all$' > "$bin/$collection.programs"
+      | grep -v -e '^public-suite-' -e '^public_suite_check$' -e '^public_suite_all$' > "$bin/$collection.programs"
     echo "==> $collection with nvcc ($nvcc_bin/nvcc): cubins" >&2
     exe="$(PATH="$nvcc_bin:$PATH" cargo test --release --no-run --manifest-path "$crate/Cargo.toml" \
       --test public_suite_all --message-format json | artifact public_suite_all test)"

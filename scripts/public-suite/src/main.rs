@@ -574,11 +574,20 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
     let mut manifest = format!(
         "# Written by scripts/public-suite.sh (from the crate `cargo rocm new` made): the device\n\
          # code of public HIP collections' programs and their checks, one harness per program.\n\
-         [package]\nname = \"public-suite-check\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
-         publish = false\n\n[workspace]\n\n\
+         [package]\nname = \"public-suite-{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[lib]\nname = \"public_suite_check\"\n\n[workspace]\n\n\
          [package.metadata.rocm]\ntargets = [\"gfx90a\"]\nnvidia-targets = [\"sm_90\"]\n\n\
          [dependencies]\n{}\n{}\n\n[build-dependencies]\n{}\n",
-        deps[0], deps[1], deps[2]
+        deps[0],
+        deps[1],
+        deps[2],
+        // A package name of its own per crate: crates that share a target folder must not
+        // share a name (cargo would take one's build-script outputs for the other's).
+        package = sources
+            .iter()
+            .map(|s| s.split_once('=').map_or(*s, |(c, _)| c))
+            .collect::<Vec<_>>()
+            .join("-"),
     );
     let mut build = String::from(BUILD_RS);
     let mut lib = String::from(
