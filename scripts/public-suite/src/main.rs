@@ -471,11 +471,13 @@ pub struct Program {
     pub library: Option<&'static rocm_kernels::KernelLibrary>,
     /// The backends that did not build it, with the first line of their error.
     pub unsupported: Option<&'static str>,
-    /// Where its collection's snapshots live (`scripts/public-suite/snapshots/NAME`), unless
-    /// `PUBLIC_SUITE_SNAPSHOTS` names another folder (then its `NAME` subfolder).
+    /// Where its snapshots live (`scripts/public-suite/snapshots/COLLECTION/PROGRAM`), unless
+    /// `PUBLIC_SUITE_SNAPSHOTS` names another folder (then its `COLLECTION/PROGRAM` subfolder).
     pub snapshots: &'static str,
     /// Its collection's name.
     pub collection: &'static str,
+    /// Its name in the collection.
+    pub name: &'static str,
 }
 
 fn json_string(s: &str) -> String {
@@ -544,7 +546,9 @@ pub fn run(
         return std::process::ExitCode::SUCCESS;
     };
     let snapshots = match std::env::var_os("PUBLIC_SUITE_SNAPSHOTS") {
-        Some(dir) => std::path::Path::new(&dir).join(program.collection),
+        Some(dir) => std::path::Path::new(&dir)
+            .join(program.collection)
+            .join(program.name),
         None => std::path::PathBuf::from(program.snapshots),
     };
     rocm_test::main(library, |s| {
@@ -630,11 +634,11 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
                  library: Some(rocm_kernels::include_kernels!({lib:?})),\n    \
                  #[cfg(unbuilt_{lib})]\n    library: None,\n    \
                  unsupported: option_env!(\"PUBLIC_SUITE_UNSUPPORTED_{upper}\"),\n    \
-                 snapshots: {snap:?},\n    collection: {collection:?},\n}};\n\n{items}",
+                 snapshots: {snap:?},\n    collection: {collection:?},\n    name: {name:?},\n}};\n\n{items}",
                 name = p.name,
                 paths = p.paths.join(", "),
                 lib = g.library,
-                snap = snapshots.display().to_string(),
+                snap = snapshots.join(&p.name).display().to_string(),
                 items = g.items,
             ));
             manifest.push_str(&format!(

@@ -576,7 +576,8 @@ pub fn cuda_stream(s: &mut Suite) {
 }
 
 /// The n-body forces of mini-nbody (blocks of 256, positions in [-1, 1]): differential, since
-/// the sums of nearly singular terms (softening 1e-9) are only reproducible up to rounding.
+/// the sums of nearly singular terms (softening 1e-9) are only reproducible up to rounding. One
+/// or two blocks, two cases: the velocities of 512 bodies are already 40 KB of snapshot.
 fn nbody(s: &mut Suite, soa: bool) {
     const BLOCK: usize = 256;
     let n = |i: &Inputs| BLOCK * i.size("blocks");
@@ -595,7 +596,7 @@ fn nbody(s: &mut Suite, soa: bool) {
         .scalar("n", gen::from_sizes(move |i| n(i) as i32))
         .launch_with(|i| Launch::new(i.size("blocks") as u32, BLOCK as u32))
         .tolerance(Tolerance::close(1e-3, 1e-3))
-        .cases(SNAPSHOT_CASES)
+        .cases(2)
         .differential();
 }
 
