@@ -260,14 +260,22 @@ pub fn render(files: &[Labelled]) -> (String, bool) {
                 .join(" | ")
         ));
     }
+    let unbuilt = rows.iter().filter(|r| r.1 == "*").count();
     out.push_str(&format!(
-        "\n{} kernels of {} programs.\n\n| place | pass | false report | race/fault | unsupported | \
-         wrong | skipped | none |\n|---|---|---|---|---|---|---|---|\n",
-        rows.len(),
+        "\n{} kernels of {} programs{}.\n\n| place | pass | false report | race/fault | \
+         unsupported | wrong | skipped | none |\n|---|---|---|---|---|---|---|---|\n",
+        rows.len() - unbuilt,
         {
             let mut b: Vec<&str> = rows.iter().map(|r| r.0).collect();
             b.dedup();
             b.len()
+        },
+        if unbuilt > 0 {
+            format!(
+                ", and {unbuilt} programs (`*`) that ran no kernel (unsupported wherever they were built)"
+            )
+        } else {
+            String::new()
         }
     ));
     for (p, t) in places.iter().zip(&totals) {
