@@ -26,9 +26,10 @@
 //!    instance is listed with an explicit instantiation, for a file of its own that includes the
 //!    device code ([`DeviceCode::build_file`]). A template argument that names a `constexpr`
 //!    local of the removed function initialised with a literal (`constexpr unsigned int
-//!    block_size = 16;`) is replaced by that literal, one that names a local type alias
-//!    (`typedef float NumericT;`, `using T = float;`) by its type; any other argument is written
-//!    as the launch writes it.
+//!    block_size = 16;`) is replaced by that literal, one that names a type alias of the
+//!    function or of the file (`typedef float NumericT;`, `using T = float;`) by its type (the
+//!    name nvcc's demangled kernel names use too); any other argument is written as the launch
+//!    writes it.
 //!
 //! A removed function containing half of a preprocessor conditional (`#if` without its
 //! `#endif`) is an error, as is a declaration whose end cannot be found.
@@ -735,6 +736,18 @@ fn launched_instances(
                     if let Some(ty) = local_type(toks, item, a, toks.tok(a)) {
                         return ty;
                     }
+                    // A namespace-scope alias (`typedef double real;`): its type too, so that
+                    // every backend names the instance alike (nvcc's names come from the
+                    // demangler, which spells the type).
+                    let file = Item {
+                        first: 0,
+                        last: toks.len().saturating_sub(1),
+                        body: None,
+                        namespace: Vec::new(),
+                    };
+                    if let Some(ty) = local_type(toks, &file, item.first, toks.tok(a)) {
+                        return ty;
+                    }
                 }
                 join(toks, a..b)
             })
@@ -979,6 +992,10 @@ mod tests {
             "template __global__ void k<float>(float* x);"
         );
         assert_eq!(d.instances[1].name, "k<unsigned int>");
+        let global = "typedef double real;\n\
+                      template <typename T> __global__ void k(T* x) { x[0] = 1; }\n\
+                      int main() { real* p; k<real><<<1, 1>>>(p); }\n";
+        assert_eq!(device_code(global).unwrap().instances[0].name, "k<double>");
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub enum Verdict {
     Unsupported,
     /// The outputs differ from the reference (or another failure of the check).
     Wrong,
-    /// Trials that could not run here (ignored).
+    /// Trials that could not run here (ignored, or failed because a required backend is
+    /// missing on the machine).
     Skipped,
     /// No trial.
     None,
@@ -48,7 +49,10 @@ impl Verdict {
 fn failure_kind(message: &str) -> Verdict {
     let m = message.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
-    if has(&[
+    if has(&["cannot run here", "no nvidia device", "no amd device"]) {
+        // The machine lacks the backend (a required one): no verdict on the kernel.
+        Verdict::Skipped
+    } else if has(&[
         "unsupported",
         "does not support",
         "could not load",

@@ -543,21 +543,21 @@ pub fn add4(s: &mut Suite) {
 pub fn cuda_stream(s: &mut Suite) {
     let cover = |i: &Inputs| Launch::cover(i.size("n"), 128);
     let v = || gen::vec("n", -1.0f64..1.0);
-    s.check("set_array<real>")
+    s.check("set_array<double>")
         .size("n", 1..=5000)
         .output::<f64>("a", "n")
         .scalar("value", gen::value(-4.0f64..4.0))
         .scalar("len", gen::size::<i32>("n"))
         .launch_with(cover)
         .reference(|i, o| o.buf::<f64>("a").fill(i.scalar::<f64>("value")));
-    s.check("STREAM_Copy<real>")
+    s.check("STREAM_Copy<double>")
         .size("n", 1..=5000)
         .input("a", v())
         .output::<f64>("b", "n")
         .scalar("len", gen::size::<i32>("n"))
         .launch_with(cover)
         .reference(|i, o| o.buf::<f64>("b").copy_from_slice(i.buf::<f64>("a")));
-    s.check("STREAM_Scale<real>")
+    s.check("STREAM_Scale<double>")
         .size("n", 1..=5000)
         .input("a", v())
         .output::<f64>("b", "n")
@@ -570,7 +570,7 @@ pub fn cuda_stream(s: &mut Suite) {
                 *b = scale * a;
             }
         });
-    s.check("STREAM_Add<real>")
+    s.check("STREAM_Add<double>")
         .size("n", 1..=5000)
         .input("a", v())
         .input("b", v())
@@ -583,7 +583,7 @@ pub fn cuda_stream(s: &mut Suite) {
                 *c = a[k] + b[k];
             }
         });
-    s.check("STREAM_Triad<real>")
+    s.check("STREAM_Triad<double>")
         .size("n", 1..=5000)
         .input("a", v())
         .input("b", v())
