@@ -565,6 +565,11 @@ pub fn run(
 "#;
 
 fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
+    prepare_from(&collections_dir(), dest, sources)
+}
+
+/// [`prepare`] with the collections read from `collections`.
+fn prepare_from(collections: &Path, dest: &Path, sources: &[&str]) -> Result<(), String> {
     let repo = repo()
         .canonicalize()
         .map_err(|e| format!("cannot find this repository: {e}"))?;
@@ -614,7 +619,7 @@ fn prepare(dest: &Path, sources: &[&str]) -> Result<(), String> {
         let (collection, checkout) = source
             .split_once('=')
             .ok_or_else(|| format!("`{source}` is not NAME=CHECKOUT"))?;
-        let dir = collections_dir().join(collection);
+        let dir = collections.join(collection);
         let programs_file = dir.join("programs.txt");
         let programs = parse_programs(&read(&programs_file)?)
             .map_err(|e| format!("{}: {e}", programs_file.display()))?;
@@ -756,5 +761,92 @@ mod tests {
         assert!(latin1);
         assert_eq!(text, "// \u{a9} AMD\n__global__ void k() {}\n");
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn prepare_writes_a_library_and_harness_per_program() {
+        let root = std::env::temp_dir().join(format!("public-suite-prep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (collections, checkout, dest) = (
+            root.join("collections"),
+            root.join("checkout"),
+            root.join("crate"),
+        );
+        write(
+            &collections.join("demo-set/programs.txt"),
+            "# a comment\nscale\tsrc/scale.cpp,src/k.h\tfloat-array:weights\n",
+        )
+        .unwrap();
+        write(&collections.join("demo-set/checks.rs"), "// checks\n").unwrap();
+        write(
+            &checkout.join("src/scale.cpp"),
+            "#include \"k.h\"\n#include <vector>\nconst float weights[] = {0.5f, 2.0f};\n\
+             template <typename T> __global__ void scale(T* x) { x[0] *= K; }\n\
+             int main() { typedef float F; F* p; scale<F><<<1, 1>>>(p); }\n",
+        )
+        .unwrap();
+        write(&checkout.join("src/k.h"), "#define K 2\n").unwrap();
+        write(
+            &dest.join("Cargo.toml"),
+            "[dependencies]\nrocm-kernels = { path = \"/r/rocm-kernels\" }\n\
+             rocm-test = { path = \"/r/rocm-test\" }\n\
+             [build-dependencies]\nrocm-kernels-build = { path = \"/r/rocm-kernels-build\" }\n",
+        )
+        .unwrap();
+        let source = format!("demo-set={}", checkout.display());
+        prepare_from(&collections, &dest, &[source.as_str()]).unwrap();
+
+        let read_dest = |f: &str| read(&dest.join(f)).unwrap();
+        let manifest = read_dest("Cargo.toml");
+        assert!(
+            manifest.contains("name = \"public-suite-demo-set\""),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("name = \"demo_set__scale\""),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("name = \"public_suite_all\""),
+            "{manifest}"
+        );
+        // The header a listed file includes is kept and copied; host code and includes go.
+        let kernels = "kernels/demo-set/scale/src";
+        assert_eq!(read_dest(&format!("{kernels}/k.h")), "#define K 2\n");
+        let code = read_dest(&format!("{kernels}/scale.hip"));
+        assert!(
+            code.starts_with("#include \"k.h\"\n/* host include `<vector>`"),
+            "{code}"
+        );
+        // It names no HIP header and launches a template: a build file with both.
+        let built = read_dest(&format!("{kernels}/scale.build.hip"));
+        assert!(built.contains("#include <hip/hip_runtime.h>\n#include \"scale.hip\""));
+        assert!(
+            built.contains("template __global__ void scale<float>(float* x);"),
+            "{built}"
+        );
+        let build = read_dest("build.rs");
+        assert!(
+            build.contains(&format!(
+                "program(\"demo_set__scale\", &[\"{kernels}/scale.build.hip\"]);"
+            )),
+            "{build}"
+        );
+        let lib = read_dest("src/lib.rs");
+        assert!(
+            lib.contains("pub const DEMO_SET__SCALE_WEIGHTS: [f32; 2] = [0.5, 2.0];"),
+            "{lib}"
+        );
+        assert!(lib.contains("name: \"scale\","), "{lib}");
+        assert_eq!(read_dest("src/checks/demo_set.rs"), "// checks\n");
+        let harness = read_dest("tests/demo_set__scale.rs");
+        assert!(
+            harness.contains(
+                "checks::demo_set::scale(s, public_suite_check::DEMO_SET__SCALE_WEIGHTS)"
+            ),
+            "{harness}"
+        );
+        assert!(read_dest("tests/public_suite_all.rs").contains("\"demo_set__scale\" =>"));
+        let _ = std::fs::remove_dir_all(root);
     }
 }
