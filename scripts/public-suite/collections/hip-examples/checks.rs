@@ -844,3 +844,48 @@ pub fn dwt_haar_1d(s: &mut Suite) {
         .cases(SNAPSHOT_CASES)
         .differential();
 }
+
+/// gpu-burn/BurnKernel.cpp: the burn-in's sgemm, `C = alpha A B + beta C` for square matrices
+/// (A indexed by columns, B by rows, as the kernel does; every leading dimension is K), one
+/// thread an element in 16 x 16 blocks (the program: 512 x 512). The kernel is `extern "C"`
+/// inside `namespace gpuburn`: the cpu backend names it `gpuburn::hip_sgemm_kernel`
+/// (docs/public-suite.md, Findings).
+pub fn gpu_burn(s: &mut Suite) {
+    const B: usize = 16;
+    let n = |i: &Inputs| B * i.size("blocks");
+    let square = move |i: &Inputs| n(i) * n(i);
+    let side = move |i: &Inputs| n(i) as i32;
+    s.check("gpuburn::hip_sgemm_kernel")
+        .size("blocks", 1..=3)
+        .scalar("M", gen::from_sizes(side))
+        .scalar("N", gen::from_sizes(side))
+        .scalar("K", gen::from_sizes(side))
+        .scalar("alpha", gen::value(-2.0f32..2.0))
+        .input("A", gen::vec(square, -1.0f32..1.0))
+        .scalar("lda", gen::from_sizes(side))
+        .input("B", gen::vec(square, -1.0f32..1.0))
+        .scalar("ldb", gen::from_sizes(side))
+        .scalar("beta", gen::value(-2.0f32..2.0))
+        .inout("C", gen::vec(square, -1.0f32..1.0))
+        .scalar("ldc", gen::from_sizes(side))
+        .launch_with(|i| {
+            let b = i.size("blocks") as u32;
+            Launch::new((b, b), (B as u32, B as u32))
+        })
+        .tolerance(Tolerance::close(1e-4, 1e-4))
+        .reference(move |i, o| {
+            let n = n(i);
+            let (alpha, beta) = (i.scalar::<f32>("alpha"), i.scalar::<f32>("beta"));
+            let (a, b) = (i.buf::<f32>("A"), i.buf::<f32>("B"));
+            let c = o.buf::<f32>("C");
+            for y in 0..n {
+                for x in 0..n {
+                    let mut acc = beta * c[y * n + x];
+                    for k in 0..n {
+                        acc += alpha * a[y + k * n] * b[x * n + k];
+                    }
+                    c[y * n + x] = acc;
+                }
+            }
+        });
+}
