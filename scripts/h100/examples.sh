@@ -5,10 +5,11 @@
 #   scripts/h100/examples.sh build [CHECKOUT]   # here (Rust; no GPU or nvcc needed)
 #   scripts/h100/examples.sh                    # there (NVIDIA driver, NVRTC 13; no Rust): run
 #
-# `build` writes the crate of scripts/rocm-examples.sh (device code verbatim from a rocm-examples
+# (scripts/h100/public-suite.sh runs every collection of the public suite, through nvcc and
+# NVRTC.) `build` writes the crate of scripts/rocm-examples.sh (device code verbatim from a rocm-examples
 # CHECKOUT outside this repository, default /work/scratch/rocm-examples or a pinned clone), builds
 # its test harnesses in release mode with ROCM_BACKENDS=cpu,nvidia (no nvcc here: each kernel's
-# CUDA source is embedded and compiled with NVRTC at load time there), the `rocm-examples` tool
+# CUDA source is embedded and compiled with NVRTC at load time there), the `public-suite` tool
 # (its `table`), and examples/basic's unit tests (`matmul_tuned`, with the variants of
 # examples/basic/tune/wisdom.json compiled in), strips and gzips them into .carry/h100/examples/
 # (ignored by git; carry it with the tree).
@@ -49,8 +50,8 @@ build() {
     | executables | while read -r name exe; do cp "$exe" "$bin/rex-$name"; done
   cargo test --release --no-run --manifest-path "$here/examples/basic/Cargo.toml" --lib \
     --message-format json | executables | while read -r _ exe; do cp "$exe" "$bin/basic-lib"; done
-  cargo build --release --manifest-path "$here/Cargo.toml" -p rocm-examples
-  cp "$CARGO_TARGET_DIR/release/rocm-examples" "$bin/rocm-examples"
+  cargo build --release --manifest-path "$here/Cargo.toml" -p public-suite
+  cp "$CARGO_TARGET_DIR/release/public-suite" "$bin/public-suite"
   strip "$bin"/*
   gzip -9 -f "$bin"/*
   ls -l "$bin"
@@ -68,7 +69,7 @@ run() {
     b="$(basename "$f" .gz)"
     # The harnesses under their program's name (the table's first column).
     case "$b" in
-      rex-rocm_examples_check) continue ;;
+      rex-public_suite_check | rex-public_suite_all) continue ;;
       rex-*) b="rex/${b#rex-}" ;;
     esac
     gunzip -c "$f" > "$scratch/$b" && chmod +x "$scratch/$b"
@@ -83,7 +84,7 @@ run() {
     ROCM_TEST_EVENTS="$out/events.jsonl" ROCM_TEST_BACKEND=cpu,nvidia ROCM_TEST_REQUIRE_BACKEND=nvidia \
       "$exe" --test-threads 1 > "$out/$name.log" 2>&1 || { status=1; tail -n 30 "$out/$name.log"; }
   done
-  "$scratch/rocm-examples" table "$out/events.jsonl" | tee "$out/table.md" || status=1
+  "$scratch/public-suite" table "$out/events.jsonl" | tee "$out/table.md" || status=1
   echo "==> examples/basic: matmul_tuned on this GPU (tune/wisdom.json)"
   "$scratch/basic-lib" matmul_tuned --nocapture --test-threads 1 > "$out/basic-matmul_tuned.log" 2>&1 || status=1
   grep -E "matmul_tuned on|test result" "$out/basic-matmul_tuned.log"

@@ -11,18 +11,25 @@
 //! 2. So is a namespace-scope *variable or function declaration* without those words (nor
 //!    `__constant__`, `__shared__`, `__managed__`) that no kept code names
 //!    (`const std::array<float, 25> convolution_filter_5x5 = {...};`), and every `#include`
-//!    but HIP's own (`<hip/...>`): host headers, which NVRTC, for one, does not have.
+//!    but HIP's own (`<hip/...>`, `"hip/..."`) and the program's own headers that are taken
+//!    with it ([`device_code_keeping`]): host headers, which NVRTC, for one, does not have. So
+//!    is a namespace-scope *class, struct or union definition* that no kept code names and that
+//!    has no `__device__` or `__global__` member (a sample's host driver class), and a `using
+//!    namespace N;` for a namespace neither the file nor HIP's headers define (it came from a
+//!    removed header: `appsdk`, `std`).
 //! 3. Each removal is replaced by a comment naming it and as many newlines, so every remaining
 //!    line keeps its number. Nothing else is removed or changed: kernels, device functions,
-//!    `__constant__`, `__device__` and `__shared__` variables, types, templates, macros and
-//!    conditionals stay as written ([`verify`] checks it, independently of this rule).
+//!    `__constant__`, `__device__` and `__shared__` variables, types device code names,
+//!    templates, macros and conditionals stay as written ([`verify`] checks it, independently of this rule).
 //! 4. A kernel template that removed host code launches (any `name<args>` in it: `<<<...>>>`,
 //!    `hipLaunchCooperativeKernel(name<args>, ...)`) would no longer be instantiated: each such
 //!    instance is listed with an explicit instantiation, for a file of its own that includes the
-//!    device code ([`DeviceCode::instances_file`]). A template argument that names a `constexpr`
+//!    device code ([`DeviceCode::build_file`]). A template argument that names a `constexpr`
 //!    local of the removed function initialised with a literal (`constexpr unsigned int
-//!    block_size = 16;`) is replaced by that literal; any other argument is written as the
-//!    launch writes it.
+//!    block_size = 16;`) is replaced by that literal, one that names a type alias of the
+//!    function or of the file (`typedef float NumericT;`, `using T = float;`) by its type (the
+//!    name nvcc's demangled kernel names use too); any other argument is written as the launch
+//!    writes it.
 //!
 //! A removed function containing half of a preprocessor conditional (`#if` without its
 //! `#endif`) is an error, as is a declaration whose end cannot be found.
@@ -40,20 +47,39 @@ pub struct DeviceCode {
     pub removed: Vec<Removed>,
     /// The kernel template instances the removed host code launched, in order of first launch.
     pub instances: Vec<Instance>,
+    /// Whether the kept code includes a HIP header (`<hip/...>`, `"hip/..."`).
+    pub includes_hip: bool,
 }
 
 impl DeviceCode {
-    /// A source that includes the device code (`file`, by name) and instantiates what the host
-    /// code launched; `None` when it launched no template.
-    pub fn instances_file(&self, file: &str) -> Option<String> {
-        if self.instances.is_empty() {
+    /// The file the build compiles in place of the device code (`file`, by name): one that
+    /// includes HIP's runtime header first when the device code does not include a HIP header
+    /// itself (hipcc includes it in every program; the removed host headers may have been where
+    /// the program got it), then the device code, unchanged, then the kernel template instances
+    /// the host code launched. `None` when neither is needed: the device code is compiled as it
+    /// is.
+    pub fn build_file(&self, file: &str) -> Option<String> {
+        let needs_runtime = !self.includes_hip;
+        if !needs_runtime && self.instances.is_empty() {
             return None;
         }
-        let mut text = format!(
-            "// Written by scripts/rocm-examples: the kernel template instances the removed host\n\
-             // code launched, instantiated explicitly (the device code is included unchanged).\n\
-             #include \"{file}\"\n"
-        );
+        let mut text =
+            String::from("// Written by scripts/public-suite: the device code, included unchanged");
+        if needs_runtime {
+            text.push_str(
+                " after HIP's\n// runtime header (which hipcc includes in every program)",
+            );
+        }
+        if !self.instances.is_empty() {
+            text.push_str(
+                ", and the kernel\n// template instances the removed host code launched, instantiated explicitly",
+            );
+        }
+        text.push_str(".\n");
+        if needs_runtime {
+            text.push_str("#include <hip/hip_runtime.h>\n");
+        }
+        let _ = writeln!(text, "#include \"{file}\"");
         for i in &self.instances {
             let _ = write!(
                 text,
@@ -72,6 +98,8 @@ pub enum What {
     Declaration,
     Variable,
     Include,
+    Type,
+    Using,
 }
 
 impl What {
@@ -81,6 +109,8 @@ impl What {
             What::Declaration => "host declaration",
             What::Variable => "host variable",
             What::Include => "host include",
+            What::Type => "host type",
+            What::Using => "using directive",
         }
     }
 }
@@ -131,6 +161,15 @@ struct KernelTemplate {
 
 /// Apply the rule (module docs) to the text of a HIP program.
 pub fn device_code(source: &str) -> Result<DeviceCode, String> {
+    device_code_keeping(source, |_| false)
+}
+
+/// [`device_code`], keeping the `#include "..."` lines whose file `keep` accepts (given the name
+/// as written, without quotes): a program's own headers, whose device code is taken too.
+pub fn device_code_keeping(
+    source: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<DeviceCode, String> {
     let toks = lex::lex(source);
     let items = items(&toks)?;
 
@@ -203,13 +242,58 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
             lines,
         });
     }
+    // Host types: a class the kept code does not name (host variables and functions of it were
+    // removed above), with no device member; and `using namespace N;` for a namespace the file
+    // does not define (it came from a removed header).
+    let removed_declaration = |k: usize, cuts: &[Cut]| {
+        let at = toks.token(k).start;
+        cuts.iter().any(|c| (c.start..c.end).contains(&at))
+    };
+    let mut type_cuts = Vec::new();
+    for item in &declarations {
+        let Some((what, name)) = host_type(&toks, item) else {
+            continue;
+        };
+        if what == What::Using {
+            let defined = (0..toks.len())
+                .any(|k| toks.is(k, "namespace") && toks.is(k + 1, &name) && toks.is(k + 2, "{"));
+            if defined || HIP_NAMESPACES.contains(&name.as_str()) {
+                continue;
+            }
+        } else {
+            let used = (0..toks.len()).any(|k| {
+                !(item.first..=item.last).contains(&k)
+                    && !in_host_function(k)
+                    && !removed_declaration(k, &cuts)
+                    && toks.is(k, &name)
+            });
+            let device = (item.first..=item.last)
+                .any(|k| matches!(toks.tok(k), "__device__" | "__global__"));
+            if used || device {
+                continue;
+            }
+        }
+        type_cuts.push(Cut {
+            start: toks.token(item.first).start,
+            end: toks.token(item.last).end,
+            what,
+            name,
+            lines: (toks.token(item.first).line, toks.token(item.last).line),
+        });
+    }
+    cuts.extend(type_cuts);
     // Includes of host headers: everything but HIP's own.
+    let mut includes_hip = false;
     for d in toks.directives() {
         let line = &source[d.clone()];
         let Some(target) = included(line) else {
             continue;
         };
-        if target.starts_with("<hip/") {
+        if target.starts_with("<hip/") || target.starts_with("\"hip/") {
+            includes_hip = true;
+            continue;
+        }
+        if target.starts_with('"') && keep(target.trim_matches('"')) {
             continue;
         }
         let n = source[..d.start].matches('\n').count() as u32 + 1;
@@ -229,7 +313,7 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         text.push_str(&source[copied..c.start]);
         let _ = write!(
             text,
-            "/* {} `{}` removed by rocm-examples */",
+            "/* {} `{}` removed by public-suite */",
             c.what.label(),
             c.name
         );
@@ -252,6 +336,7 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         text,
         removed,
         instances,
+        includes_hip,
     })
 }
 
@@ -276,6 +361,28 @@ fn is_device_item(toks: &Tokens, item: &Item) -> bool {
         "__constant__" | "__shared__" | "__managed__" => item.body.is_none(),
         _ => false,
     })
+}
+
+/// Namespaces HIP's own headers (which stay) define: a `using namespace` of them is kept.
+const HIP_NAMESPACES: &[&str] = &["cooperative_groups"];
+
+/// A namespace-scope class definition (`class NAME ... { ... };`, templates too) or a
+/// `using namespace NAME;`: what it is and NAME.
+fn host_type(toks: &Tokens, item: &Item) -> Option<(What, String)> {
+    let mut k = item.first;
+    if toks.is(k, "using") && toks.is(k + 1, "namespace") && toks.is(k + 3, ";") {
+        return Some((What::Using, toks.tok(k + 2).to_owned()));
+    }
+    while toks.is(k, "template") && toks.is(k + 1, "<") {
+        k = toks.close_angle(k + 1)? + 1;
+    }
+    if !matches!(toks.tok(k), "class" | "struct" | "union") || !toks.ident(k + 1) {
+        return None;
+    }
+    // A definition: a body before the end.
+    (k + 2..=item.last)
+        .any(|j| toks.is(j, "{"))
+        .then(|| (What::Type, toks.tok(k + 1).to_owned()))
 }
 
 /// `<iostream>` or `"example_utils.hpp"` for an `#include` line.
@@ -626,6 +733,21 @@ fn launched_instances(
                     if let Some(value) = constexpr_literal(toks, item, a, toks.tok(a)) {
                         return value.to_owned();
                     }
+                    if let Some(ty) = local_type(toks, item, a, toks.tok(a)) {
+                        return ty;
+                    }
+                    // A namespace-scope alias (`typedef double real;`): its type too, so that
+                    // every backend names the instance alike (nvcc's names come from the
+                    // demangler, which spells the type).
+                    let file = Item {
+                        first: 0,
+                        last: toks.len().saturating_sub(1),
+                        body: None,
+                        namespace: Vec::new(),
+                    };
+                    if let Some(ty) = local_type(toks, &file, item.first, toks.tok(a)) {
+                        return ty;
+                    }
                 }
                 join(toks, a..b)
             })
@@ -685,6 +807,30 @@ fn constexpr_literal<'a>(
             .take_while(|&j| !matches!(toks.tok(j), ";" | "{" | "}"))
             .any(|j| toks.is(j, "constexpr"));
         constexpr.then(|| toks.tok(literal))
+    })
+}
+
+/// The type a local type alias `name` of host function `item` stands for, when it is declared
+/// before token `before` as `typedef TYPE name;` or `using name = TYPE;`.
+fn local_type(toks: &Tokens, item: &Item, before: usize, name: &str) -> Option<String> {
+    (item.first..before).rev().find_map(|k| {
+        if !toks.is(k, name) {
+            return None;
+        }
+        if toks.is(k + 1, ";") {
+            let start = (item.first..k)
+                .rev()
+                .take_while(|&j| !matches!(toks.tok(j), ";" | "{" | "}"))
+                .last()?;
+            if toks.is(start, "typedef") && start + 1 < k {
+                return Some(join(toks, start + 1..k));
+            }
+        }
+        if k > item.first && toks.is(k - 1, "using") && toks.is(k + 1, "=") {
+            let end = (k + 2..=item.last).find(|&j| toks.is(j, ";"))?;
+            return Some(join(toks, k + 2..end));
+        }
+        None
     })
 }
 
@@ -753,7 +899,7 @@ mod tests {
         let d = device_code(PROGRAM).unwrap();
         let original: Vec<&str> = PROGRAM.lines().collect();
         for (n, line) in d.text.lines().enumerate().take(original.len()) {
-            if !line.is_empty() && !line.contains("removed by rocm-examples") {
+            if !line.is_empty() && !line.contains("removed by public-suite") {
                 assert_eq!(line, original[n], "line {}", n + 1);
             }
         }
@@ -779,7 +925,7 @@ mod tests {
                    const int table[2] = {1, 2};\n\
                    decltype(table[0] + 0) x{3};\n\
                    __constant__ float mask[4];\n\
-                   __global__ void k(float* p) { p[0] = add(table[0], x) * mask[0]; }\n";
+                   __global__ void k(float* p) { p[0] = add(table[0], x) * mask[0] * sizeof(S); }\n";
         let d = device_code(src).unwrap();
         assert!(d.removed.is_empty(), "{:?}", d.removed);
         assert_eq!(d.text, src);
@@ -787,6 +933,33 @@ mod tests {
         let d = device_code(unused).unwrap();
         assert_eq!(d.removed[0].what, What::Variable);
         assert!(d.text.starts_with("/* host variable `host_only` removed"));
+    }
+
+    #[test]
+    fn host_types_and_using_directives_of_removed_headers_are_removed() {
+        let src = "using namespace appsdk;\nusing namespace dev;\nnamespace dev { int v; }\n\
+                   using namespace cooperative_groups;\n\
+                   class Sample : public SDKSample {\n  SDKTimer* t;\n  int run();\n};\n\
+                   int Sample::run() { return 0; }\nSample sample;\n\
+                   struct Used { float x; };\nstruct Dev { __device__ int f() { return 1; } };\n\
+                   __global__ void k(Used* p) { p->x = 1; }\n";
+        let d = device_code(src).unwrap();
+        let removed: Vec<(What, &str)> = d
+            .removed
+            .iter()
+            .map(|r| (r.what, r.name.as_str()))
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                (What::Using, "appsdk"),
+                (What::Variable, "v"),
+                (What::Type, "Sample"),
+                (What::Function, "run"),
+                (What::Variable, "sample"),
+            ]
+        );
+        verify(src, &d.text).unwrap();
     }
 
     #[test]
@@ -806,5 +979,33 @@ mod tests {
             d.instances[0].declaration,
             "template __global__ void k<block>(float* x);"
         );
+    }
+
+    #[test]
+    fn local_type_aliases_are_replaced_by_their_types() {
+        let src = "template <typename T> __global__ void k(T* x) { x[0] = 1; }\n\
+                   int main() { typedef float NumericT; using U = unsigned int;\n\
+                   NumericT* p; U* q; k<NumericT><<<1, 1>>>(p); k<U><<<1, 1>>>(q); }\n";
+        let d = device_code(src).unwrap();
+        assert_eq!(
+            d.instances[0].declaration,
+            "template __global__ void k<float>(float* x);"
+        );
+        assert_eq!(d.instances[1].name, "k<unsigned int>");
+        let global = "typedef double real;\n\
+                      template <typename T> __global__ void k(T* x) { x[0] = 1; }\n\
+                      int main() { real* p; k<real><<<1, 1>>>(p); }\n";
+        assert_eq!(device_code(global).unwrap().instances[0].name, "k<double>");
+    }
+
+    #[test]
+    fn the_program_s_own_headers_can_be_kept() {
+        let src = "#include \"kernels.h\"\n#include \"util.h\"\n#include <hip/hip_runtime.h>\n";
+        let d = device_code_keeping(src, |f| f == "kernels.h").unwrap();
+        assert_eq!(d.removed.len(), 1);
+        assert_eq!(d.removed[0].name, "\"util.h\"");
+        assert!(d
+            .text
+            .starts_with("#include \"kernels.h\"\n/* host include"));
     }
 }
