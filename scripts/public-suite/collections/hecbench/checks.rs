@@ -1,0 +1,232 @@
+//! The checks of the HeCBench kernels (zjin-lcf/HeCBench, the `*-hip` programs): one function
+//! per program, registering a check for each of its kernels. The kernels are the programs' own,
+//! unedited, read from a checkout outside this repository; launch shapes are the programs'
+//! (block sizes from their host code), problem sizes are small.
+//!
+//! Where the result is a few lines of Rust, the check has a Rust reference written from what
+//! the program computes (its own host reference where it has one); otherwise it is
+//! differential: the cpu backend's outputs for the same inputs (on a GPU), or the snapshot
+//! recorded on an H100 (on the cpu backend).
+
+use rocm_kernels::half;
+use rocm_test::{gen, Inputs, Launch, Outputs, Suite, Tolerance};
+
+/// popcount: six population counts of 64-bit words, blocks of 256.
+pub fn popcount(s: &mut Suite) {
+    for k in ["pc1", "pc2", "pc3", "pc4", "pc5", "pc6"] {
+        s.check(k)
+            .size("n", 1..=3000)
+            .input("data", gen::vec("n", rocm_test::proptest::num::u64::ANY))
+            .output::<i32>("r", "n")
+            .scalar("length", gen::size::<i32>("n"))
+            .launch_with(|i| Launch::cover(i.size("n"), 256))
+            .reference(|i, o| {
+                for (r, d) in o.buf::<i32>("r").iter_mut().zip(i.buf::<u64>("data")) {
+                    *r = d.count_ones() as i32;
+                }
+            });
+    }
+}
+
+fn silu_ref(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+fn silu_grad(x: f32) -> f32 {
+    let sig = 1.0 / (1.0 + (-x).exp());
+    sig * (1.0 + x * (1.0 - sig))
+}
+
+/// silu: the SiLU activation forward (two kernels) and backward (three), blocks of 64 to 1024
+/// (here 256); the vectorised kernels (`2`, `3`) take `N / 4` threads and a tail loop.
+pub fn silu(s: &mut Suite) {
+    for (k, vec4) in [
+        ("silu_forward_kernel", false),
+        ("silu_forward_kernel2", true),
+    ] {
+        s.check(k)
+            .size("n", 1..=5000)
+            .input("x", gen::vec("n", -8.0f32..8.0))
+            .output::<f32>("out", "n")
+            .scalar("N", gen::size::<u64>("n"))
+            .launch_with(move |i| {
+                let n = i.size("n");
+                Launch::cover(if vec4 { n / 4 } else { n }.max(1), 256)
+            })
+            .tolerance(Tolerance::close(1e-5, 1e-5))
+            .reference(|i, o| {
+                for (y, x) in o.buf::<f32>("out").iter_mut().zip(i.buf::<f32>("x")) {
+                    *y = silu_ref(*x);
+                }
+            });
+    }
+    for (k, vec4) in [
+        ("silu_backward_kernel", false),
+        ("silu_backward_kernel2", false),
+        ("silu_backward_kernel3", true),
+    ] {
+        s.check(k)
+            .size("n", 1..=5000)
+            .input("dout", gen::vec("n", -1.0f32..1.0))
+            .input("x", gen::vec("n", -8.0f32..8.0))
+            .output::<f32>("dx", "n")
+            .scalar("N", gen::size::<u64>("n"))
+            .launch_with(move |i| {
+                let n = i.size("n");
+                Launch::cover(if vec4 { n / 4 } else { n }.max(1), 256)
+            })
+            .tolerance(Tolerance::close(1e-5, 1e-4))
+            .reference(|i, o| {
+                let (d, x) = (i.buf::<f32>("dout"), i.buf::<f32>("x"));
+                for ((y, d), x) in o.buf::<f32>("dx").iter_mut().zip(d).zip(x) {
+                    *y = d * silu_grad(*x);
+                }
+            });
+    }
+}
+
+/// relu: ReLU gradients of halves (by `half2`, then by 8 halves a thread) and a ReLU of the
+/// four signed bytes of each int; blocks of 256.
+pub fn relu(s: &mut Suite) {
+    for (k, per_thread) in [("ReluGrad_impl1", 2), ("ReluGrad_impl2", 8)] {
+        s.check(k)
+            .size("n", 1..=5000)
+            .input(
+                "gradient",
+                gen::vec("n", gen::rounded::<half::f16>(-2.0..2.0)),
+            )
+            .input(
+                "feature",
+                gen::vec("n", gen::rounded::<half::f16>(-2.0..2.0)),
+            )
+            .output::<half::f16>("backprop", "n")
+            .scalar("count", gen::size::<i32>("n"))
+            .launch_with(move |i| Launch::cover(i.size("n").div_ceil(per_thread), 256))
+            .reference(|i, o| {
+                let (g, f) = (
+                    i.buf::<half::f16>("gradient"),
+                    i.buf::<half::f16>("feature"),
+                );
+                for ((b, g), f) in o.buf::<half::f16>("backprop").iter_mut().zip(g).zip(f) {
+                    *b = if f.to_f32() > 0.0 {
+                        *g
+                    } else {
+                        half::f16::ZERO
+                    };
+                }
+            });
+    }
+    s.check("Relu_impl1")
+        .size("n", 1..=5000)
+        .scalar("count", gen::size::<i32>("n"))
+        .input("input", gen::vec("n", rocm_test::proptest::num::i32::ANY))
+        .output::<i32>("output", "n")
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(|i, o| {
+            for (y, x) in o.buf::<i32>("output").iter_mut().zip(i.buf::<i32>("input")) {
+                let b = x.to_le_bytes().map(|b| (b as i8).max(0) as u8);
+                *y = i32::from_le_bytes(b);
+            }
+        });
+}
+
+fn softmax_rows(i: &Inputs, o: &mut Outputs) {
+    let m = i.size("slice");
+    let src = i.buf::<f32>("src");
+    for (row, out) in src.chunks(m).zip(o.buf::<f32>("dest").chunks_mut(m)) {
+        let max = row.iter().fold(f32::MIN, |a, b| a.max(*b));
+        let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
+        for (y, v) in out.iter_mut().zip(row) {
+            *y = (v - max).exp() / sum;
+        }
+    }
+}
+
+/// softmax: a softmax of each slice, a thread per slice (blocks of 256) or a wave per slice
+/// (`softMax2`: blocks of 256 threads, 256 / wave size slices a block).
+pub fn softmax(s: &mut Suite) {
+    s.check("softMax")
+        .size("slices", 1..=600)
+        .size("slice", 1..=40)
+        .scalar("numSlice", gen::size::<i32>("slices"))
+        .scalar("sliceSize", gen::size::<i32>("slice"))
+        .input("src", gen::vec(("slices", "slice"), -4.0f32..4.0))
+        .output::<f32>("dest", |i: &Inputs| i.size("slices") * i.size("slice"))
+        .launch_with(|i| Launch::cover(i.size("slices"), 256))
+        .tolerance(Tolerance::close(1e-6, 1e-4))
+        .reference(softmax_rows);
+    s.check("softMax2")
+        .size("slices", 1..=100)
+        .size("slice", 1..=200)
+        .scalar("numSlice", gen::size::<i32>("slices"))
+        .scalar("sliceSize", gen::size::<i32>("slice"))
+        .input("src", gen::vec(("slices", "slice"), -4.0f32..4.0))
+        .output::<f32>("dest", |i: &Inputs| i.size("slices") * i.size("slice"))
+        .launch_with(|i| {
+            let per_block = 256 / i.wave_size() as usize;
+            Launch::new(i.size("slices").div_ceil(per_block) as u32, 256)
+        })
+        .tolerance(Tolerance::close(1e-6, 1e-4))
+        .reference(softmax_rows);
+}
+
+/// reverse: an array reversed through shared memory, in one block of `len` (≤ 256) threads.
+pub fn reverse(s: &mut Suite) {
+    s.check("reverse")
+        .size("len", 1..=256)
+        .inout("d", gen::vec("len", rocm_test::proptest::num::i32::ANY))
+        .scalar("len", gen::size::<i32>("len"))
+        .launch_with(|i| Launch::new(1, i.size("len") as u32))
+        .reference(|_, o| o.buf::<i32>("d").reverse());
+}
+
+/// matrix-rotate: an n x n matrix rotated a quarter turn clockwise in place, a thread per
+/// layer, blocks of 256.
+pub fn matrix_rotate(s: &mut Suite) {
+    s.check("rotate_matrix_parallel")
+        .size("n", 1..=80)
+        .inout("matrix", gen::vec(("n", "n"), -1.0f32..1.0))
+        .scalar("n", gen::size::<i32>("n"))
+        .launch_with(|i| Launch::new((i.size("n") / 2).div_ceil(256).max(1) as u32, 256))
+        .tolerance(Tolerance::exact())
+        .reference(|i, o| {
+            let n = i.size("n");
+            let m = o.buf::<f32>("matrix");
+            let old = m.to_vec();
+            for r in 0..n {
+                for c in 0..n {
+                    m[r * n + c] = old[(n - 1 - c) * n + r];
+                }
+            }
+        });
+}
+
+/// michalewicz: the minimum of the Michalewicz function over vectors of 2, 5 or 10
+/// coordinates (a float `atomicMin`), blocks of 256.
+pub fn michalewicz(s: &mut Suite) {
+    for dim in [2usize, 5, 10] {
+        s.check("eval")
+            .named(&format!("eval/dim{dim}"))
+            .size("n", 1..=3000)
+            .input(
+                "values",
+                gen::vec(move |i: &Inputs| i.size("n") * dim, 0.0f32..4.0),
+            )
+            .inout("minima", vec![f32::MAX])
+            .scalar("nVectors", gen::size::<u64>("n"))
+            .scalar("dim", dim as i32)
+            .launch_with(|i| Launch::cover(i.size("n"), 256))
+            .tolerance(Tolerance::close(1e-5, 1e-4))
+            .reference(move |i, o| {
+                let v = i.buf::<f32>("values");
+                let pi = std::f32::consts::PI;
+                let min = v.chunks(dim).map(|x| {
+                    -x.iter()
+                        .enumerate()
+                        .map(|(k, &x)| x.sin() * ((k as f32 + 1.0) * x * x / pi).sin().powi(20))
+                        .sum::<f32>()
+                });
+                o.buf::<f32>("minima")[0] = min.fold(f32::MAX, f32::min);
+            });
+    }
+}
