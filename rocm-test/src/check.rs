@@ -85,6 +85,8 @@ pub struct Check {
     pub(crate) globals: Vec<ArgSpec>,
     pub(crate) launch: Option<LaunchFn>,
     pub(crate) reference: Option<ReferenceFn>,
+    /// No Rust reference: another backend's outputs are expected ([`Check::differential`]).
+    pub(crate) differential: bool,
     pub(crate) tolerance: Tolerance,
     pub(crate) tolerance_for: BTreeMap<String, Tolerance>,
     pub(crate) cases: Option<u32>,
@@ -110,6 +112,7 @@ impl Check {
             globals: Vec::new(),
             launch: None,
             reference: None,
+            differential: false,
             tolerance: Tolerance::default(),
             tolerance_for: BTreeMap::new(),
             cases: None,
@@ -348,6 +351,35 @@ impl Check {
         self
     }
 
+    /// No Rust reference: the expected outputs come from another backend, for kernels whose
+    /// reference is impractical to write (a port of an existing program, say). On a GPU trial
+    /// they are the cpu backend's for the same inputs and launch (its wave size the GPU's), run
+    /// in the same process; on a cpu trial, outputs a GPU recorded for the same inputs in the
+    /// suite's [`snapshots`](crate::Suite::snapshots) folder (run a GPU trial with
+    /// `ROCM_TEST_RECORD=1` to record them, then commit the folder). Inputs are generated alike
+    /// on every machine (the seed is stable per check), so a GPU-less CI checks the cpu backend
+    /// against the GPU. Keep such checks small: `.cases(8)` and outputs of a few thousand
+    /// elements make snapshots of tens of kilobytes. The tolerance applies as usual; a NaN
+    /// where the other side has NaN agrees.
+    ///
+    /// ```
+    /// # use rocm_test::{gen, Launch, Suite};
+    /// # fn checks(s: &mut Suite) {
+    /// s.check("scale")
+    ///     .size("n", 1..=4096)
+    ///     .input("x", gen::vec("n", -1.0f32..1.0))
+    ///     .output::<f32>("y", "n")
+    ///     .scalar("n", gen::size::<u32>("n"))
+    ///     .launch_with(|i| Launch::cover(i.size("n"), 256))
+    ///     .cases(8)
+    ///     .differential();
+    /// # }
+    /// ```
+    pub fn differential(&mut self) -> &mut Self {
+        self.differential = true;
+        self
+    }
+
     /// The tolerance for every output (default: [`Tolerance::default`]).
     pub fn tolerance(&mut self, tol: Tolerance) -> &mut Self {
         self.tolerance = tol;
@@ -460,8 +492,19 @@ impl Check {
                     .into(),
             );
         }
-        if self.reference.is_none() && self.printf.is_none() {
-            errs.push("no reference: add `.reference(|inputs, outputs| …)`".into());
+        if self.reference.is_none() && self.printf.is_none() && !self.differential {
+            errs.push(
+                "no reference: add `.reference(|inputs, outputs| …)` (or `.differential()` to \
+                 compare with another backend)"
+                    .into(),
+            );
+        }
+        if self.reference.is_some() && self.differential {
+            errs.push(
+                "both a reference and `.differential()`: keep one (the Rust reference when it \
+                 exists)"
+                    .into(),
+            );
         }
         if self.printf.is_none()
             && !self.args.iter().chain(&self.globals).any(|a| {

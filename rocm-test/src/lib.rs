@@ -45,6 +45,7 @@ mod capture;
 mod check;
 mod compare;
 mod ctypes;
+mod differential;
 mod element;
 mod error;
 /// The trial events and option variables, shared with `cargo rocm`.

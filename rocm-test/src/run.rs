@@ -10,6 +10,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 
 use crate::check::{ArgKind, ArgSpec, Case, CaseValue, Check, Inputs, Outputs, Role, StructSrc};
 use crate::compare::compare;
+use crate::differential::Oracle;
 use crate::element::HostBuf;
 use crate::gen::{BufSrc, Len, LenRef, ScalarSrc};
 use crate::options::RaceCheck;
@@ -30,6 +31,8 @@ pub(crate) struct RunConfig {
     /// Flags for the "reproduce with" line, so it runs as this run did (race check, cpu execution
     /// mode, cases: [`crate::HarnessOptions::reproduce_flags`]).
     pub reproduce_flags: String,
+    /// Where differential checks get their expected outputs (set when the suite has one).
+    pub oracle: Option<Arc<Oracle>>,
 }
 
 impl Default for RunConfig {
@@ -40,6 +43,7 @@ impl Default for RunConfig {
             max_shrink_iters: 512,
             race: RaceCheck::default(),
             reproduce_flags: String::new(),
+            oracle: None,
         }
     }
 }
@@ -73,12 +77,13 @@ pub(crate) fn run_check(
             .map_err(|e| Error::Failed(format!("could not build the inputs: {e}")))?
             .current();
         let race = cfg.race.covers(0, false);
-        let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
-            Error::Failed(format!(
+        let bandwidth = run_case(check, target, place, &case, race, cfg.oracle.as_deref())
+            .map_err(|e| {
+                Error::Failed(format!(
                 "{e}  input: {case:?}\n  reproduce with: cargo rocm test{} -- '{trial}' --exact\n",
                 cfg.reproduce_flags
             ))
-        })?;
+            })?;
         return Ok(RunOk {
             cases: 1,
             seed: None,
@@ -102,10 +107,11 @@ pub(crate) fn run_check(
     let test = |case: Case| {
         let n = launches.fetch_add(1, Ordering::Relaxed);
         let race = cfg.race.covers(n, failed.load(Ordering::Relaxed));
-        let bandwidth = run_case(check, target, place, &case, race).map_err(|e| {
-            failed.store(true, Ordering::Relaxed);
-            TestCaseError::fail(e.to_string())
-        })?;
+        let bandwidth = run_case(check, target, place, &case, race, cfg.oracle.as_deref())
+            .map_err(|e| {
+                failed.store(true, Ordering::Relaxed);
+                TestCaseError::fail(e.to_string())
+            })?;
         if bandwidth.is_some() {
             *measured.lock().unwrap_or_else(|e| e.into_inner()) = bandwidth;
         }
@@ -158,9 +164,10 @@ pub(crate) fn run_case(
     place: &TrialPlace,
     case: &Case,
     race: bool,
+    oracle: Option<&Oracle>,
 ) -> Result<Option<Bandwidth>, Error> {
     match catch_unwind(AssertUnwindSafe(|| {
-        run_case_inner(check, target, place, case, race)
+        run_case_inner(check, target, place, case, race, oracle)
     })) {
         Ok(r) => r,
         Err(payload) => Err(Error::Panicked(format!(
@@ -176,6 +183,7 @@ fn run_case_inner(
     place: &TrialPlace,
     case: &Case,
     race: bool,
+    oracle: Option<&Oracle>,
 ) -> Result<Option<Bandwidth>, Error> {
     let inputs = Inputs {
         case,
@@ -234,6 +242,10 @@ fn run_case_inner(
             global_bufs.push(b.clone());
         }
     }
+    // A differential check's reference launch starts from the same buffers.
+    let before = check
+        .differential
+        .then(|| (device_bufs.clone(), global_bufs.clone()));
     {
         let mut globals: Vec<GlobalArg<'_>> = check
             .globals
@@ -306,19 +318,97 @@ fn run_case_inner(
         })?;
     }
 
+    let got_of = |k: usize| match global_out.iter().find(|(_, e)| *e == k) {
+        Some((g, _)) => &global_bufs[*g],
+        None => &device_bufs[out_index[k]],
+    };
+    let mut reference_name = "the reference".to_owned();
+    if let Some((mut ref_bufs, mut ref_globals)) = before {
+        let oracle = oracle.ok_or_else(|| {
+            Error::Declaration("a differential check needs the suite's oracle".into())
+        })?;
+        let launch_text = launch.to_string();
+        let key = differential_key(check, case, &launch_text);
+        let got: Vec<(&String, &HostBuf)> = (0..out_names.len())
+            .map(|k| (&out_names[k], got_of(k)))
+            .collect();
+        oracle.record(&check.name, &check.kernel, &key, place, &got)?;
+        if place.backend != rocm_kernels::Backend::Cpu {
+            // The cpu backend on the same buffers, with the GPU's wave size.
+            let cpu = oracle.cpu(target.wave_size().unwrap_or(32));
+            let mut globals: Vec<GlobalArg<'_>> = check
+                .globals
+                .iter()
+                .zip(ref_globals.iter_mut())
+                .map(|(spec, data)| GlobalArg {
+                    name: &spec.name,
+                    read_back: matches!(
+                        spec.kind,
+                        ArgKind::Buffer {
+                            role: Role::InOut,
+                            ..
+                        }
+                    ),
+                    data,
+                })
+                .collect();
+            let mut args = launch_args(check, case, &mut ref_bufs);
+            cpu.launch(&check.kernel, &launch, &mut args, &mut globals, false)
+                .map_err(|e| {
+                    Error::Failed(format!(
+                        "kernel `{}` ({launch}) failed on the cpu backend, this differential \
+                         check's reference: {e}\n",
+                        check.kernel
+                    ))
+                })?;
+            for (k, e) in expected.iter_mut().enumerate() {
+                *e = match global_out.iter().find(|(_, x)| *x == k) {
+                    Some((g, _)) => ref_globals[*g].clone(),
+                    None => ref_bufs[out_index[k]].clone(),
+                };
+            }
+            reference_name = "the cpu backend (the differential reference)".into();
+        } else {
+            match oracle.load(&check.name, &key, &out_names, &mut expected)? {
+                Some(on) => reference_name = format!("the outputs recorded on {on}"),
+                None if oracle.recording() => {
+                    for (k, e) in expected.iter_mut().enumerate() {
+                        *e = got_of(k).clone();
+                    }
+                    reference_name = "its own outputs (recorded now)".into();
+                }
+                None => {
+                    return Err(Error::Failed(format!(
+                        "kernel `{}` ({launch}): no outputs are recorded for these inputs (case \
+                         {key}) in {}: this differential check compares the cpu backend with \
+                         a GPU's outputs; record them on a GPU with {}=1\n",
+                        check.kernel,
+                        oracle.snapshot_dir().map_or(
+                            "(no snapshot folder: call `Suite::snapshots`)".into(),
+                            |d| d.display().to_string()
+                        ),
+                        crate::differential::RECORD_VAR,
+                    )))
+                }
+            }
+        }
+    }
+
     let mut report = String::new();
     for (k, name) in out_names.iter().enumerate() {
-        let got = match global_out.iter().find(|(_, e)| *e == k) {
-            Some((g, _)) => &global_bufs[*g],
-            None => &device_bufs[out_index[k]],
-        };
-        if let Some(m) = compare(name, got, &expected[k], &check.tolerance_of(name)) {
+        let mut tol = check.tolerance_of(name);
+        if check.differential {
+            // Both sides are kernels: a NaN where the other backend has NaN (an element neither
+            // wrote still holds the poison value on both) is agreement.
+            tol = tol.allow_nan();
+        }
+        if let Some(m) = compare(name, got_of(k), &expected[k], &tol) {
             report.push_str(&m.to_string());
         }
     }
     if !report.is_empty() {
         return Err(Error::Failed(format!(
-            "kernel `{}` ({launch}) differs from the reference:\n{report}",
+            "kernel `{}` ({launch}) differs from {reference_name}:\n{report}",
             check.kernel
         )));
     }
@@ -336,6 +426,23 @@ fn run_case_inner(
                 check.kernel
             ))
         })
+}
+
+/// The snapshot key of a differential check's case: its launch and every value it is given.
+fn differential_key(check: &Check, case: &Case, launch: &str) -> String {
+    let texts: Vec<Vec<u8>> = case
+        .values
+        .iter()
+        .map(|(_, v)| match v {
+            Some(CaseValue::Buffer(b)) => b.as_bytes().to_vec(),
+            Some(CaseValue::Scalar(s)) => s.to_bytes(),
+            // A struct's padding bytes are not its value: its Debug text is.
+            Some(CaseValue::Struct(r)) => format!("{r:?}").into_bytes(),
+            None => Vec::new(),
+        })
+        .collect();
+    let values: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+    crate::differential::case_key(&check.kernel, launch, &values)
 }
 
 /// Timed runs of a bandwidth measurement (the median is reported).

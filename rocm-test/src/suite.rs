@@ -22,6 +22,10 @@ pub struct Suite {
     checks: Vec<Check>,
     tunables: Vec<crate::tune::Tunable>,
     untested: Vec<(String, String)>,
+    /// Where differential checks' recorded outputs live ([`Suite::snapshots`]).
+    snapshots: Option<std::path::PathBuf>,
+    /// Tests' stand-ins for the environment and the cpu backend of differential checks.
+    pub(crate) oracle_setup: crate::differential::OracleSetup,
     /// Targets made by [`Suite::run_cpu`], reused across calls.
     cpu_targets: Mutex<BTreeMap<u32, Arc<dyn Target>>>,
 }
@@ -34,6 +38,8 @@ impl Suite {
             checks: Vec::new(),
             tunables: Vec::new(),
             untested: Vec::new(),
+            snapshots: None,
+            oracle_setup: Default::default(),
             cpu_targets: Mutex::new(BTreeMap::new()),
         }
     }
@@ -57,6 +63,25 @@ impl Suite {
     pub fn tune(&mut self, check: &str) -> &mut crate::tune::Tunable {
         self.tunables.push(crate::tune::Tunable::new(check));
         self.tunables.last_mut().expect("just pushed")
+    }
+
+    /// The folder of the outputs that [differential checks](Check::differential) compare the
+    /// cpu backend with: one JSON file per check, recorded on a GPU with `ROCM_TEST_RECORD=1`
+    /// and committed (for example `concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots")`).
+    pub fn snapshots(&mut self, dir: impl Into<std::path::PathBuf>) -> &mut Self {
+        self.snapshots = Some(dir.into());
+        self
+    }
+
+    /// The differential checks' oracle, when there are any.
+    fn oracle(&self) -> Option<Arc<crate::differential::Oracle>> {
+        self.checks.iter().any(|c| c.differential).then(|| {
+            Arc::new(crate::differential::Oracle::new(
+                self.library,
+                self.snapshots.clone(),
+                &self.oracle_setup,
+            ))
+        })
     }
 
     /// The tunables declared so far.
@@ -108,7 +133,10 @@ impl Suite {
             check,
             target.as_ref(),
             &place,
-            &RunConfig::default(),
+            &RunConfig {
+                oracle: self.oracle(),
+                ..RunConfig::default()
+            },
             &trial,
         )
         .map(|ok| ok.cases)
@@ -178,6 +206,7 @@ impl Suite {
             cases: opts.cases.unwrap_or(crate::run::DEFAULT_CASES),
             race: opts.race_check,
             reproduce_flags: opts.reproduce_flags(),
+            oracle: self.oracle(),
             ..RunConfig::default()
         });
         let lib = self.library;

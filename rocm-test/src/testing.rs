@@ -167,12 +167,6 @@ fn run(
         std::process::id(),
         std::thread::current().id()
     ));
-    let events = dir.join("events.jsonl");
-    let _ = std::fs::remove_file(&events);
-    let opts = HarnessOptions {
-        events: Some(events.clone()),
-        ..opts
-    };
     let mut suite = Suite::new(&LIB);
     register(&mut suite);
     let slots = vec![
@@ -193,6 +187,22 @@ fn run(
             )),
         },
     ];
+    run_slots(suite, slots, opts, &dir)
+}
+
+/// Run `suite` on these places; return the events by trial name.
+fn run_slots(
+    suite: Suite,
+    slots: Vec<TargetSlot>,
+    opts: HarnessOptions,
+    dir: &std::path::Path,
+) -> HashMap<String, crate::events::TrialEvent> {
+    let events = dir.join("events.jsonl");
+    let opts = HarnessOptions {
+        events: Some(events.clone()),
+        ..opts
+    };
+    let _ = std::fs::remove_file(&events);
     // The trial bodies run here directly: through libtest-mimic they would print a nested
     // harness's report (with its "FAILED" lines) into this test's output.
     let sink = Arc::new(crate::events::EventSink::open(&events).unwrap());
@@ -204,7 +214,7 @@ fn run(
         let _ = (t.run)();
     }
     let text = std::fs::read_to_string(&events).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
     read_events(&text)
         .unwrap()
         .into_iter()
@@ -439,4 +449,111 @@ fn same_seed_same_cases() {
     };
     assert_eq!(draw(7), draw(7));
     assert_ne!(draw(7), draw(8));
+}
+
+/// A differential check on a GPU place compares with the cpu backend; with recording on, the
+/// GPU's outputs are written to the snapshot folder, and a cpu place compares with them; a cpu
+/// place without a snapshot fails saying how to record one.
+#[test]
+fn differential_checks_compare_with_the_cpu_and_with_snapshots() {
+    let correct = target();
+    let mut buggy_kernels: HashMap<&'static str, RustKernel> = HashMap::new();
+    buggy_kernels.insert("saxpy", |_, a| saxpy_like(a, "wrong-index"));
+    let buggy: Arc<dyn Target> = Arc::new(RustTarget(buggy_kernels));
+    let root = std::env::temp_dir().join(format!("rocm-test-differential-{}", std::process::id()));
+    let snapshots = root.join("snapshots");
+    let place = |backend, target: &str| TrialPlace {
+        backend,
+        target: target.into(),
+    };
+    let run_with = |gpu: Option<Arc<dyn Target>>,
+                    cpu: Option<Arc<dyn Target>>,
+                    oracle_cpu: Arc<dyn Target>,
+                    record: bool,
+                    step: &str| {
+        let mut suite = Suite::new(&LIB);
+        suite.snapshots(&snapshots);
+        suite.oracle_setup = crate::differential::OracleSetup {
+            record: Some(record),
+            cpu: Some(oracle_cpu),
+        };
+        suite
+            .check("saxpy")
+            .size("n", 8..=300)
+            .scalar("n", gen::size::<i32>("n"))
+            .scalar("a", gen::value(-4.0f32..4.0))
+            .input("x", gen::vec("n", -1.0f32..1.0))
+            .inout("y", gen::vec("n", -1.0f32..1.0))
+            .launch_with(|i| Launch::cover(i.size("n"), 64))
+            .cases(4)
+            .differential();
+        let mut slots = Vec::new();
+        if let Some(t) = gpu {
+            slots.push(TargetSlot {
+                id: place(Backend::Nvidia, "sm_90"),
+                target: Ok(t),
+            });
+        }
+        if let Some(t) = cpu {
+            slots.push(TargetSlot {
+                id: place(Backend::Cpu, "w64"),
+                target: Ok(t),
+            });
+        }
+        run_slots(suite, slots, HarnessOptions::default(), &root.join(step))
+    };
+    let msg = |ev: &HashMap<String, crate::events::TrialEvent>, n: &str| {
+        ev[n].message.clone().unwrap_or_default()
+    };
+
+    // No snapshot yet: the cpu trial says how to record one.
+    let ev = run_with(None, Some(correct.clone()), correct.clone(), false, "a");
+    let m = msg(&ev, "saxpy::cpu/w64");
+    assert_eq!(ev["saxpy::cpu/w64"].outcome, TrialOutcome::Failed, "{m}");
+    assert!(
+        m.contains("no outputs are recorded for these inputs"),
+        "{m}"
+    );
+    assert!(m.contains("ROCM_TEST_RECORD=1"), "{m}");
+
+    // A wrong GPU kernel differs from the cpu backend; a right one passes and records.
+    let ev = run_with(Some(buggy.clone()), None, correct.clone(), false, "b");
+    let m = msg(&ev, "saxpy::nvidia/sm_90");
+    assert_eq!(
+        ev["saxpy::nvidia/sm_90"].outcome,
+        TrialOutcome::Failed,
+        "{m}"
+    );
+    assert!(
+        m.contains("differs from the cpu backend (the differential reference)"),
+        "{m}"
+    );
+    assert!(m.contains("worst: y[7]"), "{m}");
+    let ev = run_with(Some(correct.clone()), None, correct.clone(), true, "c");
+    assert_eq!(
+        ev["saxpy::nvidia/sm_90"].outcome,
+        TrialOutcome::Passed,
+        "{}",
+        msg(&ev, "saxpy::nvidia/sm_90")
+    );
+    let files: Vec<_> = std::fs::read_dir(&snapshots).unwrap().collect();
+    assert_eq!(files.len(), 1, "one file per check");
+
+    // The cpu place compares with what the GPU recorded: right passes, wrong fails.
+    let ev = run_with(None, Some(correct.clone()), correct.clone(), false, "d");
+    assert_eq!(
+        ev["saxpy::cpu/w64"].outcome,
+        TrialOutcome::Passed,
+        "{}",
+        msg(&ev, "saxpy::cpu/w64")
+    );
+    assert_eq!(ev["saxpy::cpu/w64"].cases, Some(4));
+    let ev = run_with(None, Some(buggy.clone()), correct.clone(), true, "e");
+    let m = msg(&ev, "saxpy::cpu/w64");
+    assert_eq!(ev["saxpy::cpu/w64"].outcome, TrialOutcome::Failed, "{m}");
+    assert!(
+        m.contains("differs from the outputs recorded on nvidia/sm_90"),
+        "recording on the cpu keeps the GPU's outputs:\n{m}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
 }
