@@ -230,3 +230,207 @@ pub fn michalewicz(s: &mut Suite) {
             });
     }
 }
+
+/// atomicAggregate: warp-aggregated atomic increments of `d[threadIdx.x % s]` (`s` from 1 to
+/// 32), blocks of 256. The program launches `k` (wave size 32) or `k2` (64) by the device's
+/// wave size; each kernel runs at its own.
+pub fn atomic_aggregate(s: &mut Suite) {
+    for (k, wave) in [("k", 32), ("k2", 64)] {
+        s.check(k)
+            .size("log_s", 0..=5)
+            .size("blocks", 1..=64)
+            .inout("d", gen::vec(|i: &Inputs| 1 << i.size("log_s"), 0i32..1))
+            .scalar("s", gen::from_sizes(|i| 1i32 << i.size("log_s")))
+            .launch_with(|i| Launch::new(i.size("blocks") as u32, 256))
+            .only_wave_size(wave)
+            .reference(|i, o| {
+                let per = (256 >> i.size("log_s")) * i.size("blocks");
+                o.buf::<i32>("d").fill(per as i32);
+            });
+    }
+}
+
+/// heat2d: one Jacobi step of the periodic 2D heat equation, blocks of 256 threads covering
+/// `Lx * Ly` sites (both multiples of 16).
+pub fn heat2d(s: &mut Suite) {
+    s.check("dev_lapl_iter")
+        .size("lx", 1..=6)
+        .size("ly", 1..=6)
+        .output::<f32>("out", |i: &Inputs| 256 * i.size("lx") * i.size("ly"))
+        .input(
+            "in",
+            gen::vec(|i: &Inputs| 256 * i.size("lx") * i.size("ly"), -1.0f32..1.0),
+        )
+        .scalar("delta", 0.1f32 / 1.4)
+        .scalar("norm", 1.0f32 / 1.4)
+        .scalar("Lx", gen::from_sizes(|i| 16 * i.size("lx") as i32))
+        .scalar("Ly", gen::from_sizes(|i| 16 * i.size("ly") as i32))
+        .launch_with(|i| Launch::new((i.size("lx") * i.size("ly")) as u32, 256))
+        .tolerance(Tolerance::close(1e-6, 1e-5))
+        .reference(|i, o| {
+            let (lx, ly) = (16 * i.size("lx"), 16 * i.size("ly"));
+            let (d, n) = (i.scalar::<f32>("delta"), i.scalar::<f32>("norm"));
+            let a = i.buf::<f32>("in");
+            let at = |x: usize, y: usize| a[(y % ly) * lx + x % lx];
+            for (k, out) in o.buf::<f32>("out").iter_mut().enumerate() {
+                let (x, y) = (k % lx, k / lx);
+                let nb = at(x + 1, y) + at(x + lx - 1, y) + at(x, y + 1) + at(x, y + ly - 1);
+                *out = n * a[k] + d * nb;
+            }
+        });
+}
+
+/// bilateral: bilateral filters of radius 3, 6 and 9 over a float image, 16 x 16 blocks
+/// (differential).
+pub fn bilateral(s: &mut Suite) {
+    for r in [3usize, 6, 9] {
+        // The filter reflects at the borders: images wider and taller than its radius.
+        s.check(&format!("bilateralFilter<{r}>"))
+            .size("w", r + 1..=48)
+            .size("h", r + 1..=32)
+            .input(
+                "in",
+                gen::vec(|i: &Inputs| i.size("w") * i.size("h"), 0.0f32..1.0),
+            )
+            .output::<f32>("out", |i: &Inputs| i.size("w") * i.size("h"))
+            .scalar("w", gen::size::<i32>("w"))
+            .scalar("h", gen::size::<i32>("h"))
+            .scalar("a_square", 0.5f32)
+            .scalar("variance_I", 0.1f32)
+            .scalar("variance_spatial", 4.0f32)
+            .launch_with(|i| {
+                let (w, h) = (i.size("w") as u32, i.size("h") as u32);
+                Launch::new((w.div_ceil(16), h.div_ceil(16)), (16, 16))
+            })
+            .tolerance(Tolerance::close(1e-5, 1e-4))
+            .cases(8)
+            .differential();
+    }
+}
+
+/// channelShuffle: channel shuffles of NCHW tensors (a block of 256 per plane segment, `N`
+/// on the grid's y or x) and NHWC tensors (a block per pixel, its channels in shared memory of
+/// 32, 128 or 512).
+pub fn channel_shuffle(s: &mut Suite) {
+    for (k, n_first) in [
+        ("ChannelShuffleNCHWKernel<float, false>", false),
+        ("ChannelShuffleNCHWKernel<float, true>", true),
+    ] {
+        s.check(k)
+            .size("n", 1..=3)
+            .size("g", 1..=4)
+            .size("k", 1..=6)
+            .size("hw", 1..=600)
+            .scalar("G", gen::size::<i32>("g"))
+            .scalar("K", gen::size::<i32>("k"))
+            .scalar("HxW", gen::size::<i32>("hw"))
+            .input("X", gen::vec(|i: &Inputs| shuffle_len(i), -1.0f32..1.0))
+            .output::<f32>("Y", shuffle_len)
+            .launch_with(move |i| {
+                let (n, c) = (i.size("n") as u32, (i.size("g") * i.size("k")) as u32);
+                let s = i.size("hw").div_ceil(256) as u32;
+                let grid = if n_first { (n, s, c) } else { (s, n, c) };
+                Launch::new(grid, 256)
+            })
+            .tolerance(Tolerance::exact())
+            .reference(|i, o| {
+                let (g, k, hw) = (i.size("g"), i.size("k"), i.size("hw"));
+                let x = i.buf::<f32>("X");
+                for (p, y) in o.buf::<f32>("Y").chunks_mut(hw).enumerate() {
+                    let (n, c) = (p / (g * k), p % (g * k));
+                    let src = (n * g * k + (c % g) * k + c / g) * hw;
+                    y.copy_from_slice(&x[src..src + hw]);
+                }
+            });
+    }
+    for (shared, max_c) in [(32usize, 32usize), (128, 128), (512, 512)] {
+        s.check(&format!("ChannelShuffleNHWCKernel<float, {shared}>"))
+            .size("n", 1..=2)
+            .size("g", 1..=8)
+            .size("k", 1..=max_c / 8)
+            .size("hw", 1..=40)
+            .scalar("G", gen::size::<i32>("g"))
+            .scalar("K", gen::size::<i32>("k"))
+            .input("X", gen::vec(|i: &Inputs| shuffle_len(i), -1.0f32..1.0))
+            .output::<f32>("Y", shuffle_len)
+            .launch_with(|i| Launch::new((i.size("n") * i.size("hw")) as u32, 256))
+            .tolerance(Tolerance::exact())
+            .reference(|i, o| {
+                let (g, k) = (i.size("g"), i.size("k"));
+                let x = i.buf::<f32>("X");
+                for (px, y) in x.chunks(g * k).zip(o.buf::<f32>("Y").chunks_mut(g * k)) {
+                    for (c, y) in y.iter_mut().enumerate() {
+                        *y = px[(c % g) * k + c / g];
+                    }
+                }
+            });
+    }
+}
+
+fn shuffle_len(i: &Inputs) -> usize {
+    i.size("n") * i.size("g") * i.size("k") * i.size("hw")
+}
+
+/// entropy: the entropy of each pixel's 5 x 5 neighbourhood of 4-bit values, 16 x 16 blocks:
+/// the baseline (differential: its empty bins give `0 * log2(0)`, NaN) and the kernel with a
+/// table of `i log2 i` and per-thread bins in shared memory.
+pub fn entropy(s: &mut Suite) {
+    s.check("entropy")
+        .size("w", 1..=48)
+        .size("h", 1..=32)
+        .output::<f32>("d_entropy", |i: &Inputs| i.size("w") * i.size("h"))
+        .input(
+            "d_val",
+            gen::vec(|i: &Inputs| i.size("w") * i.size("h"), 0i8..16),
+        )
+        .scalar("height", gen::size::<i32>("h"))
+        .scalar("width", gen::size::<i32>("w"))
+        .launch_with(entropy_launch)
+        .tolerance(Tolerance::close(1e-5, 1e-4).allow_nan())
+        .cases(8)
+        .differential();
+    let table: Vec<f32> = (0..26)
+        .map(|i| {
+            if i <= 1 {
+                0.0
+            } else {
+                i as f32 * (i as f32).log2()
+            }
+        })
+        .collect();
+    s.check("entropy_opt<16, 16>")
+        .size("w", 1..=48)
+        .size("h", 1..=32)
+        .output::<f32>("d_entropy", |i: &Inputs| i.size("w") * i.size("h"))
+        .input(
+            "d_val",
+            gen::vec(|i: &Inputs| i.size("w") * i.size("h"), 0i8..16),
+        )
+        .input("d_logTable", table)
+        .scalar("m", gen::size::<i32>("h"))
+        .scalar("n", gen::size::<i32>("w"))
+        .launch_with(entropy_launch)
+        .tolerance(Tolerance::close(1e-5, 1e-4))
+        .reference(|i, o| {
+            let (w, h) = (i.size("w") as i64, i.size("h") as i64);
+            let (val, table) = (i.buf::<i8>("d_val"), i.buf::<f32>("d_logTable"));
+            for (p, out) in o.buf::<f32>("d_entropy").iter_mut().enumerate() {
+                let (x, y) = (p as i64 % w, p as i64 / w);
+                let mut count = [0usize; 16];
+                let mut total = 0;
+                for yy in (y - 2).max(0)..(y + 3).min(h) {
+                    for xx in (x - 2).max(0)..(x + 3).min(w) {
+                        count[val[(yy * w + xx) as usize] as usize] += 1;
+                        total += 1;
+                    }
+                }
+                let e: f32 = count.iter().map(|&c| -table[c]).sum();
+                *out = e / total as f32 + (total as f32).log2();
+            }
+        });
+}
+
+fn entropy_launch(i: &Inputs) -> Launch {
+    let (w, h) = (i.size("w") as u32, i.size("h") as u32);
+    Launch::new((w.div_ceil(16), h.div_ceil(16)), (16, 16))
+}
