@@ -9,6 +9,7 @@
 //! recorded on an H100 (on the cpu backend).
 
 use rocm_kernels::half;
+use rocm_kernels::vector::Float2;
 use rocm_test::{gen, Inputs, Launch, Outputs, Suite, Tolerance};
 
 /// popcount: six population counts of 64-bit words, blocks of 256.
@@ -433,4 +434,176 @@ pub fn entropy(s: &mut Suite) {
 fn entropy_launch(i: &Inputs) -> Launch {
     let (w, h) = (i.size("w") as u32, i.size("h") as u32);
     Launch::new((w.div_ceil(16), h.div_ceil(16)), (16, 16))
+}
+
+/// bitonic-sort: one compare-and-swap stage of a bitonic sort (`seq_len` = 2^(stage+1),
+/// `two_power` = 2^(step-stage)), over 2^n ints in blocks of 256.
+pub fn bitonic_sort(s: &mut Suite) {
+    s.check("bitonic_sort")
+        .size("log_n", 8..=12)
+        .size("step", 0..=11)
+        .size("stage", 0..=11)
+        .scalar("seq_len", gen::from_sizes(|i| 2i32 << bitonic_stage(i).1))
+        .scalar(
+            "two_power",
+            gen::from_sizes(|i| {
+                let (step, stage) = bitonic_stage(i);
+                1i32 << (step - stage)
+            }),
+        )
+        .inout(
+            "a",
+            gen::vec(|i: &Inputs| 1 << i.size("log_n"), -1000i32..1000),
+        )
+        .launch_with(|i| Launch::new((1u32 << i.size("log_n")) / 256, 256))
+        .reference(|i, o| {
+            let (seq_len, two_power) = (i.scalar::<i32>("seq_len"), i.scalar::<i32>("two_power"));
+            let a = o.buf::<i32>("a");
+            for i in 0..a.len() as i32 {
+                let seq_num = i / seq_len;
+                if i < seq_len * seq_num + seq_len / 2 {
+                    let j = (i + seq_len / 2) as usize;
+                    let increasing = (seq_num / two_power) % 2 == 0;
+                    let (x, y) = (a[i as usize], a[j]);
+                    if (x > y && increasing) || (x < y && !increasing) {
+                        a.swap(i as usize, j);
+                    }
+                }
+            }
+        });
+}
+
+/// The (step, stage) of a case: step below log2 n, stage at most step.
+fn bitonic_stage(i: &Inputs) -> (usize, usize) {
+    let step = i.size("step") % i.size("log_n");
+    (step, i.size("stage") % (step + 1))
+}
+
+/// hausdorff: the largest distance (squared) from a point of A to its nearest point of B, by
+/// a float `atomicMax`, blocks of 256.
+pub fn hausdorff(s: &mut Suite) {
+    s.check("computeDistance")
+        .size("na", 1..=700)
+        .size("nb", 1..=300)
+        .input("Apoints", gen::vec("na", gen::each::<Float2>(0.0..1.0)))
+        .input("Bpoints", gen::vec("nb", gen::each::<Float2>(0.0..1.0)))
+        .inout("distance", vec![-1.0f32])
+        .scalar("numA", gen::size::<i32>("na"))
+        .scalar("numB", gen::size::<i32>("nb"))
+        .launch_with(|i| Launch::cover(i.size("na"), 256))
+        .tolerance(Tolerance::exact())
+        .reference(|i, o| {
+            let (a, b) = (i.buf::<Float2>("Apoints"), i.buf::<Float2>("Bpoints"));
+            let d = a.iter().map(|p| {
+                let [px, py] = p.to_array();
+                b.iter().fold(f32::MAX, |d, q| {
+                    let [qx, qy] = q.to_array();
+                    d.min((px - qx) * (px - qx) + (py - qy) * (py - qy))
+                })
+            });
+            o.buf::<f32>("distance")[0] = d.fold(-1.0, f32::max);
+        });
+}
+
+/// threadfence: a sum in one launch: each block adds its partial sum to `result[block]`, and
+/// the last block to finish (by an atomic counter after `__threadfence`) sums them into
+/// `result[0]` and resets the counter; blocks of 256.
+pub fn threadfence(s: &mut Suite) {
+    s.check("sum")
+        .size("n", 1..=20_000)
+        .input("array", gen::vec("n", 0.0f32..1.0))
+        .scalar("N", gen::size::<i32>("n"))
+        .inout("count", vec![0u32])
+        .output::<f32>("result", |i: &Inputs| i.size("n").div_ceil(256))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-3, 1e-4))
+        .reference(|i, o| {
+            let a = i.buf::<f32>("array");
+            let r = o.buf::<f32>("result");
+            for (r, chunk) in r.iter_mut().zip(a.chunks(256)) {
+                *r = chunk.iter().sum();
+            }
+            r[0] = a.iter().sum();
+            o.buf::<u32>("count")[0] = 0;
+        });
+}
+
+/// floydwarshall: one pass (intermediate node `pass`) of Floyd-Warshall over a dense distance
+/// matrix, recording the improved paths' intermediate node; 16 x 16 blocks, the node count a
+/// multiple of 16.
+pub fn floydwarshall(s: &mut Suite) {
+    s.check("floydWarshallPass")
+        .size("blocks", 1..=4)
+        .size("pass", 0..=63)
+        .inout(
+            "pathDistanceBuffer",
+            gen::vec(|i: &Inputs| fw_nodes(i).pow(2), 0u32..200),
+        )
+        .inout(
+            "pathBuffer",
+            gen::vec(|i: &Inputs| fw_nodes(i).pow(2), 0u32..64),
+        )
+        .scalar("numNodes", gen::from_sizes(|i| fw_nodes(i) as u32))
+        .scalar(
+            "pass",
+            gen::from_sizes(|i| (i.size("pass") % fw_nodes(i)) as u32),
+        )
+        .launch_with(|i| {
+            let b = i.size("blocks") as u32;
+            Launch::new((b, b), (16, 16))
+        })
+        .reference(|i, o| {
+            let (n, k) = (fw_nodes(i), i.scalar::<u32>("pass") as usize);
+            let (d, p) = o.pair::<u32, u32>("pathDistanceBuffer", "pathBuffer");
+            let old = d.to_vec();
+            for y in 0..n {
+                for x in 0..n {
+                    let t = old[y * n + k] + old[k * n + x];
+                    if t < old[y * n + x] {
+                        d[y * n + x] = t;
+                        p[y * n + x] = k as u32;
+                    }
+                }
+            }
+        });
+}
+
+fn fw_nodes(i: &Inputs) -> usize {
+    16 * i.size("blocks")
+}
+
+/// glu: the gated linear unit `x1 * sigmoid(x2)` over the split dimension of an M x 2S x N
+/// tensor, blocks of 256.
+pub fn glu(s: &mut Suite) {
+    s.check("glu_kernel")
+        .size("m", 1..=8)
+        .size("split", 1..=16)
+        .size("n", 1..=40)
+        .scalar("M", gen::size::<i32>("m"))
+        .scalar("split_dim_size", gen::size::<i32>("split"))
+        .scalar("N", gen::size::<i32>("n"))
+        .input(
+            "Xdata",
+            gen::vec(
+                |i: &Inputs| 2 * i.size("m") * i.size("split") * i.size("n"),
+                -4.0f32..4.0,
+            ),
+        )
+        .output::<f32>("Ydata", |i: &Inputs| {
+            i.size("m") * i.size("split") * i.size("n")
+        })
+        .launch_with(|i| Launch::cover(i.size("m") * i.size("split") * i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-6, 1e-5))
+        .reference(|i, o| {
+            let (sp, n) = (i.size("split"), i.size("n"));
+            let x = i.buf::<f32>("Xdata");
+            for (xm, ym) in x
+                .chunks(2 * sp * n)
+                .zip(o.buf::<f32>("Ydata").chunks_mut(sp * n))
+            {
+                for (k, y) in ym.iter_mut().enumerate() {
+                    *y = xm[k] * (1.0 / (1.0 + (-xm[k + sp * n]).exp()));
+                }
+            }
+        });
 }
