@@ -9,7 +9,7 @@
 //! recorded on an H100 (on the cpu backend).
 
 use rocm_kernels::half;
-use rocm_kernels::vector::Float2;
+use rocm_kernels::vector::{Float2, Float3, Float4};
 use rocm_test::{gen, Inputs, Launch, Outputs, Suite, Tolerance};
 
 /// popcount: six population counts of 64-bit words, blocks of 256.
@@ -606,4 +606,285 @@ pub fn glu(s: &mut Suite) {
                 }
             }
         });
+}
+
+/// maxpool3d: max pooling (window = stride, at least 0) of a stack of images, 8 x 8 x 4
+/// blocks.
+pub fn maxpool3d(s: &mut Suite) {
+    s.check("maxpool3d")
+        .size("count", 1..=6)
+        .size("ow", 1..=20)
+        .size("oh", 1..=20)
+        .size("hs", 1..=3)
+        .size("vs", 1..=3)
+        .input("i_img", gen::vec(pool_in_len, 0.0f32..1.0))
+        .output::<f32>("o_img", |i: &Inputs| {
+            i.size("count") * i.size("ow") * i.size("oh")
+        })
+        .scalar("Hstride", gen::size::<i32>("hs"))
+        .scalar("Vstride", gen::size::<i32>("vs"))
+        .scalar("pool_width", gen::size::<i32>("hs"))
+        .scalar("pool_height", gen::size::<i32>("vs"))
+        .scalar("i_img_count", gen::size::<i32>("count"))
+        .scalar(
+            "i_img_width",
+            gen::from_sizes(|i| (i.size("ow") * i.size("hs")) as i32),
+        )
+        .scalar(
+            "i_img_height",
+            gen::from_sizes(|i| (i.size("oh") * i.size("vs")) as i32),
+        )
+        .scalar("o_img_width", gen::size::<i32>("ow"))
+        .scalar("o_img_height", gen::size::<i32>("oh"))
+        .launch_with(|i| {
+            let (w, h, c) = (
+                i.size("ow") as u32,
+                i.size("oh") as u32,
+                i.size("count") as u32,
+            );
+            Launch::new((w.div_ceil(8), h.div_ceil(8), c.div_ceil(4)), (8, 8, 4))
+        })
+        .tolerance(Tolerance::exact())
+        .reference(|i, o| {
+            let (ow, oh, hs, vs) = (i.size("ow"), i.size("oh"), i.size("hs"), i.size("vs"));
+            let (iw, ih) = (ow * hs, oh * vs);
+            let a = i.buf::<f32>("i_img");
+            for (k, out) in o.buf::<f32>("o_img").iter_mut().enumerate() {
+                let (x, y, z) = (k % ow, k / ow % oh, k / (ow * oh));
+                let mut m = 0.0f32;
+                for r in 0..vs {
+                    for c in 0..hs {
+                        m = m.max(a[(z * ih + y * vs + r) * iw + x * hs + c]);
+                    }
+                }
+                *out = m;
+            }
+        });
+}
+
+fn pool_in_len(i: &Inputs) -> usize {
+    i.size("count") * i.size("ow") * i.size("hs") * i.size("oh") * i.size("vs")
+}
+
+/// jenkins-hash: Bob Jenkins' lookup3 `hashlittle` of strings of up to 60 bytes (16 words
+/// each), a thread per string, blocks of 256 (differential).
+pub fn jenkins_hash(s: &mut Suite) {
+    s.check("jk3_hash_kernel")
+        .size("n", 1..=2000)
+        .input("lengths", gen::vec("n", 0u32..61))
+        .input("initvals", gen::vec("n", 0u32..2))
+        .input(
+            "keys",
+            gen::vec(|i: &Inputs| 16 * i.size("n"), 0u32..u32::MAX),
+        )
+        .output::<u32>("out", "n")
+        .scalar("N", gen::size::<i32>("n"))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .cases(8)
+        .differential();
+}
+
+/// colorwheel: the optical-flow colour wheel as an RGB image (axes left black), 16 x 16
+/// blocks (differential).
+pub fn colorwheel(s: &mut Suite) {
+    s.check("color")
+        .size("size", 1..=64)
+        .output_zeroed::<u8>("pix", |i: &Inputs| 3 * i.size("size").pow(2))
+        .scalar("size", gen::size::<i32>("size"))
+        .scalar("half_size", gen::from_sizes(|i| i.size("size") as i32 / 2))
+        .scalar("range", 1.04f32)
+        .scalar("truerange", 1.0f32)
+        .launch_with(|i| {
+            let n = i.size("size").div_ceil(16) as u32;
+            Launch::new((n, n), (16, 16))
+        })
+        .cases(8)
+        .differential();
+}
+
+/// page-rank: one iteration of PageRank over a dense link matrix: `map` spreads each page's
+/// rank over its links, `reduce` gathers them per page (damping 0.85) and keeps the largest
+/// change; blocks of min(n, 256).
+pub fn page_rank(s: &mut Suite) {
+    s.check("map")
+        .size("n", 1..=120)
+        .input("pages", gen::vec(("n", "n"), 0i32..2))
+        .input("page_ranks", gen::vec("n", 0.0f32..1.0))
+        .output::<f32>("maps", |i: &Inputs| i.size("n").pow(2))
+        .input("noutlinks", gen::vec("n", 1u32..100))
+        .scalar("n", gen::size::<i32>("n"))
+        .launch_with(|i| Launch::cover(i.size("n"), i.size("n").min(256) as u32))
+        .tolerance(Tolerance::close(1e-6, 1e-6))
+        .reference(|i, o| {
+            let n = i.size("n");
+            let (p, r, l) = (
+                i.buf::<i32>("pages"),
+                i.buf::<f32>("page_ranks"),
+                i.buf::<u32>("noutlinks"),
+            );
+            for (k, m) in o.buf::<f32>("maps").iter_mut().enumerate() {
+                *m = p[k] as f32 * (r[k / n] / l[k / n] as f32);
+            }
+        });
+    s.check("reduce")
+        .size("n", 1..=120)
+        .inout("page_ranks", gen::vec("n", 0.0f32..1.0))
+        .input("maps", gen::vec(("n", "n"), 0.0f32..0.1))
+        .scalar("n", gen::size::<i32>("n"))
+        .inout("dif", gen::vec("n", 0.0f32..0.1))
+        .launch_with(|i| Launch::cover(i.size("n"), i.size("n").min(256) as u32))
+        .tolerance(Tolerance::close(1e-5, 1e-5))
+        .reference(|i, o| {
+            let n = i.size("n");
+            let maps = i.buf::<f32>("maps");
+            let (r, d) = o.pair::<f32, f32>("page_ranks", "dif");
+            for j in 0..n {
+                let sum: f32 = (0..n).map(|k| maps[k * n + j]).sum();
+                let new = (1.0 - 0.85) / n as f32 + 0.85 * sum;
+                d[j] = (new - r[j]).abs().max(d[j]);
+                r[j] = new;
+            }
+        });
+}
+
+/// The rotation of `p` by `angle` about the unit axis `w` (Rodrigues' formula, as the kernel
+/// writes its matrix).
+fn rodrigues_rotate(p: [f32; 3], angle: f32, w: [f32; 3]) -> [f32; 3] {
+    let (s, c) = angle.sin_cos();
+    let mc = 1.0 - c;
+    let [wx, wy, wz] = w;
+    let m = [
+        c + wx * wx * mc,
+        wz * s + wx * wy * mc,
+        -wy * s + wx * wz * mc,
+        -wz * s + wx * wy * mc,
+        c + wy * wy * mc,
+        wx * s + wy * wz * mc,
+        wy * s + wx * wz * mc,
+        -wx * s + wy * wz * mc,
+        c + wz * wz * mc,
+    ];
+    let [x, y, z] = p;
+    [
+        x * m[0] + y * m[1] + z * m[2],
+        x * m[3] + y * m[4] + z * m[5],
+        x * m[6] + y * m[7] + z * m[8],
+    ]
+}
+
+/// rodrigues: points rotated about the program's unit axis, as `float3` and as `float4`
+/// (w cleared), blocks of 256.
+pub fn rodrigues(s: &mut Suite) {
+    let (wx, wy, wz) = (-0.3f32, -0.6f32, 0.15f32);
+    let norm = 1.0 / (wx * wx + wy * wy + wz * wz).sqrt();
+    let w = [wx * norm, wy * norm, wz * norm];
+    let axis = Float3::new(w[0], w[1], w[2]);
+    s.check("rotate")
+        .size("n", 1..=3000)
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("angle", gen::value(-3.0f32..3.0))
+        .scalar("w", axis)
+        .inout("d", gen::vec("n", gen::each::<Float3>(-1.0..1.0)))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-5, 1e-5))
+        .reference(move |i, o| {
+            let angle = i.scalar::<f32>("angle");
+            for p in o.buf::<Float3>("d") {
+                let [x, y, z] = rodrigues_rotate(p.to_array(), angle, w);
+                *p = Float3::new(x, y, z);
+            }
+        });
+    s.check("rotate2")
+        .size("n", 1..=3000)
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("angle", gen::value(-3.0f32..3.0))
+        .scalar("w", axis)
+        .inout("d", gen::vec("n", gen::each::<Float4>(-1.0..1.0)))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-5, 1e-5))
+        .reference(move |i, o| {
+            let angle = i.scalar::<f32>("angle");
+            for p in o.buf::<Float4>("d") {
+                let [x, y, z, _] = p.to_array();
+                let [x, y, z] = rodrigues_rotate([x, y, z], angle, w);
+                *p = Float4::new(x, y, z, 0.0);
+            }
+        });
+}
+
+/// hellinger: the Hellinger distance between each row of A (m x n) and each column of B
+/// (n x k), 16 x 16 blocks.
+pub fn hellinger(s: &mut Suite) {
+    s.check("hellinger")
+        .size("m", 1..=40)
+        .size("n", 1..=40)
+        .size("k", 1..=40)
+        .input("a", gen::vec(("m", "n"), 0.0f32..0.1))
+        .input("b", gen::vec(("n", "k"), 0.0f32..0.1))
+        .output::<f32>("c", |i: &Inputs| i.size("m") * i.size("k"))
+        .scalar("m", gen::size::<i32>("m"))
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("k", gen::size::<i32>("k"))
+        .launch_with(|i| {
+            let (m, k) = (i.size("m") as u32, i.size("k") as u32);
+            Launch::new((k.div_ceil(16), m.div_ceil(16)), (16, 16))
+        })
+        .tolerance(Tolerance::close(1e-5, 1e-4))
+        .reference(|i, o| {
+            let (n, k) = (i.size("n"), i.size("k"));
+            let (a, b) = (i.buf::<f32>("a"), i.buf::<f32>("b"));
+            for (p, c) in o.buf::<f32>("c").iter_mut().enumerate() {
+                let (row, col) = (p / k, p % k);
+                let sum: f32 = (0..n)
+                    .map(|j| (a[row * n + j] * b[j * k + col]).sqrt())
+                    .sum();
+                let v = 1.0 - sum;
+                *c = if v.is_sign_negative() { 0.0 } else { v.sqrt() };
+            }
+        });
+}
+
+/// lif: one time step of leaky integrate-and-fire neurons, blocks of 256 (differential).
+pub fn lif(s: &mut Suite) {
+    s.check("lif")
+        .size("per_item", 1..=64)
+        .size("items", 1..=40)
+        .scalar(
+            "numNeurons",
+            gen::from_sizes(|i| (i.size("per_item") * i.size("items")) as u64),
+        )
+        .scalar("neurons_per_item", gen::size::<i32>("per_item"))
+        .scalar("dt", 0.1f32)
+        .input("encode_result", gen::vec("items", 0.0f32..2.0))
+        .inout(
+            "voltage_array",
+            gen::vec(("per_item", "items"), 1.0f32..2.0),
+        )
+        .inout(
+            "reftime_array",
+            gen::vec(("per_item", "items"), 0.0f32..0.5),
+        )
+        .scalar("tau_rc", 10.0f32)
+        .scalar("tau_ref", 2.0f32)
+        .input("bias", gen::vec("per_item", 0.0f32..1.0))
+        .input("gain", gen::vec("per_item", 0.5f32..1.5))
+        .output::<f32>("spikes", |i: &Inputs| i.size("per_item") * i.size("items"))
+        .launch_with(|i| Launch::cover(i.size("per_item") * i.size("items"), 256))
+        .tolerance(Tolerance::close(1e-5, 1e-4))
+        .cases(8)
+        .differential();
+}
+
+/// geodesic: Vincenty's distance on the WGS-84 ellipsoid between pairs of (latitude,
+/// longitude) points, blocks of 256 (differential).
+pub fn geodesic(s: &mut Suite) {
+    s.check("kernel_distance")
+        .size("n", 1..=2000)
+        .input("d_A", gen::vec("n", gen::each::<Float4>(-60.0..60.0)))
+        .output::<f32>("d_C", "n")
+        .scalar("N", gen::size::<i32>("n"))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-2, 1e-4))
+        .cases(8)
+        .differential();
 }
