@@ -888,3 +888,60 @@ pub fn geodesic(s: &mut Suite) {
         .cases(8)
         .differential();
 }
+
+/// What a matrixT kernel does to a square matrix of 16 x 16 tiles.
+#[derive(Clone, Copy)]
+enum Transpose {
+    Copy,
+    Full,
+    /// Each tile transposed in place.
+    FineGrained,
+    /// The tiles moved to their transposed places, each unchanged.
+    CoarseGrained,
+}
+
+/// matrixT: the CUDA SDK transpose kernels (copies, naive, coalesced, without bank conflicts,
+/// diagonal block order, and the fine- and coarse-grained halves of a transpose) over square
+/// matrices whose side is a multiple of 16, in 16 x 16 blocks.
+pub fn matrix_t(s: &mut Suite) {
+    for (k, what) in [
+        ("copy", Transpose::Copy),
+        ("copySharedMem", Transpose::Copy),
+        ("transposeNaive", Transpose::Full),
+        ("transposeCoalesced", Transpose::Full),
+        ("transposeNoBankConflicts", Transpose::Full),
+        ("transposeDiagonal", Transpose::Full),
+        ("transposeFineGrained", Transpose::FineGrained),
+        ("transposeCoarseGrained", Transpose::CoarseGrained),
+    ] {
+        s.check(k)
+            .size("tiles", 1..=6)
+            .output::<f32>("odata", |i: &Inputs| (16 * i.size("tiles")).pow(2))
+            .input(
+                "idata",
+                gen::vec(|i: &Inputs| (16 * i.size("tiles")).pow(2), -1.0f32..1.0),
+            )
+            .scalar("width", gen::from_sizes(|i| 16 * i.size("tiles") as i32))
+            .scalar("height", gen::from_sizes(|i| 16 * i.size("tiles") as i32))
+            .launch_with(|i| {
+                let t = i.size("tiles") as u32;
+                Launch::new((t, t), (16, 16))
+            })
+            .tolerance(Tolerance::exact())
+            .reference(move |i, o| {
+                let n = 16 * i.size("tiles");
+                let a = i.buf::<f32>("idata");
+                for (k, out) in o.buf::<f32>("odata").iter_mut().enumerate() {
+                    let (r, c) = (k / n, k % n);
+                    let (tr, tc, lr, lc) = (r / 16, c / 16, r % 16, c % 16);
+                    let (sr, sc) = match what {
+                        Transpose::Copy => (r, c),
+                        Transpose::Full => (c, r),
+                        Transpose::FineGrained => (16 * tr + lc, 16 * tc + lr),
+                        Transpose::CoarseGrained => (16 * tc + lr, 16 * tr + lc),
+                    };
+                    *out = a[sr * n + sc];
+                }
+            });
+    }
+}
