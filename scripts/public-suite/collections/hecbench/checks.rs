@@ -945,3 +945,41 @@ pub fn matrix_t(s: &mut Suite) {
             });
     }
 }
+
+/// shuffle: wave shuffles in one block of 256: a broadcast from lane 0 (`bcast_shfl_sgN`,
+/// every lane gets `arg`), butterfly sums over groups of 8, 16 and 32 lanes
+/// (`bcast_shfl_xor_sgN`: 0 + 1 + ... + N-1 in every lane), and a reversal of each block by
+/// `__shfl` in blocks of 8, 16 and 32 (`transpose_shfl`).
+pub fn shuffle(s: &mut Suite) {
+    for (k, group) in [(8, "sg8"), (16, "sg16"), (32, "sg32")] {
+        s.check(&format!("bcast_shfl_{group}"))
+            .scalar("arg", gen::value(rocm_test::proptest::num::i32::ANY))
+            .output::<i32>("out", 256)
+            .launch(Launch::new(1, 256))
+            .reference(|i, o| o.buf::<i32>("out").fill(i.scalar::<i32>("arg")));
+        s.check(&format!("bcast_shfl_xor_{group}"))
+            .output::<i32>("out", 256)
+            .launch(Launch::new(1, 256))
+            .reference(move |_, o| o.buf::<i32>("out").fill(k * (k - 1) / 2));
+    }
+    for block in [8usize, 16, 32] {
+        s.check("transpose_shfl")
+            .named(&format!("transpose_shfl/{block}"))
+            .size("blocks", 1..=64)
+            .output::<f32>("out", move |i: &Inputs| i.size("blocks") * block)
+            .input(
+                "in",
+                gen::vec(move |i: &Inputs| i.size("blocks") * block, -1.0f32..1.0),
+            )
+            .launch_with(move |i| Launch::new(i.size("blocks") as u32, block as u32))
+            .tolerance(Tolerance::exact())
+            .reference(move |i, o| {
+                let a = i.buf::<f32>("in");
+                for (out, a) in o.buf::<f32>("out").chunks_mut(block).zip(a.chunks(block)) {
+                    for (y, x) in out.iter_mut().zip(a.iter().rev()) {
+                        *y = *x;
+                    }
+                }
+            });
+    }
+}
