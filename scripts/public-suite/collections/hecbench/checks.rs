@@ -983,3 +983,162 @@ pub fn shuffle(s: &mut Suite) {
             });
     }
 }
+
+/// background-subtract: the four steps of a background subtraction over 8-bit images (moving
+/// pixels, background and threshold updates, and the merged update), blocks of 256.
+pub fn background_subtract(s: &mut Suite) {
+    let bg = |b: u8, img: u8| (0.92 * b as f64 + 0.08 * img as f64) as u8;
+    let th = |t: u8, img: u8, b: u8| {
+        ((0.92 * t as f64 + 0.24 * (img as i32 - b as i32) as f64) as f32).max(20.0) as u8
+    };
+    let moving = |img: u8, i1: u8, i2: u8, t: u8| {
+        (img as i32 - i1 as i32).abs() > t as i32 || (img as i32 - i2 as i32).abs() > t as i32
+    };
+    s.check("findMovingPixels")
+        .size("n", 1..=5000)
+        .scalar("imgSize", gen::size::<u64>("n"))
+        .input("Img", gen::vec("n", 0u8..=255))
+        .input("Img1", gen::vec("n", 0u8..=255))
+        .input("Img2", gen::vec("n", 0u8..=255))
+        .input("Tn", gen::vec("n", 20u8..100))
+        .output::<u8>("Mp", "n")
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(move |i, o| {
+            let (a, b, c, t) = (
+                i.buf::<u8>("Img"),
+                i.buf::<u8>("Img1"),
+                i.buf::<u8>("Img2"),
+                i.buf::<u8>("Tn"),
+            );
+            for (k, m) in o.buf::<u8>("Mp").iter_mut().enumerate() {
+                *m = if moving(a[k], b[k], c[k], t[k]) {
+                    255
+                } else {
+                    0
+                };
+            }
+        });
+    s.check("updateBackground")
+        .size("n", 1..=5000)
+        .scalar("imgSize", gen::size::<u64>("n"))
+        .input("Img", gen::vec("n", 0u8..=255))
+        .input(
+            "Mp",
+            gen::vec("n", rocm_test::proptest::sample::select(vec![0u8, 255])),
+        )
+        .inout("Bn", gen::vec("n", 0u8..=255))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(move |i, o| {
+            let (img, mp) = (i.buf::<u8>("Img"), i.buf::<u8>("Mp"));
+            for (k, b) in o.buf::<u8>("Bn").iter_mut().enumerate() {
+                if mp[k] == 0 {
+                    *b = bg(*b, img[k]);
+                }
+            }
+        });
+    s.check("updateThreshold")
+        .size("n", 1..=5000)
+        .scalar("imgSize", gen::size::<u64>("n"))
+        .input("Img", gen::vec("n", 0u8..=255))
+        .input(
+            "Mp",
+            gen::vec("n", rocm_test::proptest::sample::select(vec![0u8, 255])),
+        )
+        .input("Bn", gen::vec("n", 0u8..=255))
+        .inout("Tn", gen::vec("n", 20u8..100))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(move |i, o| {
+            let (img, mp, bn) = (i.buf::<u8>("Img"), i.buf::<u8>("Mp"), i.buf::<u8>("Bn"));
+            for (k, t) in o.buf::<u8>("Tn").iter_mut().enumerate() {
+                if mp[k] == 0 {
+                    *t = th(*t, img[k], bn[k]);
+                }
+            }
+        });
+    s.check("merge")
+        .size("n", 1..=5000)
+        .scalar("imgSize", gen::size::<u64>("n"))
+        .input("Img", gen::vec("n", 0u8..=255))
+        .input("Img1", gen::vec("n", 0u8..=255))
+        .input("Img2", gen::vec("n", 0u8..=255))
+        .inout("Tn", gen::vec("n", 20u8..100))
+        .inout("Bn", gen::vec("n", 0u8..=255))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(move |i, o| {
+            let (a, b, c) = (i.buf::<u8>("Img"), i.buf::<u8>("Img1"), i.buf::<u8>("Img2"));
+            let (t, bn) = o.pair::<u8, u8>("Tn", "Bn");
+            for k in 0..a.len() {
+                if !moving(a[k], b[k], c[k], t[k]) {
+                    bn[k] = bg(bn[k], a[k]);
+                    t[k] = th(t[k], a[k], bn[k]);
+                }
+            }
+        });
+}
+
+/// stencil3d: a 3D 19-point anisotropic diffusion stencil in doubles, streaming along x in
+/// tiles of 20, 16 x 16 blocks over y and z (differential). `ny = nz = 16`: where `(n - 2)` is
+/// not a multiple of 14, the threads past the last tile return before the block's barriers
+/// (README.md).
+pub fn stencil3d(s: &mut Suite) {
+    let vol = |i: &Inputs| i.size("nx") * i.size("ny") * i.size("nz");
+    s.check("stencil3d")
+        .size("nx", 3..=5)
+        .size("ny", 16)
+        .size("nz", 16)
+        .input("d_psi", gen::vec(vol, 0.0f64..19.0))
+        .output_zeroed::<f64>("d_npsi", vol)
+        .input(
+            "d_sigmaX",
+            gen::vec(move |i: &Inputs| 3 * vol(i), 0.0f64..1.0),
+        )
+        .input(
+            "d_sigmaY",
+            gen::vec(move |i: &Inputs| 3 * vol(i), 0.0f64..1.0),
+        )
+        .input(
+            "d_sigmaZ",
+            gen::vec(move |i: &Inputs| 3 * vol(i), 0.0f64..1.0),
+        )
+        .scalar("nx", gen::size::<i32>("nx"))
+        .scalar("ny", gen::size::<i32>("ny"))
+        .scalar("nz", gen::size::<i32>("nz"))
+        .launch_with(|i| {
+            let b = |n: usize, t: usize| (n - 2).div_ceil(t) as u32;
+            let (x, y, z) = (
+                b(i.size("nx"), 20),
+                b(i.size("ny"), 14),
+                b(i.size("nz"), 14),
+            );
+            Launch::new((x, y, z), (16, 16, 1))
+        })
+        .tolerance(Tolerance::close(1e-10, 1e-10))
+        .cases(4)
+        .differential();
+}
+
+/// randomAccess: the HPCC RandomAccess table: `initTable` (`Table[i] = i`, blocks of 256) and
+/// `update`, 4 x TableSize pseudo-random `atomicXor` updates by one block of 128 threads
+/// (differential; the table size a power of two).
+pub fn random_access(s: &mut Suite) {
+    s.check("initTable")
+        .size("n", 1..=5000)
+        .output::<u64>("Table", "n")
+        .scalar("TableSize", gen::size::<u64>("n"))
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(|_, o| {
+            for (k, t) in o.buf::<u64>("Table").iter_mut().enumerate() {
+                *t = k as u64;
+            }
+        });
+    s.check("update")
+        .size("log_n", 7..=11)
+        .inout(
+            "Table",
+            gen::vec(|i: &Inputs| 1 << i.size("log_n"), 0u64..u64::MAX),
+        )
+        .scalar("TableSize", gen::from_sizes(|i| 1u64 << i.size("log_n")))
+        .launch(Launch::new(1, 128))
+        .cases(5)
+        .differential();
+}
