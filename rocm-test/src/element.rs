@@ -236,10 +236,10 @@ macro_rules! elements {
             pub(crate) fn all_within(&self, want: &HostBuf, tol: &crate::Tolerance) -> bool {
                 match (self, want) {
                     $((HostBuf::$variant(g), HostBuf::$variant(w)) => {
-                        g.iter().zip(w).all(|(g, w)| <$t as Element>::verdict(*g, *w, tol).pass)
+                        par_all(g, w, |g, w| <$t as Element>::verdict(g, w, tol).pass)
                     })*
                     $((HostBuf::$vvariant(g), HostBuf::$vvariant(w)) => {
-                        g.iter().zip(w).all(|(g, w)| <rocm_kernels::vector::$vt as Element>::verdict(*g, *w, tol).pass)
+                        par_all(g, w, |g, w| <rocm_kernels::vector::$vt as Element>::verdict(g, w, tol).pass)
                     })*
                     _ => panic!("compared buffers of different element types"),
                 }
@@ -469,6 +469,40 @@ impl<T: Element> From<Vec<T>> for HostBuf {
     fn from(v: Vec<T>) -> Self {
         T::wrap_vec(v)
     }
+}
+
+/// Whether `pass` holds for every pair, on several threads for large buffers: a tuning run
+/// compares a 4M-element output after every candidate, where one thread took tens of
+/// milliseconds. (Scoped threads over a few chunks; a thread pool crate would add a dependency
+/// for this one loop.)
+fn par_all<T: Copy + Sync>(got: &[T], want: &[T], pass: impl Fn(T, T) -> bool + Sync) -> bool {
+    const CHUNK: usize = 1 << 18;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if got.len() < 2 * CHUNK || threads < 2 {
+        return got.iter().zip(want).all(|(g, w)| pass(*g, *w));
+    }
+    let per = got
+        .len()
+        .div_ceil(threads.min(got.len() / CHUNK))
+        .max(CHUNK);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for (g, w) in got.chunks(per).zip(want.chunks(per)) {
+            let (pass, failed) = (&pass, &failed);
+            scope.spawn(move || {
+                for (g, w) in g.chunks(4096).zip(w.chunks(4096)) {
+                    if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    if !g.iter().zip(w).all(|(g, w)| pass(*g, *w)) {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    !failed.into_inner()
 }
 
 #[cfg(test)]

@@ -32,6 +32,11 @@ use crate::{Error, Suite};
 /// }
 /// ```
 pub fn main(library: &'static KernelLibrary, register: impl FnOnce(&mut Suite)) -> ExitCode {
+    // A compile worker `cargo rocm tune` started (see `tune/compile.rs`).
+    #[cfg(feature = "tune")]
+    if let Some(code) = crate::tune::compile_worker() {
+        return code;
+    }
     let argv: Vec<String> = std::env::args().collect();
     crate::isolate::set_args(argv.iter().skip(1).cloned().collect());
     let (opts, rest) = match HarnessOptions::parse(argv, |k| std::env::var(k).ok()) {

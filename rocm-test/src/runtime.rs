@@ -275,13 +275,14 @@ macro_rules! device_bufs {
                     $(HostBuf::$bvariant(v) => DevBuf::$bvariant(device.upload(v)?),)*
                 })
             }
-            /// Overwrite the device contents with `host` (same type and length).
+            /// Overwrite the device contents with another device buffer's (same type and
+            /// length), without a trip through the host.
             #[cfg_attr(not(feature = "tune"), allow(dead_code))] // used in tune mode
-            pub(crate) fn refill(&mut self, host: &HostBuf) -> rocm_kernels::runtime::Result<()> {
-                match (self, host) {
-                    $((DevBuf::$variant(b), HostBuf::$variant(v)) => b.upload(v),)*
-                    $((DevBuf::$bvariant(b), HostBuf::$bvariant(v)) => b.upload(v),)*
-                    _ => unreachable!("device and host buffers are created from each other"),
+            pub(crate) fn copy_from(&mut self, other: &DevBuf) -> rocm_kernels::runtime::Result<()> {
+                match (self, other) {
+                    $((DevBuf::$variant(b), DevBuf::$variant(o)) => b.copy_from(o),)*
+                    $((DevBuf::$bvariant(b), DevBuf::$bvariant(o)) => b.copy_from(o),)*
+                    _ => unreachable!("both buffers are created from the same host buffer"),
                 }
             }
             pub(crate) fn download(&self, host: &mut HostBuf) -> rocm_kernels::runtime::Result<()> {

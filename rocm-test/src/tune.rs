@@ -46,6 +46,8 @@
 
 #[cfg(feature = "tune")]
 mod compile;
+#[cfg(feature = "tune")]
+pub(crate) use compile::worker_main as compile_worker;
 mod declaration;
 #[cfg(feature = "tune")]
 mod evaluate;

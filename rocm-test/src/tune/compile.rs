@@ -97,6 +97,62 @@ struct CachedKernel {
     params: Vec<(String, String, u32, bool)>,
 }
 
+/// The environment variable that turns a harness process into a compile worker: its value is
+/// the path of a [`WorkerRequest`] (JSON). Set only by [`Compiler::compile_in_child`].
+pub(crate) const WORKER_ENV: &str = "ROCM_TEST_RTC_WORKER";
+
+/// One compile for a worker process: the compiler's fields and the configuration.
+#[derive(Serialize, Deserialize)]
+struct WorkerRequest {
+    backend: String,
+    arch: String,
+    kernel: String,
+    file: String,
+    path: Option<PathBuf>,
+    text: Vec<u8>,
+    includes: Vec<PathBuf>,
+    dir: PathBuf,
+    fixed_key: String,
+    compiler: String,
+    defines: Vec<(String, String)>,
+    entry: PathBuf,
+}
+
+/// In a compile worker (a harness started with [`WORKER_ENV`]): compile the request into its
+/// cache entry and exit. `None` when this process is not a worker.
+pub(crate) fn worker_main() -> Option<std::process::ExitCode> {
+    let path = std::env::var_os(WORKER_ENV)?;
+    let run = || -> Result<(), String> {
+        let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+        let r: WorkerRequest = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+        let compiler = Compiler {
+            backend: r.backend.parse::<Backend>().map_err(|e| e.to_string())?,
+            arch: r.arch,
+            source: SourceSpec {
+                kernel: r.kernel,
+                file: r.file,
+                path: r.path,
+                text: r.text,
+                includes: r.includes,
+                params: &[],
+            },
+            dir: r.dir,
+            fixed_key: r.fixed_key,
+            compiler: r.compiler,
+        };
+        compiler
+            .compile_into(&r.entry, &r.defines)
+            .map_err(|e| e.to_string())
+    };
+    Some(match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rocm-test compile worker: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    })
+}
+
 /// Compiles one kernel's source for one device.
 pub(crate) struct Compiler {
     backend: Backend,
@@ -212,6 +268,51 @@ impl Compiler {
             features: image.features.clone(),
             _so: so,
         })
+    }
+
+    /// Compile into `entry` in a process of its own (this executable, as a compile worker), for
+    /// GPU backends: compile threads of one process were seen to queue on NVRTC (see
+    /// docs/benchmarks.md, "Tuning overhead"), while processes use the cores. The cpu backend's compiles are processes already (the host compiler). Falls back
+    /// to compiling here when the worker cannot start or leaves no entry.
+    fn compile_in_child(&self, entry: &Path, defines: &[(String, String)]) -> Result<(), Error> {
+        if self.backend == Backend::Cpu || std::env::var_os("ROCM_TEST_RTC_IN_PROCESS").is_some() {
+            return self.compile_into(entry, defines);
+        }
+        let spawned = (|| -> std::io::Result<bool> {
+            let exe = std::env::current_exe()?;
+            let request = WorkerRequest {
+                backend: self.backend.as_str().to_owned(),
+                arch: self.arch.clone(),
+                kernel: self.source.kernel.clone(),
+                file: self.source.file.clone(),
+                path: self.source.path.clone(),
+                text: self.source.text.clone(),
+                includes: self.source.includes.clone(),
+                dir: self.dir.clone(),
+                fixed_key: self.fixed_key.clone(),
+                compiler: self.compiler.clone(),
+                defines: defines.to_vec(),
+                entry: entry.to_owned(),
+            };
+            std::fs::create_dir_all(&self.dir)?;
+            let file = tempfile::Builder::new()
+                .prefix("worker-")
+                .suffix(".json")
+                .tempfile_in(&self.dir)?;
+            std::fs::write(file.path(), serde_json::to_vec(&request)?)?;
+            let status = std::process::Command::new(exe)
+                .env(WORKER_ENV, file.path())
+                .env_remove(crate::events::tune::REQUEST_ENV)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::inherit())
+                .status()?;
+            Ok(status.success())
+        })();
+        match spawned {
+            Ok(true) if read_meta(entry).is_some() => Ok(()),
+            _ => self.compile_into(entry, defines),
+        }
     }
 
     /// Compile into a fresh folder and rename it to `entry` (another process may win the
@@ -770,7 +871,7 @@ impl Shared {
             let entry = self.compiler.dir.join(&key);
             if read_meta(&entry).is_none() {
                 // Errors are recorded in the entry; the asker reads them.
-                let _ = self.compiler.compile_into(&entry, &defines);
+                let _ = self.compiler.compile_in_child(&entry, &defines);
             }
             let mut state = self.lock();
             state.running -= 1;

@@ -37,9 +37,10 @@ enum Slot {
     Scalar(ScalarValue),
     Buffer {
         dev: DevBuf,
-        /// What it holds before each verification launch (inputs, poisoned outputs); `None`
-        /// for inputs, which the kernel does not change.
-        reset: Option<HostBuf>,
+        /// What it holds before each verification launch (in-out inputs, poisoned outputs),
+        /// kept on the device and copied there (a 16 MB upload from the host took milliseconds
+        /// of every evaluation); `None` for inputs, which the kernel does not change.
+        reset: Option<DevBuf>,
         /// Index into the expected outputs, for buffers that are compared.
         compared: Option<usize>,
     },
@@ -159,7 +160,11 @@ impl<'a> KernelEvaluator<'a> {
                     }
                     slots.push(Slot::Buffer {
                         dev: DevBuf::upload(&device, b).map_err(err)?,
-                        reset: inout.then(|| b.clone()),
+                        reset: if inout {
+                            Some(DevBuf::upload(&device, b).map_err(err)?)
+                        } else {
+                            None
+                        },
                         compared: inout.then(|| expected.len() - 1),
                     });
                 }
@@ -174,7 +179,7 @@ impl<'a> KernelEvaluator<'a> {
                     };
                     slots.push(Slot::Buffer {
                         dev: DevBuf::upload(&device, &start).map_err(err)?,
-                        reset: Some(start),
+                        reset: Some(DevBuf::upload(&device, &start).map_err(err)?),
                         compared: Some(expected.len() - 1),
                     });
                 }
@@ -362,7 +367,7 @@ impl<'a> KernelEvaluator<'a> {
                 ..
             } = s
             {
-                dev.refill(initial).map_err(launch_err)?;
+                dev.copy_from(initial).map_err(launch_err)?;
             }
         }
         self.watchdog(|| {

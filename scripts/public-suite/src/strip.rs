@@ -11,7 +11,8 @@
 //! 2. So is a namespace-scope *variable or function declaration* without those words (nor
 //!    `__constant__`, `__shared__`, `__managed__`) that no kept code names
 //!    (`const std::array<float, 25> convolution_filter_5x5 = {...};`), and every `#include`
-//!    but HIP's own (`<hip/...>`): host headers, which NVRTC, for one, does not have.
+//!    but HIP's own (`<hip/...>`) and the program's own headers that are taken with it
+//!    ([`device_code_keeping`]): host headers, which NVRTC, for one, does not have.
 //! 3. Each removal is replaced by a comment naming it and as many newlines, so every remaining
 //!    line keeps its number. Nothing else is removed or changed: kernels, device functions,
 //!    `__constant__`, `__device__` and `__shared__` variables, types, templates, macros and
@@ -21,8 +22,9 @@
 //!    instance is listed with an explicit instantiation, for a file of its own that includes the
 //!    device code ([`DeviceCode::instances_file`]). A template argument that names a `constexpr`
 //!    local of the removed function initialised with a literal (`constexpr unsigned int
-//!    block_size = 16;`) is replaced by that literal; any other argument is written as the
-//!    launch writes it.
+//!    block_size = 16;`) is replaced by that literal, one that names a local type alias
+//!    (`typedef float NumericT;`, `using T = float;`) by its type; any other argument is written
+//!    as the launch writes it.
 //!
 //! A removed function containing half of a preprocessor conditional (`#if` without its
 //! `#endif`) is an error, as is a declaration whose end cannot be found.
@@ -50,7 +52,7 @@ impl DeviceCode {
             return None;
         }
         let mut text = format!(
-            "// Written by scripts/rocm-examples: the kernel template instances the removed host\n\
+            "// Written by scripts/public-suite: the kernel template instances the removed host\n\
              // code launched, instantiated explicitly (the device code is included unchanged).\n\
              #include \"{file}\"\n"
         );
@@ -131,6 +133,15 @@ struct KernelTemplate {
 
 /// Apply the rule (module docs) to the text of a HIP program.
 pub fn device_code(source: &str) -> Result<DeviceCode, String> {
+    device_code_keeping(source, |_| false)
+}
+
+/// [`device_code`], keeping the `#include "..."` lines whose file `keep` accepts (given the name
+/// as written, without quotes): a program's own headers, whose device code is taken too.
+pub fn device_code_keeping(
+    source: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<DeviceCode, String> {
     let toks = lex::lex(source);
     let items = items(&toks)?;
 
@@ -209,7 +220,9 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         let Some(target) = included(line) else {
             continue;
         };
-        if target.starts_with("<hip/") {
+        if target.starts_with("<hip/")
+            || (target.starts_with('"') && keep(target.trim_matches('"')))
+        {
             continue;
         }
         let n = source[..d.start].matches('\n').count() as u32 + 1;
@@ -229,7 +242,7 @@ pub fn device_code(source: &str) -> Result<DeviceCode, String> {
         text.push_str(&source[copied..c.start]);
         let _ = write!(
             text,
-            "/* {} `{}` removed by rocm-examples */",
+            "/* {} `{}` removed by public-suite */",
             c.what.label(),
             c.name
         );
@@ -626,6 +639,9 @@ fn launched_instances(
                     if let Some(value) = constexpr_literal(toks, item, a, toks.tok(a)) {
                         return value.to_owned();
                     }
+                    if let Some(ty) = local_type(toks, item, a, toks.tok(a)) {
+                        return ty;
+                    }
                 }
                 join(toks, a..b)
             })
@@ -685,6 +701,30 @@ fn constexpr_literal<'a>(
             .take_while(|&j| !matches!(toks.tok(j), ";" | "{" | "}"))
             .any(|j| toks.is(j, "constexpr"));
         constexpr.then(|| toks.tok(literal))
+    })
+}
+
+/// The type a local type alias `name` of host function `item` stands for, when it is declared
+/// before token `before` as `typedef TYPE name;` or `using name = TYPE;`.
+fn local_type(toks: &Tokens, item: &Item, before: usize, name: &str) -> Option<String> {
+    (item.first..before).rev().find_map(|k| {
+        if !toks.is(k, name) {
+            return None;
+        }
+        if toks.is(k + 1, ";") {
+            let start = (item.first..k)
+                .rev()
+                .take_while(|&j| !matches!(toks.tok(j), ";" | "{" | "}"))
+                .last()?;
+            if toks.is(start, "typedef") && start + 1 < k {
+                return Some(join(toks, start + 1..k));
+            }
+        }
+        if k > item.first && toks.is(k - 1, "using") && toks.is(k + 1, "=") {
+            let end = (k + 2..=item.last).find(|&j| toks.is(j, ";"))?;
+            return Some(join(toks, k + 2..end));
+        }
+        None
     })
 }
 
@@ -753,7 +793,7 @@ mod tests {
         let d = device_code(PROGRAM).unwrap();
         let original: Vec<&str> = PROGRAM.lines().collect();
         for (n, line) in d.text.lines().enumerate().take(original.len()) {
-            if !line.is_empty() && !line.contains("removed by rocm-examples") {
+            if !line.is_empty() && !line.contains("removed by public-suite") {
                 assert_eq!(line, original[n], "line {}", n + 1);
             }
         }
@@ -806,5 +846,27 @@ mod tests {
             d.instances[0].declaration,
             "template __global__ void k<block>(float* x);"
         );
+    }
+
+    #[test]
+    fn local_type_aliases_are_replaced_by_their_types() {
+        let src = "template <typename T> __global__ void k(T* x) { x[0] = 1; }\n\
+                   int main() { typedef float NumericT; using U = unsigned int;\n\
+                   NumericT* p; U* q; k<NumericT><<<1, 1>>>(p); k<U><<<1, 1>>>(q); }\n";
+        let d = device_code(src).unwrap();
+        assert_eq!(
+            d.instances[0].declaration,
+            "template __global__ void k<float>(float* x);"
+        );
+        assert_eq!(d.instances[1].name, "k<unsigned int>");
+    }
+
+    #[test]
+    fn the_program_s_own_headers_can_be_kept() {
+        let src = "#include \"kernels.h\"\n#include \"util.h\"\n#include <hip/hip_runtime.h>\n";
+        let d = device_code_keeping(src, |f| f == "kernels.h").unwrap();
+        assert_eq!(d.removed.len(), 1);
+        assert_eq!(d.removed[0].name, "\"util.h\"");
+        assert!(d.text.starts_with("#include \"kernels.h\"\n/* host include"));
     }
 }

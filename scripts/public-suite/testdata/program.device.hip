@@ -1,11 +1,11 @@
 // A whole HIP program in the rocm-examples style, for the host-code stripping test: kernels,
 // device functions, templates, variables and host code (braces in comments: { and strings).
-/* host include `"example_utils.hpp"` removed by rocm-examples */
+/* host include `"example_utils.hpp"` removed by public-suite */
 
 #include <hip/hip_runtime.h>
 
-/* host include `<iostream>` removed by rocm-examples */
-/* host include `<vector>` removed by rocm-examples */
+/* host include `<iostream>` removed by public-suite */
+/* host include `<vector>` removed by public-suite */
 
 #define TILE 16
 
@@ -13,7 +13,7 @@ __constant__ float d_mask[TILE];
 
 __device__ unsigned int lane() { return threadIdx.x % warpSize; }
 
-/* host function `print_hello_host` removed by rocm-examples */
+/* host function `print_hello_host` removed by public-suite */
 
 
 
@@ -42,7 +42,7 @@ __global__ void cooperative(unsigned int* out)
     out[threadIdx.x] = Size + lane();
 }
 
-/* host function `reference` removed by rocm-examples */
+/* host function `reference` removed by public-suite */
 
 
 
@@ -53,21 +53,21 @@ __global__ void cooperative(unsigned int* out)
 
 
 
-/* host function `print_grid` removed by rocm-examples */
+/* host function `print_grid` removed by public-suite */
 
 
 
 
 
 
-/* host variable `host_table` removed by rocm-examples */
+/* host variable `host_table` removed by public-suite */
 
 namespace detail
 {
-/* host function `helper` removed by rocm-examples */
+/* host function `helper` removed by public-suite */
 }
 
-/* host function `main` removed by rocm-examples */
+/* host function `main` removed by public-suite */
 
 
 

@@ -1,7 +1,8 @@
 //! The checks of the rocm-examples kernels: one function per program, registering a check for
 //! each of its kernels, with a Rust reference written from what the program's host code expects
-//! (its own verification, or the algorithm it names). Copied by `scripts/rocm-examples.sh` into
-//! the crate it generates (`src/checks.rs`); the kernels are the programs' own, unedited.
+//! (its own verification, or the algorithm it names). Copied by `scripts/public-suite.sh` into
+//! the crate it generates (`src/checks/rocm_examples.rs`); the kernels are the programs' own,
+//! unedited.
 //!
 //! Launch shapes are the programs' (block sizes, template arguments, one block where the program
 //! relies on it); problem sizes vary around the programs' defaults.
