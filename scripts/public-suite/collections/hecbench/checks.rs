@@ -1142,3 +1142,113 @@ pub fn random_access(s: &mut Suite) {
         .cases(5)
         .differential();
 }
+
+/// filter: stream compaction of the positive elements, by a block counter then a global one
+/// (`filter`) or by warp-aggregated atomics over `coalesced_threads()` (`filter2`); blocks of
+/// 256. The order of the kept elements depends on scheduling, so every positive element is the
+/// same number (7): the first `nres` elements of `dst` are 7, the rest untouched.
+pub fn filter(s: &mut Suite) {
+    for k in ["filter", "filter2"] {
+        s.check(k)
+            .size("n", 1..=5000)
+            .output_zeroed::<i32>("dst", "n")
+            .inout("nres", vec![0i32])
+            .input(
+                "src",
+                gen::vec("n", rocm_test::proptest::sample::select(vec![-3i32, 0, 7])),
+            )
+            .scalar("n", gen::size::<i32>("n"))
+            .launch_with(|i| Launch::cover(i.size("n"), 256))
+            .reference(|i, o| {
+                let kept = i.buf::<i32>("src").iter().filter(|&&v| v > 0).count();
+                o.buf::<i32>("dst")[..kept].fill(7);
+                o.buf::<i32>("nres")[0] = kept as i32;
+            });
+    }
+}
+
+/// sad: template matching by the sum of absolute differences over RGB images (16 x 16
+/// blocks), then the minimum of the SAD array (a block reduction and `atomicMin`, blocks of
+/// 256, from the program's threshold 20) and the number of its occurrences (blocks of 256; the
+/// array a multiple of 256 long: README.md).
+pub fn sad(s: &mut Suite) {
+    s.check("compute_sad_array")
+        .size("w", 1..=48)
+        .size("h", 1..=40)
+        .size("kw", 1..=6)
+        .size("kh", 1..=6)
+        .output::<i32>("sad_array", |i: &Inputs| i.size("w") * i.size("h"))
+        .input(
+            "image",
+            gen::vec(|i: &Inputs| 3 * i.size("w") * i.size("h"), 0u8..=255),
+        )
+        .input(
+            "kernel",
+            gen::vec(|i: &Inputs| 3 * i.size("kw") * i.size("kh"), 0u8..=255),
+        )
+        .scalar(
+            "sad_array_size",
+            gen::from_sizes(|i| (i.size("w") * i.size("h")) as i32),
+        )
+        .scalar("image_width", gen::size::<i32>("w"))
+        .scalar("image_height", gen::size::<i32>("h"))
+        .scalar("kernel_width", gen::size::<i32>("kw"))
+        .scalar("kernel_height", gen::size::<i32>("kh"))
+        .scalar(
+            "kernel_size",
+            gen::from_sizes(|i| (i.size("kw") * i.size("kh")) as i32),
+        )
+        .launch_with(|i| {
+            let (w, h) = (i.size("w") as u32, i.size("h") as u32);
+            Launch::new((w.div_ceil(16), h.div_ceil(16)), (16, 16))
+        })
+        .reference(|i, o| {
+            let (w, h, kw, kh) = (i.size("w"), i.size("h"), i.size("kw"), i.size("kh"));
+            let (img, ker) = (i.buf::<u8>("image"), i.buf::<u8>("kernel"));
+            for (p, out) in o.buf::<i32>("sad_array").iter_mut().enumerate() {
+                let (row, col) = (p / w, p % w);
+                let mut sum = 0i32;
+                for kr in 0..kh.min(h - row) {
+                    for kc in 0..kw.min(w - col) {
+                        let (a, b) = (((row + kr) * w + col + kc) * 3, (kr * kw + kc) * 3);
+                        for c in 0..3 {
+                            sum += (img[a + c] as i32 - ker[b + c] as i32).abs();
+                        }
+                    }
+                }
+                *out = (sum as f32 / (kw * kh) as f32) as i32;
+            }
+        });
+    s.check("find_min_in_sad_array")
+        .size("n", 1..=5000)
+        .scalar("sad_array_size", gen::size::<i32>("n"))
+        .input("sad_array", gen::vec("n", 0i32..400))
+        .inout("min_sad", vec![20i32])
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .reference(|i, o| {
+            let m = i.buf::<i32>("sad_array").iter().fold(20, |a, &b| a.min(b));
+            o.buf::<i32>("min_sad")[0] = m;
+        });
+    s.check("get_num_of_occurrences")
+        .size("blocks", 1..=16)
+        .scalar(
+            "sad_array_size",
+            gen::from_sizes(|i| 256 * i.size("blocks") as i32),
+        )
+        .input(
+            "sad_array",
+            gen::vec(|i: &Inputs| 256 * i.size("blocks"), 0i32..8),
+        )
+        .input("min_sad", gen::vec(1, 0i32..8))
+        .inout("num_occurrences", vec![0i32])
+        .launch_with(|i| Launch::new(i.size("blocks") as u32, 256))
+        .reference(|i, o| {
+            let m = i.buf::<i32>("min_sad")[0];
+            let n = i
+                .buf::<i32>("sad_array")
+                .iter()
+                .filter(|&&v| v == m)
+                .count();
+            o.buf::<i32>("num_occurrences")[0] = n as i32;
+        });
+}
