@@ -1252,3 +1252,73 @@ pub fn sad(s: &mut Suite) {
             o.buf::<i32>("num_occurrences")[0] = n as i32;
         });
 }
+
+/// wedford: the mean and biased variance of each feature over batch x spatial elements, by
+/// Welford's algorithm per thread then merged across waves (`__shfl_down`, shared memory), a
+/// block of 32 x 16 per feature.
+pub fn wedford(s: &mut Suite) {
+    s.check("welford_kernel<float, float, float>")
+        .size("bs", 1..=8)
+        .size("fs", 1..=8)
+        .size("ss", 1..=200)
+        .input("input", gen::vec(|i: &Inputs| welford_len(i), 0.0f32..1.0))
+        .output::<f32>("out_mean", "fs")
+        .output::<f32>("out_var_biased", "fs")
+        .scalar("bs", gen::size::<i32>("bs"))
+        .scalar("fs", gen::size::<i32>("fs"))
+        .scalar("ss", gen::size::<i32>("ss"))
+        .launch_with(|i| Launch::new(i.size("fs") as u32, (32, 16)))
+        .tolerance(Tolerance::close(1e-5, 1e-4))
+        .reference(|i, o| {
+            let (bs, fs, ss) = (i.size("bs"), i.size("fs"), i.size("ss"));
+            let x = i.buf::<f32>("input");
+            let (mean, var) = o.pair::<f32, f32>("out_mean", "out_var_biased");
+            for f in 0..fs {
+                let v: Vec<f64> = (0..bs)
+                    .flat_map(|b| (0..ss).map(move |k| (b * fs + f) * ss + k))
+                    .map(|k| x[k] as f64)
+                    .collect();
+                let m = v.iter().sum::<f64>() / v.len() as f64;
+                mean[f] = m as f32;
+                var[f] = (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64) as f32;
+            }
+        });
+}
+
+fn welford_len(i: &Inputs) -> usize {
+    i.size("bs") * i.size("fs") * i.size("ss")
+}
+
+/// nms: the reduce step of work-efficient non-maximum suppression: a point is kept when its
+/// whole row of the 4096-wide NMS bitmap is set, by 32 rounds of `__syncthreads_and` over
+/// blocks of 128, a block per detection (`generate_nms_bitmap`, writing a 4096 x 4096 bitmap,
+/// is left out).
+pub fn nms(s: &mut Suite) {
+    use rocm_test::proptest::strategy::Strategy;
+    s.untested(
+        "generate_nms_bitmap",
+        "it writes rows of a 4096 x 4096 bitmap (16 MB a case)",
+    );
+    s.check("reduce_nms_bitmap")
+        .size("n", 1..=8)
+        .input(
+            "nmsbitmap",
+            gen::vec(
+                |i: &Inputs| 4096 * i.size("n"),
+                (0u32..4096).prop_map(|v| (v != 0) as u8),
+            ),
+        )
+        .output::<u8>("pointsbitmap", "n")
+        .scalar("ndetections", gen::size::<i32>("n"))
+        .launch_with(|i| Launch::new(i.size("n") as u32, 128))
+        .reference(|i, o| {
+            let bitmap = i.buf::<u8>("nmsbitmap");
+            for (p, row) in o
+                .buf::<u8>("pointsbitmap")
+                .iter_mut()
+                .zip(bitmap.chunks(4096))
+            {
+                *p = row.iter().all(|&b| b != 0) as u8;
+            }
+        });
+}
