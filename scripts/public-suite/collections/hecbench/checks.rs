@@ -1322,3 +1322,84 @@ pub fn nms(s: &mut Suite) {
             }
         });
 }
+
+/// langevin: three ways to the Langevin function `coth(x) - 1/x` (by `coshf/sinhf`, by
+/// `tanhf`, and by a minimax polynomial), over the program's negative inputs away from the
+/// cancellation at 0; blocks of 256, the length a multiple of 256.
+pub fn langevin(s: &mut Suite) {
+    for k in ["k0", "k1", "k2"] {
+        s.check(k)
+            .size("blocks", 1..=16)
+            .input(
+                "a",
+                gen::vec(|i: &Inputs| 256 * i.size("blocks"), -1.8f32..-0.25),
+            )
+            .output::<f32>("o", |i: &Inputs| 256 * i.size("blocks"))
+            .launch_with(|i| Launch::new(i.size("blocks") as u32, 256))
+            .tolerance(Tolerance::close(2e-5, 1e-4))
+            .reference(|i, o| {
+                for (y, x) in o.buf::<f32>("o").iter_mut().zip(i.buf::<f32>("a")) {
+                    let x = *x as f64;
+                    *y = (1.0 / x.tanh() - 1.0 / x) as f32;
+                }
+            });
+    }
+}
+
+/// gabor: a Gabor filter (the program's period 13, aspect 2.65 and angle 45 radians) as an
+/// image of doubles, 16 x 16 blocks.
+pub fn gabor(s: &mut Suite) {
+    let (par_t, par_l, theta) = (13.0f64, 2.65f64, 45.0f64);
+    let sx = par_t / (2.0 * (2.0 * 2.0f64.ln()).sqrt());
+    let sy = par_l * sx;
+    let scale = 1.0 / (2.0 * std::f64::consts::PI * sx * sy);
+    s.check("gabor")
+        .size("w", 1..=64)
+        .size("h", 1..=48)
+        .output::<f64>("gabor_spatial", |i: &Inputs| i.size("w") * i.size("h"))
+        .scalar("height", gen::size::<u32>("h"))
+        .scalar("width", gen::size::<u32>("w"))
+        .scalar("center_y", gen::from_sizes(|i| i.size("h") as f64 / 2.0))
+        .scalar("center_x", gen::from_sizes(|i| i.size("w") as f64 / 2.0))
+        .scalar("ctheta", theta.cos())
+        .scalar("stheta", theta.sin())
+        .scalar("scale", scale)
+        .scalar("sx_2", sx * sx)
+        .scalar("sy_2", sy * sy)
+        .scalar("fx", 1.0 / par_t)
+        .launch_with(|i| {
+            let (w, h) = (i.size("w") as u32, i.size("h") as u32);
+            Launch::new((w.div_ceil(16), h.div_ceil(16)), (16, 16))
+        })
+        .tolerance(Tolerance::close(1e-12, 1e-9))
+        .reference(move |i, o| {
+            let w = i.size("w");
+            let (cy, cx) = (i.size("h") as f64 / 2.0, w as f64 / 2.0);
+            let (c, s) = (theta.cos(), theta.sin());
+            for (p, g) in o.buf::<f64>("gabor_spatial").iter_mut().enumerate() {
+                let (x, y) = ((p % w) as f64 - cx, (p / w) as f64 - cy);
+                let (u, v) = (c * x - s * y, c * y + s * x);
+                let e = (-0.5 * (u * u / (sx * sx) + v * v / (sy * sy))).exp();
+                *g = scale * e * (2.0 * std::f64::consts::PI * u / par_t).cos();
+            }
+        });
+}
+
+/// zeropoint: the scale and integer zero point of a symmetric int8 quantisation (qmin -127,
+/// qmax 127, `preserve_sparsity` a `bool` by value) from each range's min and max, blocks of 256
+/// (differential).
+pub fn zeropoint(s: &mut Suite) {
+    s.check("zero_point")
+        .size("n", 1..=2000)
+        .input("x_min", gen::vec("n", -1.0f32..1.0))
+        .input("x_max", gen::vec("n", -1.0f32..1.0))
+        .scalar("qmin", -127i32)
+        .scalar("qmax", 127i32)
+        .scalar("size", gen::size::<i32>("n"))
+        .by_value("preserve_sparsity", 1u8)
+        .output::<f32>("scale", "n")
+        .output::<i32>("zero_point", "n")
+        .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .cases(8)
+        .differential();
+}
