@@ -1403,3 +1403,40 @@ pub fn zeropoint(s: &mut Suite) {
         .cases(8)
         .differential();
 }
+
+/// bscan (`main.cu`, the program for waves of 32, and `main-wave64.cu`, for waves of 64): an
+/// exclusive prefix count of the positive elements of a block (`__ballot` and `__popc` within
+/// a wave, then a scan of the waves' counts in shared memory), blocks of 32 (64) to 1024 threads.
+/// Every block of the program scans the same elements into the same outputs; here one block.
+fn bscan_checks(s: &mut Suite, wave: u32) {
+    for log in wave.trailing_zeros()..=10 {
+        let n = 1usize << log;
+        s.check("binary_scan")
+            .named(&format!("binary_scan/{n}"))
+            .output::<i32>("g_odata", n)
+            .input("g_idata", gen::vec(n, -(n as i32) / 2..(n as i32) / 2))
+            .launch(Launch::new(1, n as u32))
+            .only_wave_size(wave)
+            .reference(|i, o| {
+                let mut count = 0;
+                for (y, x) in o
+                    .buf::<i32>("g_odata")
+                    .iter_mut()
+                    .zip(i.buf::<i32>("g_idata"))
+                {
+                    *y = count;
+                    count += (*x > 0) as i32;
+                }
+            });
+    }
+}
+
+/// bscan's `main.cu` (waves of 32).
+pub fn bscan(s: &mut Suite) {
+    bscan_checks(s, 32);
+}
+
+/// bscan's `main-wave64.cu` (waves of 64).
+pub fn bscan_wave64(s: &mut Suite) {
+    bscan_checks(s, 64);
+}
