@@ -1440,3 +1440,79 @@ pub fn bscan(s: &mut Suite) {
 pub fn bscan_wave64(s: &mut Suite) {
     bscan_checks(s, 64);
 }
+
+/// An exclusive prefix sum of `x` into `out`, in f64.
+fn exclusive_scan(x: &[f32], out: &mut [f32]) {
+    let mut sum = 0.0f64;
+    for (y, x) in out.iter_mut().zip(x) {
+        *y = sum as f32;
+        sum += *x as f64;
+    }
+}
+
+/// scan2: the AMD SDK's large-array scan: `ScanLargeArrays` (an exclusive scan of each block of
+/// `block_size` elements, by `block_size / 2` threads, in shared memory, and each block's total),
+/// `prefixSum` (the same in one block) and `blockAddition` (each block's offset added back).
+pub fn scan2(s: &mut Suite) {
+    s.check("ScanLargeArrays")
+        .size("log_b", 1..=8)
+        .size("blocks", 1..=8)
+        .output::<f32>("output", |i: &Inputs| i.size("blocks") << i.size("log_b"))
+        .input(
+            "input",
+            gen::vec(
+                |i: &Inputs| i.size("blocks") << i.size("log_b"),
+                0.0f32..1.0,
+            ),
+        )
+        .scalar("block_size", gen::from_sizes(|i| 1u32 << i.size("log_b")))
+        .output::<f32>("sumBuffer", "blocks")
+        .launch_with(|i| {
+            let b = 1u32 << i.size("log_b");
+            Launch::new(i.size("blocks") as u32, b / 2).shared_bytes(4 * b)
+        })
+        .tolerance(Tolerance::close(1e-5, 1e-5))
+        .reference(|i, o| {
+            let b = 1 << i.size("log_b");
+            let x = i.buf::<f32>("input");
+            let (out, sums) = o.pair::<f32, f32>("output", "sumBuffer");
+            for ((x, y), s) in x.chunks(b).zip(out.chunks_mut(b)).zip(sums.iter_mut()) {
+                exclusive_scan(x, y);
+                *s = x.iter().map(|v| *v as f64).sum::<f64>() as f32;
+            }
+        });
+    s.check("prefixSum")
+        .size("log_n", 1..=11)
+        .output::<f32>("output", |i: &Inputs| 1 << i.size("log_n"))
+        .input(
+            "input",
+            gen::vec(|i: &Inputs| 1 << i.size("log_n"), 0.0f32..1.0),
+        )
+        .scalar("block_size", gen::from_sizes(|i| 1u32 << i.size("log_n")))
+        .launch_with(|i| {
+            let n = 1u32 << i.size("log_n");
+            Launch::new(1, n / 2).shared_bytes(4 * (n + 1))
+        })
+        .tolerance(Tolerance::close(1e-4, 1e-5))
+        .reference(|i, o| exclusive_scan(i.buf::<f32>("input"), o.buf::<f32>("output")));
+    s.check("blockAddition")
+        .size("log_b", 0..=8)
+        .size("blocks", 1..=8)
+        .input("input", gen::vec("blocks", 0.0f32..100.0))
+        .inout(
+            "output",
+            gen::vec(
+                |i: &Inputs| i.size("blocks") << i.size("log_b"),
+                0.0f32..1.0,
+            ),
+        )
+        .launch_with(|i| Launch::new(i.size("blocks") as u32, 1 << i.size("log_b")))
+        .tolerance(Tolerance::exact())
+        .reference(|i, o| {
+            let b = 1 << i.size("log_b");
+            let add = i.buf::<f32>("input");
+            for (y, a) in o.buf::<f32>("output").chunks_mut(b).zip(add) {
+                y.iter_mut().for_each(|y| *y += a);
+            }
+        });
+}
