@@ -698,6 +698,9 @@ pub fn colorwheel(s: &mut Suite) {
             let n = i.size("size").div_ceil(16) as u32;
             Launch::new((n, n), (16, 16))
         })
+        // `(int)(255.f * col)`: one unit either way where `atan2f` or `sqrtf` differ in the
+        // last bit.
+        .tolerance(Tolerance::abs(1.0))
         .cases(8)
         .differential();
 }
@@ -1400,6 +1403,10 @@ pub fn zeropoint(s: &mut Suite) {
         .output::<f32>("scale", "n")
         .output::<i32>("zero_point", "n")
         .launch_with(|i| Launch::cover(i.size("n"), 256))
+        .tolerance(Tolerance::close(1e-6, 1e-5))
+        // `nearbyint` of a quotient by the float scale: one unit where the scale differs in
+        // its last bit and the quotient sits at a half.
+        .tolerance_for("zero_point", Tolerance::abs(1.0))
         .cases(8)
         .differential();
 }
