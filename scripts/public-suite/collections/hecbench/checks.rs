@@ -1523,3 +1523,76 @@ pub fn scan2(s: &mut Suite) {
             }
         });
 }
+
+/// The input and output lengths of an upsample case: B x C images of H x W, doubled each way.
+fn upsample_len(i: &Inputs, factor: usize) -> usize {
+    i.size("b") * i.size("c") * i.size("h") * i.size("w") * factor
+}
+
+/// upsample: nearest-neighbour 2x upsampling of B x C images forward (each pixel copied to its
+/// 2 x 2 square) and backward (each square's gradients summed), by a thread per input pixel in
+/// blocks of 256, or in 16 x 16 blocks with `float2` accesses (the grid's z over B x C).
+pub fn upsample(s: &mut Suite) {
+    let flat = |i: &Inputs| Launch::cover(upsample_len(i, 1), 256);
+    let tiled = |i: &Inputs| {
+        let (w, h) = (i.size("w") as u32, i.size("h") as u32);
+        let bc = (i.size("b") * i.size("c")) as u32;
+        Launch::new((w.div_ceil(16), h.div_ceil(16), bc), (16, 16))
+    };
+    for (k, tiled_launch) in [
+        ("upsample_forward_kernel", false),
+        ("upsample_forward_kernel2", true),
+    ] {
+        s.check(k)
+            .size("b", 1..=2)
+            .size("c", 1..=3)
+            .size("h", 1..=20)
+            .size("w", 1..=20)
+            .input("x", gen::vec(|i: &Inputs| upsample_len(i, 1), -1.0f32..1.0))
+            .output::<f32>("out", |i: &Inputs| upsample_len(i, 4))
+            .scalar("B", gen::size::<u64>("b"))
+            .scalar("C", gen::size::<u64>("c"))
+            .scalar("H", gen::size::<u64>("h"))
+            .scalar("W", gen::size::<u64>("w"))
+            .launch_with(move |i| if tiled_launch { tiled(i) } else { flat(i) })
+            .tolerance(Tolerance::exact())
+            .reference(|i, o| {
+                let w = i.size("w");
+                let x = i.buf::<f32>("x");
+                for (k, y) in o.buf::<f32>("out").iter_mut().enumerate() {
+                    let (row, col) = (k / (2 * w), k % (2 * w));
+                    *y = x[(row / 2) * w + col / 2];
+                }
+            });
+    }
+    for (k, tiled_launch) in [
+        ("upsample_backward_kernel", false),
+        ("upsample_backward_kernel2", true),
+    ] {
+        s.check(k)
+            .size("b", 1..=2)
+            .size("c", 1..=3)
+            .size("h", 1..=20)
+            .size("w", 1..=20)
+            .input(
+                "dout",
+                gen::vec(|i: &Inputs| upsample_len(i, 4), -1.0f32..1.0),
+            )
+            .output::<f32>("dx", |i: &Inputs| upsample_len(i, 1))
+            .scalar("B", gen::size::<u64>("b"))
+            .scalar("C", gen::size::<u64>("c"))
+            .scalar("H", gen::size::<u64>("h"))
+            .scalar("W", gen::size::<u64>("w"))
+            .launch_with(move |i| if tiled_launch { tiled(i) } else { flat(i) })
+            .tolerance(Tolerance::close(1e-6, 1e-6))
+            .reference(|i, o| {
+                let w = i.size("w");
+                let d = i.buf::<f32>("dout");
+                for (k, y) in o.buf::<f32>("dx").iter_mut().enumerate() {
+                    let (row, col) = (k / w, k % w);
+                    let at = |r: usize, c: usize| d[(2 * row + r) * 2 * w + 2 * col + c];
+                    *y = (at(0, 0) + at(0, 1)) + (at(1, 0) + at(1, 1));
+                }
+            });
+    }
+}
