@@ -1596,3 +1596,51 @@ pub fn upsample(s: &mut Suite) {
             });
     }
 }
+
+/// gelu: the bias add and GELU (tanh form) of fp16 activations in place, a block per sequence
+/// position (the grid's y over the batch), by `half2` (`gelu_bias_loop`, the width even) or one
+/// half a thread (`gelu_bias_loop_base`); blocks of 128 (the program's below a width of 2048).
+pub fn gelu(s: &mut Suite) {
+    for k in ["gelu_bias_loop", "gelu_bias_loop_base"] {
+        s.check(k)
+            .size("batch", 1..=3)
+            .size("seq", 1..=8)
+            .size("half_width", 1..=300)
+            .inout(
+                "src",
+                gen::vec(
+                    |i: &Inputs| gelu_len(i),
+                    gen::rounded::<half::f16>(-3.0..3.0),
+                ),
+            )
+            .input(
+                "bias",
+                gen::vec(
+                    |i: &Inputs| 2 * i.size("half_width"),
+                    gen::rounded::<half::f16>(-1.0..1.0),
+                ),
+            )
+            .scalar(
+                "width",
+                gen::from_sizes(|i| 2 * i.size("half_width") as i32),
+            )
+            .scalar("height", gen::size::<i32>("seq"))
+            .launch_with(|i| Launch::new((i.size("seq") as u32, i.size("batch") as u32), 128))
+            .tolerance(Tolerance::close(1e-3, 2.0 / 1024.0))
+            .reference(|i, o| {
+                let w = 2 * i.size("half_width");
+                let bias = i.buf::<half::f16>("bias");
+                for row in o.buf::<half::f16>("src").chunks_mut(w) {
+                    for (v, b) in row.iter_mut().zip(bias) {
+                        let t = half::f16::from_f32(v.to_f32() + b.to_f32()).to_f32();
+                        let g = 0.5 * t * (1.0 + (0.797_884_6 * (t + 0.044715 * t * t * t)).tanh());
+                        *v = half::f16::from_f32(g);
+                    }
+                }
+            });
+    }
+}
+
+fn gelu_len(i: &Inputs) -> usize {
+    i.size("batch") * i.size("seq") * 2 * i.size("half_width")
+}
