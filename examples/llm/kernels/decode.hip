@@ -339,18 +339,20 @@ __device__ void paged_decode_merge(int heads, int head_dim, int partition_size, 
                                    const float* tmp_out, T* out) {
     const dec_index_t h = (dec_index_t)blockIdx.y * heads + blockIdx.x;
     const int parts = (context_lens[blockIdx.y] + partition_size - 1) / partition_size;
-    const float* m = max_logits + h * max_parts;
-    const float* l = exp_sums + h * max_parts;
+    const dec_index_t at = h * max_parts;
     float big = DEC_NEG_INF;
-    for (int p = 0; p < parts; ++p) big = fmaxf(big, m[p]);
+    for (int p = 0; p < parts; ++p) big = fmaxf(big, max_logits[at + p]);
     float total = 0.0f;
-    for (int p = 0; p < parts; ++p) total += l[p] * expf(m[p] - big);
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float o = 0.0f;
-        for (int p = 0; p < parts; ++p) {
-            o += l[p] * expf(m[p] - big) * tmp_out[(h * max_parts + p) * head_dim + d];
+    for (int p = 0; p < parts; ++p) total += exp_sums[at + p] * expf(max_logits[at + p] - big);
+    for (int d0 = 0; d0 < head_dim; d0 += DEC_THREADS) {
+        const int d = d0 + threadIdx.x;
+        if (d < head_dim) {
+            float o = 0.0f;
+            for (int p = 0; p < parts; ++p) {
+                o += exp_sums[at + p] * expf(max_logits[at + p] - big) * tmp_out[(at + p) * head_dim + d];
+            }
+            out[h * head_dim + d] = dec_store<T>(total > 0.0f ? o / total : 0.0f);
         }
-        out[h * head_dim + d] = dec_store<T>(total > 0.0f ? o / total : 0.0f);
     }
 }
 
@@ -358,8 +360,9 @@ __device__ void paged_decode_merge(int heads, int head_dim, int partition_size, 
     __global__ void __launch_bounds__(DEC_THREADS) paged_decode_reduce##SUFFIX(                               \
         int num_seqs, int heads, int head_dim, int partition_size, int max_parts, const int* context_lens,   \
         const float* max_logits, const float* exp_sums, const float* tmp_out, T* out) {                       \
-        paged_decode_merge<T>(heads, head_dim, partition_size, max_parts, context_lens, max_logits, exp_sums, \
-                              tmp_out, out);                                                                  \
+        /* T deduced, not written: the cpu backend's region form misses `f<T>(...)` reading threadIdx */     \
+        paged_decode_merge(heads, head_dim, partition_size, max_parts, context_lens, max_logits, exp_sums,    \
+                           tmp_out, out);                                                                     \
     }
 
 DEC_REDUCE(, float)
