@@ -76,11 +76,13 @@ struct alignas(sizeof(T) * N) DecPack {
 // Tokens of K (and of V) a thread loads before it uses them: bytes in flight.
 #define DEC_UNROLL 4
 
-// One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over tokens
-// [start, end) of its context, online softmax over passes of DEC_CHUNK tokens. A token's head
-// vector is read by TPT threads, 16 bytes each (VEC elements); NT tokens at a time.
-// With `out` it writes the normalised output in T; else the partition's max score, sum and
-// normalised output (f32) for `part`.
+// One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over its context's
+// tokens [start, end): all of them (partition_size 0), or partition blockIdx.z of
+// `partition_size` tokens; online softmax over passes of DEC_CHUNK tokens. A token's head vector
+// is read by TPT threads, 16 bytes each (VEC elements); NT tokens at a time. With `out` it writes
+// the normalised output in T; else the partition's max score, sum and normalised output (f32).
+// The kernels call it directly, their template arguments deduced (the cpu backend then runs them
+// without fibers).
 // The shared memory of a block (declared by each kernel, as `__shared__ DecShared<D> sh`).
 template <int D>
 struct DecShared {
@@ -92,10 +94,10 @@ struct DecShared {
 };
 
 template <int D, typename T>
-__device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int start, int end, float scale,
-                                   const T* q, const T* k_cache, const T* v_cache, const int* block_tables,
-                                   T* out, int part, int max_parts, float* max_logits, float* exp_sums,
-                                   float* tmp_out, DecShared<D>& sh) {
+__device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int partition_size, int max_parts,
+                                   float scale, const T* q, const T* k_cache, const T* v_cache,
+                                   const int* block_tables, const int* context_lens, T* out, float* max_logits,
+                                   float* exp_sums, float* tmp_out, DecShared<D>& sh) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int TPT = D / VEC;
     constexpr int NT = DEC_THREADS / TPT;
@@ -113,6 +115,13 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     const int lane = tid % TPT;  // and its 16 bytes of the head vector
     const int d0 = lane * VEC;
     const int* table = block_tables + (dec_index_t)seq * max_blocks;
+    const int ctx = context_lens[seq];
+    const int part = blockIdx.z;
+    const int start = part * partition_size;
+    const int end = partition_size > 0 ? min(start + partition_size, ctx) : ctx;
+    if (out == nullptr && start >= end) {
+        return;  // a partition past the context: nothing to write (the merge does not read it)
+    }
 
     for (int e = tid; e < group * D; e += DEC_THREADS) {
         const int g = e / D, d = e % D;
@@ -254,9 +263,12 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     for (int w = 0; w < waves; ++w) {
         __syncthreads();
         if (tid / DEC_WAVE == w && tid % DEC_WAVE < TPT) {
-            for (int g = 0; g < group; ++g) {
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) outs[g][d0 + j] += acc[g][j];
+            for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+                if (g < group) {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j) outs[g][d0 + j] += acc[g][j];
+                }
             }
         }
     }
@@ -278,49 +290,26 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     }
 }
 
-// The whole context in one block a (kv head, sequence): grid (kv_heads, num_seqs).
-template <int D, typename T>
-__device__ void paged_decode_all(int heads, int kv_heads, int max_blocks, float scale, const T* q,
-                                 const T* k_cache, const T* v_cache, const int* block_tables,
-                                 const int* context_lens, T* out, DecShared<D>& sh) {
-    paged_decode_block<D, T>(heads, kv_heads, max_blocks, 0, context_lens[blockIdx.y], scale, q, k_cache,
-                             v_cache, block_tables, out, 0, 0, nullptr, nullptr, nullptr, sh);
-}
-
-// A partition of `partition_size` tokens (a multiple of DEC_BLOCK) a block: grid (kv_heads,
-// num_seqs, max_parts). Partitions past a sequence's context write nothing (the reduce reads
+// The kernels: the whole context in one block a (kv head, sequence), grid (kv_heads, num_seqs);
+// or a partition of `partition_size` tokens (a multiple of DEC_BLOCK) a block, grid (kv_heads,
+// num_seqs, max_parts), partitions past a sequence's context writing nothing (the merge reads
 // ceil(context_len / partition_size) of them).
-template <int D, typename T>
-__device__ void paged_decode_part(int heads, int kv_heads, int max_blocks, int partition_size, int max_parts,
-                                  float scale, const T* q, const T* k_cache, const T* v_cache,
-                                  const int* block_tables, const int* context_lens, float* max_logits,
-                                  float* exp_sums, float* tmp_out, DecShared<D>& sh) {
-    const int ctx = context_lens[blockIdx.y];
-    const int start = blockIdx.z * partition_size;
-    if (start >= ctx) {
-        return;
-    }
-    paged_decode_block<D, T>(heads, kv_heads, max_blocks, start, min(start + partition_size, ctx), scale, q,
-                             k_cache, v_cache, block_tables, (T*)nullptr, blockIdx.z, max_parts, max_logits,
-                             exp_sums, tmp_out, sh);
-}
-
 #define DEC_KERNELS(D, SUFFIX, T)                                                                              \
     __global__ void __launch_bounds__(DEC_THREADS)                                                             \
         paged_decode_attention_d##D##SUFFIX(int num_seqs, int heads, int kv_heads, int max_blocks, float scale, \
                                             const T* q, const T* k_cache, const T* v_cache,                    \
                                             const int* block_tables, const int* context_lens, T* out) {       \
         __shared__ DecShared<D> sh;                                                                            \
-        paged_decode_all<D, T>(heads, kv_heads, max_blocks, scale, q, k_cache, v_cache, block_tables,         \
-                               context_lens, out, sh);                                                         \
+        paged_decode_block(heads, kv_heads, max_blocks, 0, 0, scale, q, k_cache, v_cache, block_tables,       \
+                           context_lens, out, (float*)nullptr, (float*)nullptr, (float*)nullptr, sh);         \
     }                                                                                                          \
     __global__ void __launch_bounds__(DEC_THREADS) paged_decode_partition_d##D##SUFFIX(                        \
         int num_seqs, int heads, int kv_heads, int max_blocks, int partition_size, int max_parts, float scale, \
         const T* q, const T* k_cache, const T* v_cache, const int* block_tables, const int* context_lens,     \
         float* max_logits, float* exp_sums, float* tmp_out) {                                                  \
         __shared__ DecShared<D> sh;                                                                            \
-        paged_decode_part<D, T>(heads, kv_heads, max_blocks, partition_size, max_parts, scale, q, k_cache,    \
-                                v_cache, block_tables, context_lens, max_logits, exp_sums, tmp_out, sh);      \
+        paged_decode_block(heads, kv_heads, max_blocks, partition_size, max_parts, scale, q, k_cache, v_cache, \
+                           block_tables, context_lens, (T*)nullptr, max_logits, exp_sums, tmp_out, sh);       \
     }
 
 DEC_KERNELS(64, , float)
