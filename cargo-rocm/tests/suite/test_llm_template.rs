@@ -150,10 +150,7 @@ fn llm_template_passes_and_planted_bugs_are_named() {
             "exp_sums[at + p]",
         ),
         // The sampler ranks by logit only: ties fall in whatever order the sort leaves them.
-        (
-            "{ return a < b; }",
-            "{ return (a >> 32) < (b >> 32); }",
-        ),
+        ("{ return a < b; }", "{ return (a >> 32) < (b >> 32); }"),
     ] {
         assert!(
             src.contains(correct),
@@ -254,8 +251,16 @@ fn llm_template_passes_and_planted_bugs_are_named() {
     }
     // Ties out of order: the chunks' top-k names other ids, and the draw picks other tokens.
     for (check, kernel, output) in [
-        ("sample_topk_chunks_v1000_ties", "sample_topk_chunks", "cand_ids["),
-        ("sample_topk_chunks_v32003_ties", "sample_topk_chunks", "cand_ids["),
+        (
+            "sample_topk_chunks_v1000_ties",
+            "sample_topk_chunks",
+            "cand_ids[",
+        ),
+        (
+            "sample_topk_chunks_v32003_ties",
+            "sample_topk_chunks",
+            "cand_ids[",
+        ),
         ("sample_greedy_k1", "sample_topk_topp", "tokens["),
         ("sample_topk_topp", "sample_topk_topp", "tokens["),
     ] {

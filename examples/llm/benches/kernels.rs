@@ -442,22 +442,36 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
         let (kc, vc) = (b.data::<T>(cache), b.data::<T>(cache));
         let q = b.data::<T>(seqs * heads * d);
         let mut out = b.buf::<T>(seqs * heads * d, 0.0);
-        // Block i of the table is physical block i * 7919 mod blocks (7919 is odd, blocks a power
-        // of two times odd factors of 7919's coprimes: a permutation when gcd = 1).
+        // Block i of the table is physical block i * 7919 mod blocks: a permutation (7919 is
+        // prime), the blocks of a sequence scattered over the cache.
         let stride = if blocks % 7919 == 0 { 1 } else { 7919 };
-        let table: Vec<i32> = (0..blocks).map(|i| ((i * stride) % blocks) as i32).collect();
+        let table: Vec<i32> = (0..blocks)
+            .map(|i| ((i * stride) % blocks) as i32)
+            .collect();
         let table = b.device().upload(&table).unwrap();
         let lens = b.device().upload(&vec![ctx as i32; seqs]).unwrap();
-        let s = PagedShape { num_seqs: seqs, heads, kv_heads, head_dim: d, max_blocks };
+        let s = PagedShape {
+            num_seqs: seqs,
+            heads,
+            kv_heads,
+            head_dim: d,
+            max_blocks,
+        };
         let scale = 1.0 / (d as f32).sqrt();
         let kv_bytes = bytes::<T>(2 * seqs * ctx * kv_heads * d);
         let parts = dec::partitions(ctx, dec::PARTITION);
         let n = seqs * heads * parts;
         let (mut ml, mut es) = (b.buf::<f32>(n, 0.0), b.buf::<f32>(n, 0.0));
         let mut tmp = b.buf::<f32>(n * d, 0.0);
-        let split = b.module.kernel(&dec::partition_kernel::<T>(d).unwrap()).unwrap();
+        let split = b
+            .module
+            .kernel(&dec::partition_kernel::<T>(d).unwrap())
+            .unwrap();
         let reduce = b.module.kernel(&T::kernel("paged_decode_reduce")).unwrap();
-        let whole = b.module.kernel(&dec::attention_kernel::<T>(d).unwrap()).unwrap();
+        let whole = b
+            .module
+            .kernel(&dec::attention_kernel::<T>(d).unwrap())
+            .unwrap();
         let mut g = b.group(c, &T::kernel("paged_decode"), kv_bytes);
         g.note("bytes: the K and V cache read (tables, q and out not counted)");
         g.bench_launches(&format!("split_d{d}_{seqs}x{ctx}"), &b.stream, |st| {

@@ -64,7 +64,7 @@ pub fn partitions(max_context: usize, partition_size: usize) -> usize {
     max_context.div_ceil(partition_size).max(1)
 }
 
-fn check_paged<T: Dtype>(kernel: &str, s: PagedShape) -> Result<(), ShapeError> {
+fn check_paged(kernel: &str, s: PagedShape) -> Result<(), ShapeError> {
     non_empty(
         kernel,
         &[
@@ -96,7 +96,11 @@ fn check_paged<T: Dtype>(kernel: &str, s: PagedShape) -> Result<(), ShapeError> 
         return Err(refuse(kernel, "num_seqs: the grid's y holds 65535"));
     }
     fits_int(kernel, "num_seqs * max_blocks", s.num_seqs * s.max_blocks)?;
-    fits_int(kernel, "num_seqs * heads * head_dim", s.num_seqs * s.heads * s.head_dim)
+    fits_int(
+        kernel,
+        "num_seqs * heads * head_dim",
+        s.num_seqs * s.heads * s.head_dim,
+    )
 }
 
 /// The whole-context kernel for `head_dim` and `T`: `paged_decode_attention_d128_f16`...
@@ -122,7 +126,7 @@ fn dim_kernel<T: Dtype>(base: &str, head_dim: usize) -> Result<String, ShapeErro
 /// Launch of `paged_decode_attention_d*`: a block of [`DEC_THREADS`] a (kv head, sequence).
 pub fn attention_launch<T: Dtype>(s: PagedShape) -> Result<LaunchConfig, ShapeError> {
     let kernel = attention_kernel::<T>(s.head_dim)?;
-    check_paged::<T>(&kernel, s)?;
+    check_paged(&kernel, s)?;
     Ok(LaunchConfig::new(
         (s.kv_heads as u32, s.num_seqs as u32, 1),
         (DEC_THREADS, 1, 1),
@@ -137,7 +141,7 @@ pub fn partition_launch<T: Dtype>(
     max_parts: usize,
 ) -> Result<LaunchConfig, ShapeError> {
     let kernel = partition_kernel::<T>(s.head_dim)?;
-    check_paged::<T>(&kernel, s)?;
+    check_paged(&kernel, s)?;
     if partition_size == 0 || !partition_size.is_multiple_of(DEC_BLOCK) {
         return Err(refuse(
             &kernel,
@@ -168,7 +172,11 @@ pub fn reduce_launch<T: Dtype>(
     let kernel = T::kernel("paged_decode_reduce");
     non_empty(
         &kernel,
-        &[("num_seqs", num_seqs), ("heads", heads), ("head_dim", head_dim)],
+        &[
+            ("num_seqs", num_seqs),
+            ("heads", heads),
+            ("head_dim", head_dim),
+        ],
     )?;
     if num_seqs > 65_535 {
         return Err(refuse(&kernel, "num_seqs: the grid's y holds 65535"));
@@ -226,7 +234,11 @@ pub fn sample_chunks_launch(
 }
 
 /// Launch of `sample_topk_topp`: a block a row of `n_cand` candidates.
-pub fn sample_launch(batch: usize, n_cand: usize, top_k: usize) -> Result<LaunchConfig, ShapeError> {
+pub fn sample_launch(
+    batch: usize,
+    n_cand: usize,
+    top_k: usize,
+) -> Result<LaunchConfig, ShapeError> {
     let kernel = "sample_topk_topp";
     non_empty(kernel, &[("batch", batch), ("n_cand", n_cand)])?;
     check_top_k(kernel, top_k)?;
@@ -236,7 +248,10 @@ pub fn sample_launch(batch: usize, n_cand: usize, top_k: usize) -> Result<Launch
             format!("n_cand = {n_cand}: at most {SAMPLE_SORT_MAX} (SAMPLE_SORT_MAX)"),
         ));
     }
-    Ok(LaunchConfig::new((batch as u32, 1, 1), (SAMPLE_THREADS, 1, 1)))
+    Ok(LaunchConfig::new(
+        (batch as u32, 1, 1),
+        (SAMPLE_THREADS, 1, 1),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,8 +339,8 @@ pub fn paged_decode_attention<T: Dtype>(
     out: &mut [T],
 ) {
     let d = s.head_dim;
-    for seq in 0..s.num_seqs {
-        let ctx = context_lens[seq].max(0) as usize;
+    for (seq, &ctx) in context_lens.iter().enumerate().take(s.num_seqs) {
+        let ctx = ctx.max(0) as usize;
         for h in 0..s.heads {
             let o = &mut out[(seq * s.heads + h) * d..][..d];
             if ctx == 0 {
@@ -360,8 +375,8 @@ pub fn paged_decode_partition<T: Dtype>(
     tmp_out: &mut [f32],
 ) {
     let d = s.head_dim;
-    for seq in 0..s.num_seqs {
-        let ctx = context_lens[seq].max(0) as usize;
+    for (seq, &ctx) in context_lens.iter().enumerate().take(s.num_seqs) {
+        let ctx = ctx.max(0) as usize;
         for h in 0..s.heads {
             for p in 0..ctx.div_ceil(partition_size).min(max_parts) {
                 let range = p * partition_size..((p + 1) * partition_size).min(ctx);
@@ -393,7 +408,9 @@ pub fn paged_decode_reduce<T: Dtype>(
     out: &mut [T],
 ) {
     for (seq, &ctx) in context_lens.iter().enumerate() {
-        let parts = (ctx.max(0) as usize).div_ceil(partition_size).min(max_parts);
+        let parts = (ctx.max(0) as usize)
+            .div_ceil(partition_size)
+            .min(max_parts);
         for h in 0..heads {
             let at = (seq * heads + h) * max_parts;
             let m = &max_logits[at..at + parts];
@@ -584,8 +601,18 @@ mod tests {
         let logits = [0.5f32, 3.0, 3.0, -1.0, 2.0, 3.0];
         let mut t = [0i32];
         for p in [
-            Sampling { top_k: 1, top_p: 1.0, temperature: 1.0, seed: 1 },
-            Sampling { top_k: 4, top_p: 0.9, temperature: 0.0, seed: 1 },
+            Sampling {
+                top_k: 1,
+                top_p: 1.0,
+                temperature: 1.0,
+                seed: 1,
+            },
+            Sampling {
+                top_k: 4,
+                top_p: 0.9,
+                temperature: 0.0,
+                seed: 1,
+            },
         ] {
             sample(6, p, &logits, &mut t);
             assert_eq!(t, [1]);
@@ -593,7 +620,12 @@ mod tests {
         // Three equal top logits, top-k 3: only ids 1, 2 and 5, each about a third of the time.
         let mut seen = [0usize; 6];
         for seed in 0..3000 {
-            let p = Sampling { top_k: 3, top_p: 1.0, temperature: 1.0, seed };
+            let p = Sampling {
+                top_k: 3,
+                top_p: 1.0,
+                temperature: 1.0,
+                seed,
+            };
             sample(6, p, &logits, &mut t);
             seen[t[0] as usize] += 1;
         }
@@ -609,7 +641,12 @@ mod tests {
         let logits = [2.0f32, 1.0, 0.0];
         let mut t = [0i32];
         for seed in 0..200 {
-            let p = Sampling { top_k: 3, top_p: 0.6, temperature: 1.0, seed };
+            let p = Sampling {
+                top_k: 3,
+                top_p: 0.6,
+                temperature: 1.0,
+                seed,
+            };
             sample(3, p, &logits, &mut t);
             assert_eq!(t, [0]);
             let p = Sampling { top_p: 0.7, ..p };
@@ -620,18 +657,32 @@ mod tests {
 
     #[test]
     fn split_and_merged_equals_whole() {
-        let s = PagedShape { num_seqs: 2, heads: 4, kv_heads: 2, head_dim: 64, max_blocks: 6 };
+        let s = PagedShape {
+            num_seqs: 2,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 64,
+            max_blocks: 6,
+        };
         let pool = 12;
         let val = |i: usize| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0;
         let q: Vec<f32> = (0..s.num_seqs * s.heads * 64).map(val).collect();
         let k: Vec<f32> = (0..pool * DEC_BLOCK * 2 * 64).map(|i| val(i + 3)).collect();
-        let v: Vec<f32> = (0..pool * DEC_BLOCK * 2 * 64).map(|i| val(i + 11)).collect();
+        let v: Vec<f32> = (0..pool * DEC_BLOCK * 2 * 64)
+            .map(|i| val(i + 11))
+            .collect();
         let table: Vec<i32> = [5, 0, 11, 3, 7, 2, 1, 9, 4, 10, 6, 8].to_vec();
         let ctx = [83, 17];
         let (ps, mp) = (32, 3);
         let n = s.num_seqs * s.heads;
-        let (mut m, mut l, mut t) = (vec![0f32; n * mp], vec![0f32; n * mp], vec![0f32; n * mp * 64]);
-        paged_decode_partition(s, ps, mp, 0.125, &q, &k, &v, &table, &ctx, &mut m, &mut l, &mut t);
+        let (mut m, mut l, mut t) = (
+            vec![0f32; n * mp],
+            vec![0f32; n * mp],
+            vec![0f32; n * mp * 64],
+        );
+        paged_decode_partition(
+            s, ps, mp, 0.125, &q, &k, &v, &table, &ctx, &mut m, &mut l, &mut t,
+        );
         let mut merged = vec![0f32; n * 64];
         paged_decode_reduce(4, 64, ps, mp, &ctx, &m, &l, &t, &mut merged);
         let mut whole = vec![0f32; n * 64];
@@ -643,7 +694,13 @@ mod tests {
 
     #[test]
     fn unsupported_shapes_are_refused() {
-        let s = PagedShape { num_seqs: 1, heads: 12, kv_heads: 1, head_dim: 128, max_blocks: 4 };
+        let s = PagedShape {
+            num_seqs: 1,
+            heads: 12,
+            kv_heads: 1,
+            head_dim: 128,
+            max_blocks: 4,
+        };
         let e = attention_launch::<f32>(s).unwrap_err();
         assert!(e.to_string().contains("at most 8"), "{e}");
         let e = partition_launch::<f32>(PagedShape { kv_heads: 4, ..s }, 100, 2).unwrap_err();

@@ -25,10 +25,10 @@
 //!
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
+use llm::decode::{self as dec, PagedShape, Sampling};
 use llm::{bf16, f16, Dtype};
 use llm_kernels as llm;
 use rocm_kernels::Backend;
-use llm::decode::{self as dec, PagedShape, Sampling};
 use rocm_test::proptest::strategy::Strategy;
 use rocm_test::{gen, Inputs, Launch, Suite, Tolerance};
 
@@ -626,7 +626,10 @@ fn paged_check<T: Elem>(
     let max_parts = move |i: &Inputs| dec::partitions(max_ctx, partition(i));
     if let Some(pb) = part_blocks.clone() {
         c.size("part_blocks", pb)
-            .scalar("partition_size", gen::from_sizes(move |i| partition(i) as i32))
+            .scalar(
+                "partition_size",
+                gen::from_sizes(move |i| partition(i) as i32),
+            )
             .scalar("max_parts", gen::from_sizes(move |i| max_parts(i) as i32));
     }
     c.scalar("scale", scale)
