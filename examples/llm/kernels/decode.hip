@@ -364,11 +364,10 @@ DEC_REDUCE(_bf16, __hip_bfloat16)
 // The rank of a token: by logit, highest first; equal logits by token id, lowest first (the tie
 // rule). As one unsigned 64-bit key, larger ranking first: the logit's bits mapped to an order-
 // preserving unsigned integer, above 0xffffffff - id. NaN logits are not supported.
-//   1. `sample_topk_chunks`, grid (ceil(vocab / SAMPLE_CHUNK), batch): each block sorts a chunk of
-//      a row by rank (bitonic sort in shared memory) and writes its first top_k (logit, id) pairs
-//      in rank order (id -1, logit -inf where the chunk has fewer tokens).
-//   2. `sample_topk_topp`, grid (batch): sorts a row's candidates the same way, keeps the first
-//      top_k (top-k), computes e_j = exp((logit_j - logit_0) / temperature) in rank order, keeps
+//   1. `sample_topk_chunks`, grid (ceil(vocab / SAMPLE_CHUNK), batch): each block finds the first
+//      top_k of a chunk of a row by rank (a bitonic top-k in shared memory) and writes them as
+//      (logit, id) pairs in rank order (id -1, logit -inf where the chunk has fewer tokens).
+//   2. `sample_topk_topp`, grid (batch): the first top_k of a row's candidates the same way (top-k), computes e_j = exp((logit_j - logit_0) / temperature) in rank order, keeps
 //      the smallest prefix whose running sum (in f32, in rank order) reaches top_p times the sum of
 //      the top_k (top-p; top_p >= 1 keeps them all), draws u in [0, 1) from (seed, row) and picks
 //      the first token of the prefix whose running sum exceeds u times the prefix's sum.
@@ -404,24 +403,59 @@ __device__ inline int sample_key_id(unsigned long long key) {
 // whole order, ties included.
 __device__ inline bool ranks_after(unsigned long long a, unsigned long long b) { return a < b; }
 
-// Sorts keys[0..n) (n a power of two) highest first; every thread of the block calls it.
-__device__ void bitonic_sort_desc(unsigned long long* keys, int n) {
-    for (int k = 2; k <= n; k <<= 1) {
+// Compare-exchange of keys i and i ^ j (i the lower), highest first where `desc`.
+__device__ inline void order_pair(unsigned long long* keys, int i, int j, bool desc) {
+    const unsigned long long a = keys[i], b = keys[i ^ j];
+    if (desc ? ranks_after(a, b) : ranks_after(b, a)) {
+        keys[i] = b;
+        keys[i ^ j] = a;
+    }
+}
+
+// The first `run` keys of keys[0..n) by rank, highest first, into keys[0..run) (n and run powers
+// of two, run <= n; every thread of the block calls it). A bitonic top-k: runs of `run` keys
+// sorted, alternately highest and lowest first; then, while more than one run is left, each pair
+// of runs becomes the larger of their elements side by side (the first `run` of the pair, in a
+// bitonic order) and is merged back into a sorted run. About run-size sorting steps over n keys
+// instead of a whole sort's log2(n)^2 / 2.
+#define SAMPLE_KEYS_PER_THREAD (SAMPLE_SORT_MAX / 2 / SAMPLE_THREADS)
+__device__ void bitonic_top_desc(unsigned long long* keys, int n, int run) {
+    for (int k = 2; k <= run; k <<= 1) {
         for (int j = k >> 1; j > 0; j >>= 1) {
             for (int i = threadIdx.x; i < n; i += blockDim.x) {
-                const int ixj = i ^ j;
-                if (ixj > i) {
-                    const unsigned long long a = keys[i], b = keys[ixj];
-                    const bool desc = (i & k) == 0;
-                    if (desc ? ranks_after(a, b) : ranks_after(b, a)) {
-                        keys[i] = b;
-                        keys[ixj] = a;
-                    }
-                }
+                if ((i ^ j) > i) order_pair(keys, i, j, (i & k) == 0);
             }
             __syncthreads();
         }
     }
+    for (int len = n; len > run; len >>= 1) {
+        // Run 2p (highest first) against run 2p + 1 (lowest first): the larger of each pair of
+        // elements, into run p. All reads before any write.
+        unsigned long long top[SAMPLE_KEYS_PER_THREAD];
+        int m = 0;
+        for (int i = threadIdx.x; i < len / 2; i += blockDim.x, ++m) {
+            const int p = i / run, o = i % run;
+            const unsigned long long a = keys[2 * p * run + o], b = keys[(2 * p + 1) * run + o];
+            top[m] = ranks_after(a, b) ? b : a;
+        }
+        __syncthreads();
+        m = 0;
+        for (int i = threadIdx.x; i < len / 2; i += blockDim.x, ++m) keys[i] = top[m];
+        __syncthreads();
+        for (int j = run >> 1; j > 0; j >>= 1) {
+            for (int i = threadIdx.x; i < len / 2; i += blockDim.x) {
+                if ((i ^ j) > i) order_pair(keys, i, j, (i & run) == 0);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// The power of two at or above top_k (at least 2), at most n.
+__device__ inline int top_run(int top_k, int n) {
+    int run = 2;
+    while (run < top_k) run <<= 1;
+    return min(run, n);
 }
 
 __global__ void __launch_bounds__(SAMPLE_THREADS) sample_topk_chunks(int batch, int vocab, int top_k,
@@ -438,7 +472,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_topk_chunks(int batch, 
         keys[i] = i < n ? sample_key(x[i], c0 + i) : 0ull;
     }
     __syncthreads();
-    bitonic_sort_desc(keys, n2);
+    bitonic_top_desc(keys, n2, top_run(top_k, n2));
     const dec_index_t out0 = ((dec_index_t)row * gridDim.x + blockIdx.x) * top_k;
     for (int i = threadIdx.x; i < top_k; i += blockDim.x) {
         const unsigned long long key = i < n2 ? keys[i] : 0ull;
@@ -467,7 +501,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_topk_topp(int batch, in
         keys[i] = i < n_cand ? sample_key(cand_logits[c0 + i], cand_ids[c0 + i]) : 0ull;
     }
     __syncthreads();
-    bitonic_sort_desc(keys, n2);
+    bitonic_top_desc(keys, n2, top_run(top_k, n2));
     if (threadIdx.x != 0) {
         return;
     }
