@@ -4,5 +4,6 @@
 fn main() {
     rocm_kernels_build::Build::new()
         .file("kernels/llm.hip")
+        .file("kernels/decode.hip")
         .compile("kernels");
 }

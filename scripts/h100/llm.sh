@@ -9,7 +9,10 @@
 #      cuBLAS SGEMM at 2048^3 and 4096^3, the f32 FlashAttention kernels next to an unfused cuBLAS
 #      attention;
 #   3. a table of it all ($OUT/table.txt): the memory-bound kernels' GB/s in each type and their
-#      share of the stream triad.
+#      share of the stream triad; the decode path (issue 28): the paged decode attention's GB/s on
+#      the K and V it reads against the triad (goal >= 80%), the sampler's time against a
+#      torch.topk-based one (scripts/h100/sampler_torch.py, where torch is there; goal <= 2x).
+# PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table.
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm
@@ -18,7 +21,8 @@
 # cuBLAS comes from the machine's CUDA 13.0 (/usr/local/cuda/lib64/libcublas.so.13): the pinned
 # wheel (nvidia-cublas 13.0.2.14) is 421 MB, too large to carry. NVRTC (the kernels' CUDA source
 # is compiled at load time: no nvcc on the dev machine) comes from the same place.
-# Budget: about 6 minutes, at most 9 (each step is cut off by `timeout`: 60 + 200 + 280 s).
+# Budget: about 7 minutes, at most 9.5 (each step is cut off by `timeout`: 60 + 200 + 300 + 60 s);
+# PARTS=decode: at most 60 + 100 + 150 + 60 s.
 set -uo pipefail
 CARRY=${CARRY:-.carry/h100/llm}
 
@@ -63,20 +67,43 @@ if [ -z "${STREAM_GBS:-}" ] && [ -x "$CARRY/gpu-benches" ]; then
   echo "exit $?" >> "$OUT/stream.txt"
 fi
 
+PARTS=${PARTS:-all}
 # 1. Every check on nvidia; the bandwidth checks at 2^26 elements (256 MiB a buffer of f32).
-log "checks on nvidia"
-LLM_BANDWIDTH_N=$((1 << 26)) timeout 200 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
-  --events "$OUT/test-events.jsonl" > "$OUT/test.txt" 2>&1
-echo "exit $?" >> "$OUT/test.txt"
+log "checks on nvidia ($PARTS)"
+if [ "$PARTS" = decode ]; then
+  # The decode path's checks only: two filters (paged_decode*, sample*), one events file.
+  : > "$OUT/test-events.jsonl"; : > "$OUT/test.txt"
+  for f in paged_decode sample; do
+    timeout 50 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
+      --events "$OUT/test-events-$f.jsonl" "$f" >> "$OUT/test.txt" 2>&1
+    echo "exit $? ($f)" >> "$OUT/test.txt"
+    cat "$OUT/test-events-$f.jsonl" >> "$OUT/test-events.jsonl" 2>/dev/null
+  done
+else
+  LLM_BANDWIDTH_N=$((1 << 26)) timeout 200 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
+    --events "$OUT/test-events.jsonl" > "$OUT/test.txt" 2>&1
+  echo "exit $?" >> "$OUT/test.txt"
+fi
 tail -3 "$OUT/test.txt"
 
 # 2. The benches, recorded as rocm-bench events (samples in ns per launch, work per launch).
-log "benches on nvidia"
+log "benches on nvidia ($PARTS)"
+if [ "$PARTS" = decode ]; then
+  BENCH_FILTER="paged_decode|sampler"; BENCH_LIMIT=150
+else
+  BENCH_FILTER=""; BENCH_LIMIT=300
+fi
 ROCM_BENCH_BACKEND=nvidia ROCM_BENCH_EVENTS="$OUT/bench-events.jsonl" ROCM_BENCH_SAMPLES=20 \
   ROCM_BENCH_WARMUP_MS=300 ROCM_BENCH_MEASURE_MS=1500 \
-  timeout 280 "$CARRY/kernels-bench" --bench > "$OUT/bench.txt" 2>&1
+  timeout $BENCH_LIMIT "$CARRY/kernels-bench" --bench $BENCH_FILTER > "$OUT/bench.txt" 2>&1
 echo "exit $?" >> "$OUT/bench.txt"
 grep -i "vendor\|largest difference\|skipping\|panicked" "$OUT/bench.txt" | tee -a "$OUT/llm.log"
+
+# 2b. The sampler's baseline: a torch.topk-based sampler at the bench's shapes, if torch is here.
+log "torch.topk sampler baseline"
+timeout 60 python3 scripts/h100/sampler_torch.py > "$OUT/sampler-torch.json" 2> "$OUT/sampler-torch.err" \
+  || echo "{\"error\": \"sampler_torch.py failed: $(tail -1 "$OUT/sampler-torch.err" | tr -d '"')\"}" > "$OUT/sampler-torch.json"
+cat "$OUT/sampler-torch.json" | tee -a "$OUT/llm.log"
 
 # 3. The table.
 python3 - "$OUT" "${STREAM_GBS:-}" <<'EOF' | tee "$OUT/table.txt"
@@ -157,5 +184,30 @@ for mine, theirs in [("matmul", "sgemm_vendor"), ("flash_attention", "attention_
             other = id_.replace(f"{mine}/", f"{theirs}/")
             if other in rows:
                 print(f"  {id_:<50} {v:8.2f} {u}  vs {theirs}: {rows[other][1]:8.2f} {u}  ({100*v/rows[other][1]:.0f}%)")
+# The decode path (issue 28): the paged decode attention on the K and V bytes it reads, against the
+# triad (goal >= 80%), and the sampler against a torch.topk-based one (goal: within 2x).
+print("\ndecode path: paged decode attention, GB/s of K and V read" + (f" (share of the {triad:.0f} GB/s triad; goal >= 80%)" if triad else "") + ":")
+for id_, (ns, v, u) in sorted(rows.items()):
+    if id_.split("/", 1)[0].startswith("paged_decode"):
+        print(f"  {id_:<58} {ns/1e3:>10.1f} us {v:>9.0f} GB/s{share(v)}")
+torch = {}
+try:
+    t = json.load(open(os.path.join(out, "sampler-torch.json")))
+    if "error" in t:
+        print(f"\nsampler: no torch baseline ({t['error']})")
+    else:
+        print(f"\nsampler vs torch.topk-based sampler (torch {t.get('torch')}, {t.get('device')}; goal: within 2x):")
+        for r in t["results"]:
+            torch[f"b{r['batch']}_v{r['vocab']}_k{r['top_k']}"] = r["us"]
+except (FileNotFoundError, ValueError) as e:
+    print(f"\nsampler: no torch baseline ({e})")
+for id_, (ns, v, u) in sorted(rows.items()):
+    if id_.startswith("sampler/"):
+        shape = id_.split("/")[-1]
+        mine = ns / 1e3
+        if shape in torch:
+            print(f"  {id_:<40} {mine:>9.1f} us  torch {torch[shape]:>9.1f} us  ({mine / torch[shape]:.2f}x the torch time)")
+        else:
+            print(f"  {id_:<40} {mine:>9.1f} us  ({v:.0f} GB/s of logits)")
 EOF
 log "done: $OUT"

@@ -101,8 +101,8 @@ pub const TEMPLATES: &[Template] = &[
     Template {
         name: "llm",
         about: "inference kernels (scale, causal mask, softmax, RMSNorm, SwiGLU, RoPE, RoPE + \
-                KV-cache append, FlashAttention, tiled matmul) with references, checks, and \
-                benches against the vendor BLAS",
+                KV-cache append, FlashAttention, tiled matmul, paged decode attention, a top-k / \
+                top-p sampler) with references, checks, and benches against the vendor BLAS",
         // Not `llm`: the crate imports itself `as llm`, which a crate named `llm` cannot.
         example: "llm-kernels",
         files: template! { "llm":
@@ -111,7 +111,9 @@ pub const TEMPLATES: &[Template] = &[
             "README.md",
             "build.rs",
             "kernels/llm.hip",
+            "kernels/decode.hip",
             "src/lib.rs",
+            "src/decode.rs",
             "src/vendor.rs",
             "tests/kernels.rs",
             "benches/kernels.rs",

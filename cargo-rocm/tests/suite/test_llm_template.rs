@@ -89,6 +89,18 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         "attention_d64_causal_f16",
         "attention_d128_full_bf16",
         "attention_d128_decode_f16",
+        "paged_decode_d64",
+        "paged_decode_d128_one_token",
+        "paged_decode_d128_long_f16",
+        "paged_decode_d64_split_bf16",
+        "paged_decode_d128_split_512",
+        "paged_decode_reduce",
+        "paged_decode_reduce_f16",
+        "sample_topk_chunks_v32003_ties",
+        "sample_topk_chunks_v1000",
+        "sample_greedy_k1",
+        "sample_top_p_one",
+        "sample_temperature_zero",
     ] {
         for w in ["w32", "w64"] {
             let name = format!("{check}::cpu/{w}");
@@ -114,6 +126,31 @@ fn llm_template_passes_and_planted_bugs_are_named() {
             "rotated(float x1, float x2, float c, float s)",
             "rotated(float x2, float x1, float c, float s)",
         ),
+    ] {
+        assert!(
+            src.contains(correct),
+            "the template no longer has `{correct}`"
+        );
+        src = src.replace(correct, planted);
+    }
+    std::fs::write(&hip, src).unwrap();
+    // And three in the decode path (kernels/decode.hip).
+    let hip = krate.join("kernels/decode.hip");
+    let mut src = std::fs::read_to_string(&hip).unwrap();
+    for (correct, planted) in [
+        // The block ids of a pass rounded down: a context's last, partial block is read through
+        // a stale (or never written) entry.
+        (
+            "const int nblk = (n + DEC_BLOCK - 1) / DEC_BLOCK;",
+            "const int nblk = n / DEC_BLOCK;",
+        ),
+        // The merge forgets to rescale each partition by exp(max_p - max).
+        (
+            "exp_sums[at + p] * expf(max_logits[at + p] - big)",
+            "exp_sums[at + p]",
+        ),
+        // The sampler ranks by logit only: ties fall in whatever order the sort leaves them.
+        ("{ return a < b; }", "{ return (a >> 32) < (b >> 32); }"),
     ] {
         assert!(
             src.contains(correct),
@@ -190,6 +227,47 @@ fn llm_template_passes_and_planted_bugs_are_named() {
             &format!("{check}::cpu/w64"),
             TrialOutcome::Failed,
             &[format!("kernel `{check}`").as_str(), "worst: k_cache["],
+        );
+    }
+    // The partial last block: every context that is not a multiple of 16 (and one token).
+    for check in [
+        "paged_decode_d64",
+        "paged_decode_d128_long_f16",
+        "paged_decode_d64_split_bf16",
+    ] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &["kernel `paged_decode_", "differs from the reference"],
+        );
+    }
+    // The unscaled merge.
+    for check in ["paged_decode_reduce", "paged_decode_reduce_bf16"] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[format!("kernel `{check}`").as_str(), "worst: out["],
+        );
+    }
+    // Ties out of order: the chunks' top-k names other ids, and the draw picks other tokens.
+    for (check, kernel, output) in [
+        (
+            "sample_topk_chunks_v1000_ties",
+            "sample_topk_chunks",
+            "cand_ids[",
+        ),
+        (
+            "sample_topk_chunks_v32003_ties",
+            "sample_topk_chunks",
+            "cand_ids[",
+        ),
+        ("sample_greedy_k1", "sample_topk_topp", "tokens["),
+        ("sample_topk_topp", "sample_topk_topp", "tokens["),
+    ] {
+        expect(
+            &format!("{check}::cpu/w64"),
+            TrialOutcome::Failed,
+            &[format!("kernel `{kernel}`").as_str(), output],
         );
     }
     // The other kernels are untouched.

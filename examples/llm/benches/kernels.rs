@@ -411,5 +411,173 @@ fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench, vendor: bool) {
     }
 }
 
-criterion_group!(benches, memory_bound, matmul, attention);
+/// The decode path: paged decode attention (bytes: the K and V it must read, so GB/s compares with
+/// the stream triad) in f32, f16 and bf16, the whole-context kernel and the split one (partitions
+/// of 512 tokens + the merge, both launches timed); and the sampler (top-k 50, top-p 0.9,
+/// temperature 0.8: both kernels timed; bytes: the logits read) at Llama 3's vocabulary.
+fn decode(c: &mut Criterion) {
+    for b in Bench::all() {
+        decode_in::<f32>(c, &b);
+        decode_in::<f16>(c, &b);
+        decode_in::<bf16>(c, &b);
+        sampler(c, &b);
+    }
+}
+
+/// Groups `paged_decode`, `paged_decode_f16`...: ids `split_d128_<seqs>x<context>` and
+/// `whole_d128_...`; Llama 3 8B's heads (32 query heads over 8 kv heads, head_dim 128), every
+/// sequence the same context, its blocks scattered over the cache (a permutation).
+fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
+    use llm::decode::{self as dec, PagedShape};
+    let shapes: &[(usize, usize)] = if b.small {
+        &[(2, 300)]
+    } else {
+        &[(32, 4096), (8, 16384)]
+    };
+    let (heads, kv_heads, d) = if b.small { (4, 2, 128) } else { (32, 8, 128) };
+    for &(seqs, ctx) in shapes {
+        let max_blocks = ctx.div_ceil(dec::DEC_BLOCK);
+        let blocks = seqs * max_blocks;
+        let cache = blocks * dec::DEC_BLOCK * kv_heads * d;
+        let (kc, vc) = (b.data::<T>(cache), b.data::<T>(cache));
+        let q = b.data::<T>(seqs * heads * d);
+        let mut out = b.buf::<T>(seqs * heads * d, 0.0);
+        // Block i of the table is physical block i * 7919 mod blocks: a permutation (7919 is
+        // prime), the blocks of a sequence scattered over the cache.
+        let stride = if blocks % 7919 == 0 { 1 } else { 7919 };
+        let table: Vec<i32> = (0..blocks)
+            .map(|i| ((i * stride) % blocks) as i32)
+            .collect();
+        let table = b.device().upload(&table).unwrap();
+        let lens = b.device().upload(&vec![ctx as i32; seqs]).unwrap();
+        let s = PagedShape {
+            num_seqs: seqs,
+            heads,
+            kv_heads,
+            head_dim: d,
+            max_blocks,
+        };
+        let scale = 1.0 / (d as f32).sqrt();
+        let kv_bytes = bytes::<T>(2 * seqs * ctx * kv_heads * d);
+        let parts = dec::partitions(ctx, dec::PARTITION);
+        let n = seqs * heads * parts;
+        let (mut ml, mut es) = (b.buf::<f32>(n, 0.0), b.buf::<f32>(n, 0.0));
+        let mut tmp = b.buf::<f32>(n * d, 0.0);
+        let split = b
+            .module
+            .kernel(&dec::partition_kernel::<T>(d).unwrap())
+            .unwrap();
+        let reduce = b.module.kernel(&T::kernel("paged_decode_reduce")).unwrap();
+        let whole = b
+            .module
+            .kernel(&dec::attention_kernel::<T>(d).unwrap())
+            .unwrap();
+        let mut g = b.group(c, &T::kernel("paged_decode"), kv_bytes);
+        g.note("bytes: the K and V cache read (tables, q and out not counted)");
+        g.bench_launches(&format!("split_d{d}_{seqs}x{ctx}"), &b.stream, |st| {
+            split
+                .launch(dec::partition_launch::<T>(s, dec::PARTITION, parts).unwrap())
+                .arg(&(seqs as i32))
+                .arg(&(heads as i32))
+                .arg(&(kv_heads as i32))
+                .arg(&(max_blocks as i32))
+                .arg(&(dec::PARTITION as i32))
+                .arg(&(parts as i32))
+                .arg(&scale)
+                .arg(&q)
+                .arg(&kc)
+                .arg(&vc)
+                .arg(&table)
+                .arg(&lens)
+                .arg(&mut ml)
+                .arg(&mut es)
+                .arg(&mut tmp)
+                .run(st)?;
+            reduce
+                .launch(dec::reduce_launch::<T>(seqs, heads, d).unwrap())
+                .arg(&(seqs as i32))
+                .arg(&(heads as i32))
+                .arg(&(d as i32))
+                .arg(&(dec::PARTITION as i32))
+                .arg(&(parts as i32))
+                .arg(&lens)
+                .arg(&ml)
+                .arg(&es)
+                .arg(&tmp)
+                .arg(&mut out)
+                .run(st)
+        });
+        g.bench_launches(&format!("whole_d{d}_{seqs}x{ctx}"), &b.stream, |st| {
+            whole
+                .launch(dec::attention_launch::<T>(s).unwrap())
+                .arg(&(seqs as i32))
+                .arg(&(heads as i32))
+                .arg(&(kv_heads as i32))
+                .arg(&(max_blocks as i32))
+                .arg(&scale)
+                .arg(&q)
+                .arg(&kc)
+                .arg(&vc)
+                .arg(&table)
+                .arg(&lens)
+                .arg(&mut out)
+                .run(st)
+        });
+        g.finish();
+    }
+}
+
+/// Group `sampler`: ids `b<batch>_v<vocab>_k50`; both kernels (the chunks' top-k, then the
+/// draw) timed together. `scripts/h100/sampler_torch.py` times a torch.topk-based sampler at the
+/// same shapes.
+fn sampler(c: &mut Criterion, b: &Bench) {
+    use llm::decode as dec;
+    let shapes: &[(usize, usize)] = if b.small {
+        &[(2, 5000)]
+    } else {
+        &[(1, 128_256), (64, 128_256), (64, 32_000)]
+    };
+    let (top_k, top_p, temperature, seed) = (50usize, 0.9f32, 0.8f32, 1234u64);
+    let chunks_k = b.module.kernel("sample_topk_chunks").unwrap();
+    let draw = b.module.kernel("sample_topk_topp").unwrap();
+    for &(batch, vocab) in shapes {
+        let logits: Vec<f32> = (0..batch * vocab)
+            .map(|i| ((i * 7919 + 13) % 10007) as f32 / 1000.0 - 5.0)
+            .collect();
+        let logits = b.device().upload(&logits).unwrap();
+        let n_cand = dec::sample_chunks(vocab) * top_k;
+        let mut cl = b.buf::<f32>(batch * n_cand, 0.0);
+        let mut ci = b.device().upload(&vec![0i32; batch * n_cand]).unwrap();
+        let mut tokens = b.device().upload(&vec![0i32; batch]).unwrap();
+        let mut g = b.group(c, "sampler", bytes::<f32>(batch * vocab));
+        g.note(format!(
+            "top_k {top_k}, top_p {top_p}, temperature {temperature}; bytes: the logits read"
+        ));
+        g.bench_launches(&format!("b{batch}_v{vocab}_k{top_k}"), &b.stream, |st| {
+            chunks_k
+                .launch(dec::sample_chunks_launch(batch, vocab, top_k).unwrap())
+                .arg(&(batch as i32))
+                .arg(&(vocab as i32))
+                .arg(&(top_k as i32))
+                .arg(&logits)
+                .arg(&mut cl)
+                .arg(&mut ci)
+                .run(st)?;
+            draw.launch(dec::sample_launch(batch, n_cand, top_k).unwrap())
+                .arg(&(batch as i32))
+                .arg(&(n_cand as i32))
+                .arg(&(top_k as i32))
+                .arg(&top_p)
+                .arg(&temperature)
+                .arg(&seed)
+                .arg(&cl)
+                .arg(&ci)
+                .arg(&mut tokens)
+                .run(st)
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, memory_bound, matmul, attention, decode);
 criterion_main!(benches);

@@ -15,6 +15,7 @@
 //! # let _ = launch;
 //! ```
 
+pub mod decode;
 pub mod vendor;
 
 use rocm_kernels::runtime::LaunchConfig;

@@ -25,9 +25,11 @@
 //!
 //! Run with `cargo rocm test` (a summary table, JSON, JUnit) or `cargo test --test kernels`.
 
+use llm::decode::{self as dec, PagedShape, Sampling};
 use llm::{bf16, f16, Dtype};
 use llm_kernels as llm;
 use rocm_kernels::Backend;
+use rocm_test::proptest::strategy::Strategy;
 use rocm_test::{gen, Inputs, Launch, Suite, Tolerance};
 
 /// The element types the checks run in: the crate's [`Dtype`]s, drawn with `gen::rounded`.
@@ -58,6 +60,10 @@ fn main() -> std::process::ExitCode {
         bandwidth_checks::<f32>(s);
         bandwidth_checks::<f16>(s);
         bandwidth_checks::<bf16>(s);
+        decode_checks::<f32>(s);
+        decode_checks::<f16>(s);
+        decode_checks::<bf16>(s);
+        sampler_checks(s);
     })
 }
 
@@ -512,4 +518,294 @@ fn attention_check<T: Elem>(
                 o.buf("o"),
             )
         });
+}
+
+/// The decode attention's checks in `T` (`kernels/decode.hip`): several sequences of different
+/// context lengths (rarely multiples of the 16-token block), one token, contexts over several
+/// passes of 256 tokens, block tables drawn at random over a pool of blocks (shuffled, some
+/// blocks shared), 1 to 3 kv heads of 1 to 8 query heads each (GQA, odd groups too); the split
+/// kernel with partitions of 16 to 64 tokens and of 512, and the merge with any head_dim.
+fn decode_checks<T: Elem>(s: &mut Suite) {
+    for d in [64, 128] {
+        let whole = |name: &str| format!("paged_decode_d{d}{name}");
+        paged_check::<T>(s, d, &whole(""), 1..=4, 1..=300, None);
+        paged_check::<T>(s, d, &whole("_one_token"), 1..=3, 1..=1, None);
+        paged_check::<T>(s, d, &whole("_long"), 1..=2, 500..=1100, None);
+        paged_check::<T>(s, d, &whole("_split"), 1..=4, 1..=300, Some(1..=4));
+        paged_check::<T>(s, d, &whole("_split_one_token"), 1..=3, 1..=1, Some(1..=2));
+        paged_check::<T>(s, d, &whole("_split_512"), 1..=2, 1..=1300, Some(32..=32));
+    }
+    let (max_parts, partition) = (9usize, dec::PARTITION);
+    let len = move |i: &Inputs| i.size("seqs") * i.size("heads") * max_parts;
+    let out_len = |i: &Inputs| i.size("seqs") * i.size("heads") * i.size("head_dim");
+    s.check(&T::kernel("paged_decode_reduce"))
+        .size("seqs", 1..=3)
+        .size("heads", 1..=5)
+        .size("head_dim", 1..=160)
+        .scalar("num_seqs", gen::size::<i32>("seqs"))
+        .scalar("heads", gen::size::<i32>("heads"))
+        .scalar("head_dim", gen::size::<i32>("head_dim"))
+        .scalar("partition_size", partition as i32)
+        .scalar("max_parts", max_parts as i32)
+        .input(
+            "context_lens",
+            gen::vec("seqs", 1i32..=(max_parts * partition) as i32),
+        )
+        .input("max_logits", gen::vec(len, -20.0f32..20.0))
+        .input("exp_sums", gen::vec(len, 1.0f32..100.0))
+        .input(
+            "tmp_out",
+            gen::vec(move |i: &Inputs| len(i) * i.size("head_dim"), -1.0f32..1.0),
+        )
+        .output::<T>("out", out_len)
+        .launch_with(|i| {
+            launch(dec::reduce_launch::<T>(
+                i.size("seqs"),
+                i.size("heads"),
+                i.size("head_dim"),
+            ))
+        })
+        .tolerance(tolerance::<T>())
+        .reference(move |i, o| {
+            dec::paged_decode_reduce::<T>(
+                i.size("heads"),
+                i.size("head_dim"),
+                partition,
+                max_parts,
+                i.buf("context_lens"),
+                i.buf("max_logits"),
+                i.buf("exp_sums"),
+                i.buf("tmp_out"),
+                o.buf("out"),
+            )
+        });
+}
+
+/// A check of the paged decode attention in `T`: the whole-context kernel, or with
+/// `part_blocks` the split one (partitions of 16 × part_blocks tokens) and its partials.
+fn paged_check<T: Elem>(
+    s: &mut Suite,
+    head_dim: usize,
+    name: &str,
+    seqs: std::ops::RangeInclusive<usize>,
+    ctx: std::ops::RangeInclusive<i32>,
+    part_blocks: Option<std::ops::RangeInclusive<usize>>,
+) {
+    let max_ctx = *ctx.end() as usize;
+    let max_blocks = max_ctx.div_ceil(dec::DEC_BLOCK);
+    // The pool the tables point into: twice the blocks one sequence needs (and at least 8).
+    let pool = (2 * max_blocks).max(8);
+    let shape = move |i: &Inputs| PagedShape {
+        num_seqs: i.size("seqs"),
+        heads: i.size("kv_heads") * i.size("group"),
+        kv_heads: i.size("kv_heads"),
+        head_dim,
+        max_blocks,
+    };
+    let q_len = move |i: &Inputs| {
+        let s = shape(i);
+        s.num_seqs * s.heads * head_dim
+    };
+    let cache_len = move |i: &Inputs| pool * dec::DEC_BLOCK * i.size("kv_heads") * head_dim;
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let kernel = match part_blocks {
+        None => dec::attention_kernel::<T>(head_dim),
+        Some(_) => dec::partition_kernel::<T>(head_dim),
+    }
+    .expect("a supported head_dim");
+    let c = s.check(&kernel);
+    c.named(&T::kernel(name))
+        .size("seqs", seqs)
+        .size("kv_heads", 1..=3)
+        .size("group", 1..=dec::DEC_MAX_GROUP)
+        .scalar("num_seqs", gen::size::<i32>("seqs"))
+        .scalar("heads", gen::from_sizes(move |i| shape(i).heads as i32))
+        .scalar("kv_heads", gen::size::<i32>("kv_heads"))
+        .scalar("max_blocks", max_blocks as i32);
+    let partition = move |i: &Inputs| dec::DEC_BLOCK * i.size("part_blocks");
+    let max_parts = move |i: &Inputs| dec::partitions(max_ctx, partition(i));
+    if let Some(pb) = part_blocks.clone() {
+        c.size("part_blocks", pb)
+            .scalar(
+                "partition_size",
+                gen::from_sizes(move |i| partition(i) as i32),
+            )
+            .scalar("max_parts", gen::from_sizes(move |i| max_parts(i) as i32));
+    }
+    c.scalar("scale", scale)
+        .input("q", gen::vec(q_len, values::<T>(-2.0, 2.0)))
+        .input("k_cache", gen::vec(cache_len, values::<T>(-2.0, 2.0)))
+        .input("v_cache", gen::vec(cache_len, values::<T>(-1.0, 1.0)))
+        .input(
+            "block_tables",
+            gen::vec(
+                move |i: &Inputs| i.size("seqs") * max_blocks,
+                0i32..pool as i32,
+            ),
+        )
+        .input("context_lens", gen::vec("seqs", ctx))
+        .cases(12);
+    if part_blocks.is_none() {
+        c.output::<T>("out", q_len)
+            .launch_with(move |i| launch(dec::attention_launch::<T>(shape(i))))
+            .tolerance(tolerance::<T>())
+            .reference(move |i, o| {
+                dec::paged_decode_attention::<T>(
+                    shape(i),
+                    scale,
+                    i.buf("q"),
+                    i.buf("k_cache"),
+                    i.buf("v_cache"),
+                    i.buf("block_tables"),
+                    i.buf("context_lens"),
+                    o.buf("out"),
+                )
+            });
+        return;
+    }
+    // Partitions past a context are not written: those elements stay 0 on both sides.
+    let part_len = move |i: &Inputs| i.size("seqs") * shape(i).heads * max_parts(i);
+    c.output_zeroed::<f32>("max_logits", part_len)
+        .output_zeroed::<f32>("exp_sums", part_len)
+        .output_zeroed::<f32>("tmp_out", move |i: &Inputs| part_len(i) * head_dim)
+        .launch_with(move |i| {
+            launch(dec::partition_launch::<T>(
+                shape(i),
+                partition(i),
+                max_parts(i),
+            ))
+        })
+        // f32 partials of exact inputs: the f32 rule (see the top of this file).
+        .tolerance(Tolerance::close(1e-5, 1e-5))
+        .reference(move |i, o| {
+            let mut ml = o.buf::<f32>("max_logits").to_vec();
+            let mut es = o.buf::<f32>("exp_sums").to_vec();
+            dec::paged_decode_partition::<T>(
+                shape(i),
+                partition(i),
+                max_parts(i),
+                scale,
+                i.buf("q"),
+                i.buf("k_cache"),
+                i.buf("v_cache"),
+                i.buf("block_tables"),
+                i.buf("context_lens"),
+                &mut ml,
+                &mut es,
+                o.buf("tmp_out"),
+            );
+            o.buf::<f32>("max_logits").copy_from_slice(&ml);
+            o.buf::<f32>("exp_sums").copy_from_slice(&es);
+        });
+}
+
+/// Logits of a few values, half a unit apart: ties everywhere (the tie rule decides which ids
+/// the top-k keeps and in which order the tokens are drawn).
+fn tied_logits() -> impl Strategy<Value = f32> + Send + Sync + Clone + 'static {
+    (-6i32..=6).prop_map(|x| x as f32 * 0.5)
+}
+
+/// The sampler's checks (f32 logits): the chunks' top-k at odd vocabularies (1000, 32003) with
+/// distinct and with tied logits; the draw with top-k 1 (greedy), top-p 1, temperatures from
+/// 0 (greedy) to 20; the token ids compared exactly.
+fn sampler_checks(s: &mut Suite) {
+    for (name, vocab, tied) in [
+        ("sample_topk_chunks_v1000", 1000, false),
+        ("sample_topk_chunks_v1000_ties", 1000, true),
+        ("sample_topk_chunks_v32003", 32003, false),
+        ("sample_topk_chunks_v32003_ties", 32003, true),
+        ("sample_topk_chunks_v4096_ties", 4096, true),
+    ] {
+        let chunks = dec::sample_chunks(vocab);
+        let cand = move |i: &Inputs| i.size("batch") * chunks * i.size("top_k");
+        let c = s.check("sample_topk_chunks");
+        c.named(name)
+            .size("batch", 1..=3)
+            .size("top_k", 1..=dec::SAMPLE_K_MAX)
+            .scalar("batch", gen::size::<i32>("batch"))
+            .scalar("vocab", vocab as i32)
+            .scalar("top_k", gen::size::<i32>("top_k"));
+        let len = move |i: &Inputs| i.size("batch") * vocab;
+        if tied {
+            c.input("logits", gen::vec(len, tied_logits()));
+        } else {
+            c.input("logits", gen::vec(len, -10.0f32..10.0));
+        }
+        c.output::<f32>("cand_logits", cand)
+            .output::<i32>("cand_ids", cand)
+            .cases(8)
+            .launch_with(move |i| {
+                launch(dec::sample_chunks_launch(
+                    i.size("batch"),
+                    vocab,
+                    i.size("top_k"),
+                ))
+            })
+            .tolerance(Tolerance::exact())
+            .reference(move |i, o| {
+                let (cl, ci) = o.pair::<f32, i32>("cand_logits", "cand_ids");
+                dec::sample_topk_chunks(vocab, i.size("top_k"), i.buf("logits"), cl, ci)
+            });
+    }
+
+    type Param = (
+        std::ops::RangeInclusive<usize>,
+        std::ops::RangeInclusive<f32>,
+        std::ops::RangeInclusive<f32>,
+    );
+    let variants: [(&str, Param); 6] = [
+        ("sample_topk_topp", (1..=128, 0.3..=0.99, 0.2..=2.0)),
+        ("sample_greedy_k1", (1..=1, 0.9..=0.9, 1.0..=1.0)),
+        ("sample_top_p_one", (1..=128, 1.0..=1.0, 0.5..=1.5)),
+        ("sample_temperature_zero", (1..=64, 0.9..=0.9, 0.0..=0.0)),
+        ("sample_hot", (1..=128, 0.95..=0.95, 5.0..=20.0)),
+        ("sample_cold", (1..=128, 0.8..=0.8, 0.01..=0.1)),
+    ];
+    for (name, (top_k, top_p, temperature)) in variants {
+        let n_cand = |i: &Inputs| i.size("chunks") * i.size("top_k");
+        s.check("sample_topk_topp")
+            .named(name)
+            .size("batch", 1..=4)
+            .size("chunks", 1..=8)
+            .size("top_k", top_k)
+            .scalar("batch", gen::size::<i32>("batch"))
+            .scalar("n_cand", gen::from_sizes(move |i| n_cand(i) as i32))
+            .scalar("top_k", gen::size::<i32>("top_k"))
+            .scalar("top_p", gen::value(top_p))
+            .scalar("temperature", gen::value(temperature))
+            .scalar("seed", gen::value(rocm_test::proptest::num::u64::ANY))
+            .input(
+                "cand_logits",
+                gen::vec(move |i: &Inputs| i.size("batch") * n_cand(i), tied_logits()),
+            )
+            .input(
+                "cand_ids",
+                gen::vec(move |i: &Inputs| i.size("batch") * n_cand(i), -1i32..32000),
+            )
+            .output::<i32>("tokens", "batch")
+            .cases(16)
+            .launch_with(move |i| {
+                launch(dec::sample_launch(
+                    i.size("batch"),
+                    n_cand(i),
+                    i.size("top_k"),
+                ))
+            })
+            .tolerance(Tolerance::exact())
+            .reference(move |i, o| {
+                let p = Sampling {
+                    top_k: i.size("top_k"),
+                    top_p: i.scalar("top_p"),
+                    temperature: i.scalar("temperature"),
+                    seed: i.scalar("seed"),
+                };
+                dec::sample_topk_topp(
+                    n_cand(i),
+                    p,
+                    i.buf("cand_logits"),
+                    i.buf("cand_ids"),
+                    o.buf("tokens"),
+                )
+            });
+    }
 }

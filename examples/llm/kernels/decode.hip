@@ -1,0 +1,537 @@
+// The decode path of a transformer: attention of one new query token per sequence over a paged
+// KV cache, and a top-k / top-p sampler. Like kernels/llm.hip: f32 and half storage (f16, bf16)
+// with f32 arithmetic, one template over the element type, Rust references in src/decode.rs,
+// checks in tests/kernels.rs, benches in benches/kernels.rs. Launch through src/decode.rs's
+// `*_launch` functions (they refuse unsupported shapes and compute the grid).
+//
+// Layouts (row-major, innermost last):
+//   q, out         [num_seqs][heads][head_dim]                     (the new token of each sequence)
+//   k/v caches     [num_blocks][DEC_BLOCK][kv_heads][head_dim]     (paged: "NHD" blocks of 16
+//                  tokens, as FlashAttention's and FlashInfer's paged caches; vLLM splits the
+//                  key's head_dim by 16-byte packs and puts the tokens inside, this keeps a token's
+//                  head vector contiguous)
+//   block_tables   [num_seqs][max_blocks]  (int: token t of sequence s is in physical block
+//                  block_tables[s][t / DEC_BLOCK], slot t % DEC_BLOCK; entries past the context
+//                  are not read; blocks may be shared between sequences)
+//   context_lens   [num_seqs]              (int: the tokens each sequence attends to, 0 gives 0)
+//   GQA: query head h reads kv head h / (heads / kv_heads); a block of threads serves all the
+//   query heads of one kv head (at most DEC_MAX_GROUP), so the cache is read once.
+//   Split over the context (flash-decoding, vLLM's paged attention v2): partitions of
+//   `partition_size` tokens, each writing its max score, its sum of exp(score - max) and its
+//   normalised output (f32), merged by `paged_decode_reduce`:
+//   max_logits, exp_sums  [num_seqs][heads][max_parts];  tmp_out [num_seqs][heads][max_parts][head_dim]
+//
+// The sampler: logits[batch][vocab] (f32) -> one token id a row (int). See the comment above
+// `sample_topk_chunks`.
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#if defined(__HIP_PLATFORM_AMD__)
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+#else
+#include <hip/hip_bfloat16.h>
+typedef hip_bfloat16 __hip_bfloat16;
+__device__ inline float __bfloat162float(__hip_bfloat16 x) { return float(x); }
+__device__ inline __hip_bfloat16 __float2bfloat16(float x) { return __hip_bfloat16(x); }
+#endif
+#else
+#include <hip/hip_bf16.h>
+#endif
+
+// The same small helpers as kernels/llm.hip (each file is its own translation unit).
+#define DEC_NEG_INF __int_as_float((int)0xff800000u)
+typedef long long dec_index_t;
+
+__device__ inline float dec_f32(float x) { return x; }
+__device__ inline float dec_f32(__half x) { return __half2float(x); }
+__device__ inline float dec_f32(__hip_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ inline T dec_store(float x);
+template <>
+__device__ inline float dec_store<float>(float x) { return x; }
+template <>
+__device__ inline __half dec_store<__half>(float x) { return __float2half(x); }
+template <>
+__device__ inline __hip_bfloat16 dec_store<__hip_bfloat16>(float x) { return __float2bfloat16(x); }
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) DecPack {
+    T v[N];
+};
+
+#if defined(__CUDACC__)
+#define DEC_WAVE 32
+#elif defined(__AMDGCN_WAVEFRONT_SIZE)
+#define DEC_WAVE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define DEC_WAVE warpSize
+#endif
+
+// Tokens a cache block, threads a block of the attention kernels, tokens a pass (scores of one
+// pass are kept in shared memory), query heads a kv head at most (`DEC_*` in src/decode.rs).
+#define DEC_BLOCK 16
+#define DEC_THREADS 128
+#define DEC_CHUNK 256
+#define DEC_MAX_GROUP 8
+// Tokens of K (and of V) a thread loads before it uses them: bytes in flight.
+#define DEC_UNROLL 4
+
+// One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over its context's
+// tokens [start, end): all of them (partition_size 0), or partition blockIdx.z of
+// `partition_size` tokens; online softmax over passes of DEC_CHUNK tokens. A token's head vector
+// is read by TPT threads, 16 bytes each (VEC elements); NT tokens at a time. With `out` it writes
+// the normalised output in T; else the partition's max score, sum and normalised output (f32).
+// The kernels call it directly, their template arguments deduced (the cpu backend then runs them
+// without fibers).
+// The shared memory of a block (declared by each kernel, as `__shared__ DecShared<D> sh`).
+template <int D>
+struct DecShared {
+    float qs[DEC_MAX_GROUP][D];          // the queries, times the scale
+    float ps[DEC_MAX_GROUP][DEC_CHUNK];  // a pass's scores, then its probabilities
+    float outs[DEC_MAX_GROUP][D];        // the output, summed over the token slots
+    int blk[DEC_CHUNK / DEC_BLOCK];      // the pass's physical blocks
+    float run_m[DEC_MAX_GROUP], run_l[DEC_MAX_GROUP], run_a[DEC_MAX_GROUP];  // max, sum, rescale
+};
+
+template <int D, typename T>
+__device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int partition_size, int max_parts,
+                                   float scale, const T* q, const T* k_cache, const T* v_cache,
+                                   const int* block_tables, const int* context_lens, T* out, float* max_logits,
+                                   float* exp_sums, float* tmp_out, DecShared<D>& sh) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int TPT = D / VEC;
+    constexpr int NT = DEC_THREADS / TPT;
+    float (*qs)[D] = sh.qs;
+    float (*ps)[DEC_CHUNK] = sh.ps;
+    float (*outs)[D] = sh.outs;
+    int* blk = sh.blk;
+    float *run_m = sh.run_m, *run_l = sh.run_l, *run_a = sh.run_a;
+
+    const int tid = threadIdx.x;
+    const int kvh = blockIdx.x;
+    const int seq = blockIdx.y;
+    const int group = heads / kv_heads;
+    const int tg = tid / TPT;    // this thread's token slot
+    const int lane = tid % TPT;  // and its 16 bytes of the head vector
+    const int d0 = lane * VEC;
+    const int* table = block_tables + (dec_index_t)seq * max_blocks;
+    const int ctx = context_lens[seq];
+    const int part = blockIdx.z;
+    const int start = part * partition_size;
+    const int end = partition_size > 0 ? min(start + partition_size, ctx) : ctx;
+    if (out == nullptr && start >= end) {
+        return;  // a partition past the context: nothing to write (the merge does not read it)
+    }
+
+    for (int e = tid; e < group * D; e += DEC_THREADS) {
+        const int g = e / D, d = e % D;
+        qs[g][d] = dec_f32(q[((dec_index_t)seq * heads + kvh * group + g) * D + d]) * scale;
+        outs[g][d] = 0.0f;
+    }
+    if (tid < DEC_MAX_GROUP) {
+        run_m[tid] = DEC_NEG_INF;
+        run_l[tid] = 0.0f;
+    }
+    float acc[DEC_MAX_GROUP][VEC];
+#pragma unroll
+    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) acc[g][j] = 0.0f;
+    }
+    const dec_index_t token_stride = (dec_index_t)kv_heads * D;  // between slots of a block
+
+    for (int c0 = start; c0 < end; c0 += DEC_CHUNK) {
+        const int n = min(DEC_CHUNK, end - c0);
+        __syncthreads();  // the previous pass's scores and block ids are no longer read
+        // The physical blocks of this pass (c0 is a multiple of DEC_BLOCK).
+        const int nblk = (n + DEC_BLOCK - 1) / DEC_BLOCK;
+        for (int j = tid; j < nblk; j += DEC_THREADS) {
+            blk[j] = table[c0 / DEC_BLOCK + j];
+        }
+        __syncthreads();
+
+        // Scores: every thread runs every step (the shuffles need all lanes), loading only
+        // tokens inside the pass.
+        for (int base = 0; base < n; base += NT * DEC_UNROLL) {
+            DecPack<T, VEC> kp[DEC_UNROLL];
+#pragma unroll
+            for (int u = 0; u < DEC_UNROLL; ++u) {
+                const int tl = base + u * NT + tg;
+                if (tl < n) {
+                    const dec_index_t row = (dec_index_t)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
+                    kp[u] = *(const DecPack<T, VEC>*)(k_cache + row * token_stride + (dec_index_t)kvh * D + d0);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j) kp[u].v[j] = dec_store<T>(0.0f);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < DEC_UNROLL; ++u) {
+                const int tl = base + u * NT + tg;
+                float kf[VEC];
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) kf[j] = dec_f32(kp[u].v[j]);
+#pragma unroll
+                for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+                    if (g < group) {
+                        float s = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < VEC; ++j) s += qs[g][d0 + j] * kf[j];
+#pragma unroll
+                        for (int o = TPT / 2; o > 0; o /= 2) s += __shfl_xor(s, o);
+                        if (lane == 0 && tl < n) ps[g][tl] = s;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+
+        // The online softmax, a wave per query head: the pass's max, the new running max, the
+        // probabilities in place of the scores, and the factor the output so far is rescaled by.
+        const int waves = DEC_THREADS / DEC_WAVE;
+        const int wave = tid / DEC_WAVE, wl = tid % DEC_WAVE;
+        for (int g = wave; g < group; g += waves) {
+            float m = DEC_NEG_INF;
+            for (int tl = wl; tl < n; tl += DEC_WAVE) m = fmaxf(m, ps[g][tl]);
+            for (int o = DEC_WAVE / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor(m, o));
+            // Only lane 0 touches the running state; the others get the old max by a shuffle.
+            const float m_old = __shfl(wl == 0 ? run_m[g] : 0.0f, 0);
+            const float m_new = fmaxf(m_old, m);
+            float sum = 0.0f;
+            for (int tl = wl; tl < n; tl += DEC_WAVE) {
+                const float p = expf(ps[g][tl] - m_new);
+                ps[g][tl] = p;
+                sum += p;
+            }
+            for (int o = DEC_WAVE / 2; o > 0; o /= 2) sum += __shfl_xor(sum, o);
+            if (wl == 0) {
+                const float alpha = expf(m_old - m_new);  // 0 on the first pass (m_old = -inf)
+                run_a[g] = alpha;
+                run_l[g] = run_l[g] * alpha + sum;
+                run_m[g] = m_new;
+            }
+        }
+        __syncthreads();
+
+        // P V: this thread's 16 bytes of each of its tokens' value vectors.
+#pragma unroll
+        for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+            if (g < group) {
+                const float alpha = run_a[g];
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[g][j] *= alpha;
+            }
+        }
+        for (int base = 0; base < n; base += NT * DEC_UNROLL) {
+            DecPack<T, VEC> vp[DEC_UNROLL];
+#pragma unroll
+            for (int u = 0; u < DEC_UNROLL; ++u) {
+                const int tl = base + u * NT + tg;
+                if (tl < n) {
+                    const dec_index_t row = (dec_index_t)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
+                    vp[u] = *(const DecPack<T, VEC>*)(v_cache + row * token_stride + (dec_index_t)kvh * D + d0);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < DEC_UNROLL; ++u) {
+                const int tl = base + u * NT + tg;
+                if (tl < n) {
+#pragma unroll
+                    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+                        if (g < group) {
+                            const float p = ps[g][tl];
+#pragma unroll
+                            for (int j = 0; j < VEC; ++j) acc[g][j] += p * dec_f32(vp[u].v[j]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // The token slots' sums: the slots of a wave by shuffles, then the waves one after another.
+#pragma unroll
+    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+        if (g < group) {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                for (int o = TPT; o < DEC_WAVE; o *= 2) acc[g][j] += __shfl_xor(acc[g][j], o);
+            }
+        }
+    }
+    const int waves = DEC_THREADS / DEC_WAVE;
+    for (int w = 0; w < waves; ++w) {
+        __syncthreads();
+        if (tid / DEC_WAVE == w && tid % DEC_WAVE < TPT) {
+#pragma unroll
+            for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+                if (g < group) {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j) outs[g][d0 + j] += acc[g][j];
+                }
+            }
+        }
+    }
+    __syncthreads();
+    for (int e = tid; e < group * D; e += DEC_THREADS) {
+        const int g = e / D, d = e % D;
+        const dec_index_t h = (dec_index_t)seq * heads + kvh * group + g;
+        const float l = run_l[g];
+        const float o = l > 0.0f ? outs[g][d] / l : 0.0f;
+        if (out != nullptr) {
+            out[h * D + d] = dec_store<T>(o);
+        } else {
+            tmp_out[(h * max_parts + part) * D + d] = o;
+            if (d == 0) {
+                max_logits[h * max_parts + part] = run_m[g];
+                exp_sums[h * max_parts + part] = l;
+            }
+        }
+    }
+}
+
+// The kernels: the whole context in one block a (kv head, sequence), grid (kv_heads, num_seqs);
+// or a partition of `partition_size` tokens (a multiple of DEC_BLOCK) a block, grid (kv_heads,
+// num_seqs, max_parts), partitions past a sequence's context writing nothing (the merge reads
+// ceil(context_len / partition_size) of them).
+#define DEC_KERNELS(D, SUFFIX, T)                                                                              \
+    __global__ void __launch_bounds__(DEC_THREADS)                                                             \
+        paged_decode_attention_d##D##SUFFIX(int num_seqs, int heads, int kv_heads, int max_blocks, float scale, \
+                                            const T* q, const T* k_cache, const T* v_cache,                    \
+                                            const int* block_tables, const int* context_lens, T* out) {       \
+        __shared__ DecShared<D> sh;                                                                            \
+        paged_decode_block(heads, kv_heads, max_blocks, 0, 0, scale, q, k_cache, v_cache, block_tables,       \
+                           context_lens, out, (float*)nullptr, (float*)nullptr, (float*)nullptr, sh);         \
+    }                                                                                                          \
+    __global__ void __launch_bounds__(DEC_THREADS) paged_decode_partition_d##D##SUFFIX(                        \
+        int num_seqs, int heads, int kv_heads, int max_blocks, int partition_size, int max_parts, float scale, \
+        const T* q, const T* k_cache, const T* v_cache, const int* block_tables, const int* context_lens,     \
+        float* max_logits, float* exp_sums, float* tmp_out) {                                                  \
+        __shared__ DecShared<D> sh;                                                                            \
+        paged_decode_block(heads, kv_heads, max_blocks, partition_size, max_parts, scale, q, k_cache, v_cache, \
+                           block_tables, context_lens, (T*)nullptr, max_logits, exp_sums, tmp_out, sh);       \
+    }
+
+DEC_KERNELS(64, , float)
+DEC_KERNELS(128, , float)
+DEC_KERNELS(64, _f16, __half)
+DEC_KERNELS(128, _f16, __half)
+DEC_KERNELS(64, _bf16, __hip_bfloat16)
+DEC_KERNELS(128, _bf16, __hip_bfloat16)
+
+// The merge of the partitions: with M the largest partition max, partition p weighs
+// w_p = exp_sums[p] * exp(max_logits[p] - M) and out = sum_p w_p tmp_out[p] / sum_p w_p.
+// Grid (heads, num_seqs), threads over head_dim (any head_dim; a loop past DEC_THREADS).
+template <typename T>
+__device__ void paged_decode_merge(int heads, int head_dim, int partition_size, int max_parts,
+                                   const int* context_lens, const float* max_logits, const float* exp_sums,
+                                   const float* tmp_out, T* out) {
+    const dec_index_t h = (dec_index_t)blockIdx.y * heads + blockIdx.x;
+    const int parts = (context_lens[blockIdx.y] + partition_size - 1) / partition_size;
+    const dec_index_t at = h * max_parts;
+    float big = DEC_NEG_INF;
+    for (int p = 0; p < parts; ++p) big = fmaxf(big, max_logits[at + p]);
+    float total = 0.0f;
+    for (int p = 0; p < parts; ++p) total += exp_sums[at + p] * expf(max_logits[at + p] - big);
+    for (int d0 = 0; d0 < head_dim; d0 += DEC_THREADS) {
+        const int d = d0 + threadIdx.x;
+        if (d < head_dim) {
+            float o = 0.0f;
+            for (int p = 0; p < parts; ++p) {
+                o += exp_sums[at + p] * expf(max_logits[at + p] - big) * tmp_out[(at + p) * head_dim + d];
+            }
+            out[h * head_dim + d] = dec_store<T>(total > 0.0f ? o / total : 0.0f);
+        }
+    }
+}
+
+#define DEC_REDUCE(SUFFIX, T)                                                                                 \
+    __global__ void __launch_bounds__(DEC_THREADS) paged_decode_reduce##SUFFIX(                               \
+        int num_seqs, int heads, int head_dim, int partition_size, int max_parts, const int* context_lens,   \
+        const float* max_logits, const float* exp_sums, const float* tmp_out, T* out) {                       \
+        /* T deduced, not written: the cpu backend's region form misses `f<T>(...)` reading threadIdx */     \
+        paged_decode_merge(heads, head_dim, partition_size, max_parts, context_lens, max_logits, exp_sums,    \
+                           tmp_out, out);                                                                     \
+    }
+
+DEC_REDUCE(, float)
+DEC_REDUCE(_f16, __half)
+DEC_REDUCE(_bf16, __hip_bfloat16)
+
+// ---------------------------------------------------------------------------------------------
+// The sampler: logits[batch][vocab] (f32) -> a token id a row, in two kernels.
+//
+// The rank of a token: by logit, highest first; equal logits by token id, lowest first (the tie
+// rule). As one unsigned 64-bit key, larger ranking first: the logit's bits mapped to an order-
+// preserving unsigned integer, above 0xffffffff - id. NaN logits are not supported.
+//   1. `sample_topk_chunks`, grid (ceil(vocab / SAMPLE_CHUNK), batch): each block finds the first
+//      top_k of a chunk of a row by rank (a bitonic top-k in shared memory) and writes them as
+//      (logit, id) pairs in rank order (id -1, logit -inf where the chunk has fewer tokens).
+//   2. `sample_topk_topp`, grid (batch): the first top_k of a row's candidates the same way (top-k), computes e_j = exp((logit_j - logit_0) / temperature) in rank order, keeps
+//      the smallest prefix whose running sum (in f32, in rank order) reaches top_p times the sum of
+//      the top_k (top-p; top_p >= 1 keeps them all), draws u in [0, 1) from (seed, row) and picks
+//      the first token of the prefix whose running sum exceeds u times the prefix's sum.
+//      temperature <= 0 picks the first (greedy), as does top_k = 1.
+// The random number: splitmix64 of seed + (row + 1) * 0x9E3779B97F4A7C15, its top 24 bits over
+// 2^24. Every step but the exponentials is exact or done in one fixed order, so the Rust reference
+// (src/decode.rs) picks the same token; expf may differ from the host's by an ulp on a GPU.
+#define SAMPLE_THREADS 256
+#define SAMPLE_CHUNK 4096
+#define SAMPLE_K_MAX 128
+#define SAMPLE_SORT_MAX 4096
+
+__device__ inline unsigned long long sample_key(float logit, int id) {
+    if (id < 0) {
+        return 0ull;
+    }
+    unsigned int b = (unsigned int)__float_as_int(logit);
+    b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return ((unsigned long long)b << 32) | (0xffffffffu - (unsigned int)id);
+}
+
+__device__ inline float sample_key_logit(unsigned long long key) {
+    unsigned int b = (unsigned int)(key >> 32);
+    b = (b & 0x80000000u) ? (b & 0x7fffffffu) : ~b;
+    return __int_as_float((int)b);
+}
+
+__device__ inline int sample_key_id(unsigned long long key) {
+    return key == 0ull ? -1 : (int)(0xffffffffu - (unsigned int)(key & 0xffffffffu));
+}
+
+// Whether key a ranks after key b: the keys are unique (the id is in them), so this is the
+// whole order, ties included.
+__device__ inline bool ranks_after(unsigned long long a, unsigned long long b) { return a < b; }
+
+// Compare-exchange of keys i and i ^ j (i the lower), highest first where `desc`.
+__device__ inline void order_pair(unsigned long long* keys, int i, int j, bool desc) {
+    const unsigned long long a = keys[i], b = keys[i ^ j];
+    if (desc ? ranks_after(a, b) : ranks_after(b, a)) {
+        keys[i] = b;
+        keys[i ^ j] = a;
+    }
+}
+
+// The first `run` keys of keys[0..n) by rank, highest first, into keys[0..run) (n and run powers
+// of two, run <= n; every thread of the block calls it). A bitonic top-k: runs of `run` keys
+// sorted, alternately highest and lowest first; then, while more than one run is left, each pair
+// of runs becomes the larger of their elements side by side (the first `run` of the pair, in a
+// bitonic order) and is merged back into a sorted run. About run-size sorting steps over n keys
+// instead of a whole sort's log2(n)^2 / 2.
+#define SAMPLE_KEYS_PER_THREAD (SAMPLE_SORT_MAX / 2 / SAMPLE_THREADS)
+__device__ void bitonic_top_desc(unsigned long long* keys, int n, int run) {
+    for (int k = 2; k <= run; k <<= 1) {
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            for (int i = threadIdx.x; i < n; i += blockDim.x) {
+                if ((i ^ j) > i) order_pair(keys, i, j, (i & k) == 0);
+            }
+            __syncthreads();
+        }
+    }
+    for (int len = n; len > run; len >>= 1) {
+        // Run 2p (highest first) against run 2p + 1 (lowest first): the larger of each pair of
+        // elements, into run p. All reads before any write.
+        unsigned long long top[SAMPLE_KEYS_PER_THREAD];
+        int m = 0;
+        for (int i = threadIdx.x; i < len / 2; i += blockDim.x, ++m) {
+            const int p = i / run, o = i % run;
+            const unsigned long long a = keys[2 * p * run + o], b = keys[(2 * p + 1) * run + o];
+            top[m] = ranks_after(a, b) ? b : a;
+        }
+        __syncthreads();
+        m = 0;
+        for (int i = threadIdx.x; i < len / 2; i += blockDim.x, ++m) keys[i] = top[m];
+        __syncthreads();
+        for (int j = run >> 1; j > 0; j >>= 1) {
+            for (int i = threadIdx.x; i < len / 2; i += blockDim.x) {
+                if ((i ^ j) > i) order_pair(keys, i, j, (i & run) == 0);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// The power of two at or above top_k (at least 2), at most n.
+__device__ inline int top_run(int top_k, int n) {
+    int run = 2;
+    while (run < top_k) run <<= 1;
+    return min(run, n);
+}
+
+__global__ void __launch_bounds__(SAMPLE_THREADS) sample_topk_chunks(int batch, int vocab, int top_k,
+                                                                     const float* logits, float* cand_logits,
+                                                                     int* cand_ids) {
+    __shared__ unsigned long long keys[SAMPLE_CHUNK];
+    const int row = blockIdx.y;
+    const int c0 = blockIdx.x * SAMPLE_CHUNK;
+    const int n = min(SAMPLE_CHUNK, vocab - c0);
+    int n2 = 2;
+    while (n2 < n) n2 <<= 1;
+    const float* x = logits + (dec_index_t)row * vocab + c0;
+    for (int i = threadIdx.x; i < n2; i += blockDim.x) {
+        keys[i] = i < n ? sample_key(x[i], c0 + i) : 0ull;
+    }
+    __syncthreads();
+    bitonic_top_desc(keys, n2, top_run(top_k, n2));
+    const dec_index_t out0 = ((dec_index_t)row * gridDim.x + blockIdx.x) * top_k;
+    for (int i = threadIdx.x; i < top_k; i += blockDim.x) {
+        const unsigned long long key = i < n2 ? keys[i] : 0ull;
+        cand_ids[out0 + i] = sample_key_id(key);
+        cand_logits[out0 + i] = key == 0ull ? DEC_NEG_INF : sample_key_logit(key);
+    }
+}
+
+__device__ inline unsigned long long splitmix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+__global__ void __launch_bounds__(SAMPLE_THREADS) sample_topk_topp(int batch, int n_cand, int top_k, float top_p,
+                                                                   float temperature, unsigned long long seed,
+                                                                   const float* cand_logits, const int* cand_ids,
+                                                                   int* tokens) {
+    __shared__ unsigned long long keys[SAMPLE_SORT_MAX];
+    __shared__ float cum[SAMPLE_K_MAX];
+    const int row = blockIdx.x;
+    int n2 = 2;
+    while (n2 < n_cand) n2 <<= 1;
+    const dec_index_t c0 = (dec_index_t)row * n_cand;
+    for (int i = threadIdx.x; i < n2; i += blockDim.x) {
+        keys[i] = i < n_cand ? sample_key(cand_logits[c0 + i], cand_ids[c0 + i]) : 0ull;
+    }
+    __syncthreads();
+    bitonic_top_desc(keys, n2, top_run(top_k, n2));
+    if (threadIdx.x != 0) {
+        return;
+    }
+    // Thread 0: the top_k in rank order (fewer where fewer tokens are left), one pass each.
+    int k = min(top_k, n2);
+    while (k > 1 && keys[k - 1] == 0ull) --k;
+    int pick = 0;
+    if (temperature > 0.0f && k > 1) {
+        const float top = sample_key_logit(keys[0]);
+        float sum = 0.0f;
+        for (int j = 0; j < k; ++j) {
+            sum += expf((sample_key_logit(keys[j]) - top) / temperature);
+            cum[j] = sum;
+        }
+        int kept = k;
+        if (top_p < 1.0f) {
+            const float need = top_p * sum;
+            kept = 1;
+            while (kept < k && cum[kept - 1] < need) ++kept;
+        }
+        const unsigned long long z = splitmix64(seed + (unsigned long long)(row + 1) * 0x9E3779B97F4A7C15ull);
+        const float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+        const float target = u * cum[kept - 1];
+        pick = kept - 1;
+        for (int j = 0; j < kept; ++j) {
+            if (cum[j] > target) {
+                pick = j;
+                break;
+            }
+        }
+    }
+    tokens[row] = sample_key_id(keys[pick]);
+}
