@@ -897,8 +897,11 @@ pub fn block_function(
     // coordinates from `rk_cur` (which then must be set for every lane even when faults need
     // not name it). Lambdas keep reading `rk_cur` (one that captures nothing cannot read the lane
     // loop's local copy).
-    let tls = g.coordinates_from_tls
-        || (ba..bb).any(|i| src.ident(i) && src.is(i + 1, "(") && readers.contains(src.tok(i)));
+    // Any mention of such a function counts: a call with explicit template arguments
+    // (`f<T>(...)`) is one, where a `(` right after the name missed it and every lane read
+    // thread 0's coordinates.
+    let tls =
+        g.coordinates_from_tls || (ba..bb).any(|i| src.ident(i) && readers.contains(src.tok(i)));
     // Without barriers or collectives a block's waves have nothing to interleave at: one call
     // runs the whole block.
     let whole = whole_block(src, def);

@@ -60,6 +60,7 @@ fn region_form_matches_fibers_on_every_shape() {
         ("shape_params_3d", 3, Dim3::new(8, 4, 2), 0),
         ("shape_dynamic", 3, Dim3::new(64, 1, 1), 64 * 4),
         ("shape_template<float, 128>", 3, Dim3::new(128, 1, 1), 0),
+        ("shape_template_helper", 4, Dim3::new(256, 1, 1), 0),
     ];
     for wave in [32, 64] {
         let fibers = module(wave, CpuExec::Fibers);

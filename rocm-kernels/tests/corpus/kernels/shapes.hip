@@ -102,3 +102,16 @@ __global__ void shape_template(const T* in, T* out, int n) {
     out[blockIdx.x * B + t + B / 2] = T(0);
 }
 template __global__ void shape_template<float, 128>(const float*, float*, int);
+
+// No barrier (one call runs the whole block), and the thread's index read only inside a helper
+// called with explicit template arguments (`lane_value<float>(...)`): the block function must
+// still set each lane's coordinates for it (HeCBench-style helpers; the decode template's first
+// version read thread 0's everywhere).
+template <typename T>
+__device__ T lane_value(const T* in, int n) {
+    return in[(blockIdx.x * blockDim.x + threadIdx.x) % n] * T(2);
+}
+__global__ void shape_template_helper(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = lane_value<float>(in, n) + 1.0f;
+}
