@@ -491,7 +491,8 @@ pub fn hausdorff(s: &mut Suite) {
         .scalar("numA", gen::size::<i32>("na"))
         .scalar("numB", gen::size::<i32>("nb"))
         .launch_with(|i| Launch::cover(i.size("na"), 256))
-        .tolerance(Tolerance::exact())
+        // Not exact: nvcc and NVRTC contract `dx * dx + dy * dy` into an FMA (one rounding
+        // fewer: 1 ulp apart on the H100), the host compiler does not.
         .reference(|i, o| {
             let (a, b) = (i.buf::<Float2>("Apoints"), i.buf::<Float2>("Bpoints"));
             let d = a.iter().map(|p| {

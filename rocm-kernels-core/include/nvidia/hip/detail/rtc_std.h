@@ -353,6 +353,13 @@ using ::size_t; using ::ptrdiff_t;
 #define FP_NORMAL 4
 #endif
 
+// ---- <sys/types.h>'s short names (glibc, under _DEFAULT_SOURCE) --------------------------------
+// hipcc's and nvcc's host headers bring them in on Linux, and kernels use them (HIP-Examples'
+// Histogram and MatrixMultiplication: `uint`). Typedefs of the same type may be repeated.
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned long ulong;
+
 // ---- the std names hipcc's headers declare for device code ------------------------------------
 // From libcu++ (CUDA's own standard library, on NVRTC's include path with the CUDA headers):
 // <limits>'s numeric_limits, <algorithm>'s min/max, <cmath>'s overloads, <utility>'s swap.

@@ -248,10 +248,23 @@ pub(crate) fn compile_with<'k>(
     };
     let compiled = match compiled {
         Some(c) => c,
-        None => nvrtc
-            .api
-            .compile(&file_name, source, kernels, &options)
-            .map_err(fail)?,
+        None => match nvrtc.api.compile(&file_name, source, kernels, &options) {
+            Ok(c) => c,
+            // nvcc compiles a namespace-scope variable without a memory space as a host
+            // variable, which device code never uses; NVRTC refuses it in JIT mode
+            // (HIP-Examples' dct, HeCBench's matrixT: `int MATRIX_SIZE_X = 1024;` beside the
+            // kernels). Its own advice, `-default-device`, makes such variables `__device__`
+            // ones instead, which no kernel that compiled with nvcc can tell apart.
+            Err(log) if log.contains("host variables are not allowed in JIT mode") => {
+                let mut again = options.clone();
+                again.push("-default-device".to_owned());
+                nvrtc
+                    .api
+                    .compile(&file_name, source, kernels, &again)
+                    .map_err(|_| fail(log))?
+            }
+            Err(log) => return Err(fail(log)),
+        },
     };
     let mut ptx = compiled
         .output(nvrtc.ptx)
