@@ -261,7 +261,14 @@ pub(crate) fn compile_with<'k>(
                 nvrtc
                     .api
                     .compile(&file_name, source, kernels, &again)
-                    .map_err(|_| fail(log))?
+                    .map_err(|again_log| {
+                        fail(format!(
+                            "{log}\nand again with -default-device, as NVRTC suggests (a host \
+                             variable initialised at run time, or host code, cannot be device \
+                             code; nvcc keeps them on the host, NVRTC has no host side):\n\
+                             {again_log}"
+                        ))
+                    })?
             }
             Err(log) => return Err(fail(log)),
         },
