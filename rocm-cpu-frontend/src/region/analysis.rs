@@ -214,6 +214,16 @@ pub fn settle_liveness(
         let mut live = false;
         let mut renew = Vec::new();
         for v in vars.iter() {
+            // A variable whose address is taken (`float2 *h = reinterpret_cast<float2 *>(&v)`)
+            // may be reached through that pointer after its own stretch of code: it needs its
+            // slot like one named later (a local of the first lane loop was read, dangling,
+            // through the pointer in the next: HeCBench's relu).
+            let run_start = run.first().map_or(0, |(s, _)| s.start);
+            if (run_start.max(1)..live_until.min(src.len()))
+                .any(|i| src.ident(i) && src.tok(i) == v.name && src.is(i - 1, "&"))
+            {
+                live = true;
+            }
             match rest.iter().find(|s| names(s.start, s.end, &v.name)) {
                 Some(s)
                     if matches!(s.st, St::Simple)

@@ -115,3 +115,16 @@ __global__ void shape_template_helper(const float* in, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = lane_value<float>(in, n) + 1.0f;
 }
+
+// Locals reached through pointers taken from them, in later statements (HeCBench's relu: a float4
+// loaded, its halves used through half2*, written back through the float4): a copy of `in`.
+__global__ void shape_type_pun(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 3 >= n) return;
+    float4 v = reinterpret_cast<const float4*>(in)[i];
+    float2* halves = reinterpret_cast<float2*>(&v);
+    float4 w;
+    float2* w_halves = reinterpret_cast<float2*>(&w);
+    for (int k = 0; k < 2; k++) w_halves[k] = halves[k];
+    reinterpret_cast<float4*>(out)[i] = w;
+}
