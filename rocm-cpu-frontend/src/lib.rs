@@ -478,7 +478,12 @@ fn base_build(req: &CpuBuildRequest) -> cc::Build {
         // Kernels are global functions in position-independent code; without this the compiler
         // must assume they can be interposed and will not inline them into the thread loop.
         .flag_if_supported("-fno-semantic-interposition")
-        .flag_if_supported("-fno-omit-frame-pointer");
+        .flag_if_supported("-fno-omit-frame-pointer")
+        // GPU code reads and writes one value through pointers of other types as a matter of
+        // course (HeCBench's relu: a `float4` local written through `half2*`, then stored as the
+        // `float4`); under the host compiler's strict-aliasing rule the `half2` writes were not
+        // seen by the `float4` read at -O3 (every element 0).
+        .flag_if_supported("-fno-strict-aliasing");
     for dir in &req.include_dirs {
         build.include(dir);
     }

@@ -85,18 +85,25 @@ fn region_form_matches_fibers_on_every_shape() {
 
 /// A local reached through a pointer (`reinterpret_cast<float2 *>(&v)`) after the lane loop that
 /// declared it keeps its per-lane slot (the region form left it a local of that loop, which the
-/// pointer then outlived): `shape_type_pun` copies, in region form as with fibers.
+/// pointer then outlived): `shape_type_pun` copies, in region form as with fibers. And a value
+/// written through a pointer of another type is seen through the first (the cpu build turns the
+/// host compiler's strict-aliasing rule off): `shape_half_pun` copies.
 #[testkit::test]
 fn type_punned_writes_are_kept() {
-    for exec in [CpuExec::Fibers, CpuExec::Regions] {
+    for (kernel, exec) in [
+        ("shape_type_pun", CpuExec::Fibers),
+        ("shape_type_pun", CpuExec::Regions),
+        ("shape_half_pun", CpuExec::Fibers),
+        ("shape_half_pun", CpuExec::Regions),
+    ] {
         let m = module(32, exec);
-        let got = run(&m, "shape_type_pun", 4, Dim3::new(256, 1, 1), 0);
+        let got = run(&m, kernel, 4, Dim3::new(256, 1, 1), 0);
         let want: Vec<u32> = (0..N).map(|i| ((i % 11) as f32 * 0.5).to_bits()).collect();
         let bad = (0..N).filter(|&i| got[i] != want[i]).count();
         assert_eq!(
             bad,
             0,
-            "{exec:?}: {bad} differ, first {:?}",
+            "{kernel} {exec:?}: {bad} differ, first {:?}",
             (0..N).find(|&i| got[i] != want[i]).map(|i| (
                 i,
                 f32::from_bits(got[i]),

@@ -128,3 +128,17 @@ __global__ void shape_type_pun(const float* in, float* out, int n) {
     for (int k = 0; k < 2; k++) w_halves[k] = halves[k];
     reinterpret_cast<float4*>(out)[i] = w;
 }
+
+// A float4 local written through `unsigned short*` (HeCBench's relu writes one through `half2*`),
+// then stored as the float4: a copy of `in` unless the host compiler's strict-aliasing rule
+// drops the writes.
+__global__ void shape_half_pun(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 3 >= n) return;
+    float4 v = reinterpret_cast<const float4*>(in)[i];
+    const unsigned short* vs = reinterpret_cast<const unsigned short*>(&v);
+    float4 w;
+    unsigned short* ws = reinterpret_cast<unsigned short*>(&w);
+    for (int k = 0; k < 8; k++) ws[k] = vs[k];
+    reinterpret_cast<float4*>(out)[i] = w;
+}
