@@ -1,5 +1,5 @@
 //! The one C++ lexer of the cpu front end, and the token list the rest of it reads; public for
-//! tools that read HIP sources the way the build does (`scripts/rocm-examples`).
+//! tools that read HIP sources the way the build does (`scripts/public-suite`).
 //!
 //! Used on kernel sources as written (the `extern __shared__` rewrite) and on the preprocessed
 //! translation unit (finding kernels, the region form). It knows what it must not misread:

@@ -14,7 +14,7 @@
 //!   the executables that load them;
 //! * [`kernels_of_unit`] runs the front end alone on a preprocessed unit (tools, the
 //!   `cpu_frontend` benchmark), [`lex`] is its C++ lexer for tools that read HIP sources as the
-//!   build does (`scripts/rocm-examples`);
+//!   build does (`scripts/public-suite`);
 //! * [`diagnostics`]: compiler diagnostics ([`Diagnostic`]), which every backend of the kernel
 //!   build reads, and [`unbalanced_bracket`], the front end's check that names the bracket a
 //!   source left open.
