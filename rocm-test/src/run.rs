@@ -261,22 +261,7 @@ fn run_case_inner(
         .differential
         .then(|| (device_bufs.clone(), global_bufs.clone()));
     {
-        let mut globals: Vec<GlobalArg<'_>> = check
-            .globals
-            .iter()
-            .zip(global_bufs.iter_mut())
-            .map(|(spec, data)| GlobalArg {
-                name: &spec.name,
-                read_back: matches!(
-                    spec.kind,
-                    ArgKind::Buffer {
-                        role: Role::InOut,
-                        ..
-                    }
-                ),
-                data,
-            })
-            .collect();
+        let mut globals = global_args(check, &mut global_bufs);
         let mut args = launch_args(check, case, &mut device_bufs);
         crate::isolate::note(|| {
             format!(
@@ -332,10 +317,7 @@ fn run_case_inner(
         })?;
     }
 
-    let got_of = |k: usize| match global_out.iter().find(|(_, e)| *e == k) {
-        Some((g, _)) => &global_bufs[*g],
-        None => &device_bufs[out_index[k]],
-    };
+    let got_of = |k: usize| output(k, &global_out, &out_index, &global_bufs, &device_bufs);
     let mut reference_name = "the reference".to_owned();
     if let Some((mut ref_bufs, mut ref_globals)) = before {
         let oracle = oracle.ok_or_else(|| {
@@ -350,22 +332,7 @@ fn run_case_inner(
         if place.backend != rocm_kernels::Backend::Cpu {
             // The cpu backend on the same buffers, with the GPU's wave size.
             let cpu = oracle.cpu(target.wave_size().unwrap_or(32));
-            let mut globals: Vec<GlobalArg<'_>> = check
-                .globals
-                .iter()
-                .zip(ref_globals.iter_mut())
-                .map(|(spec, data)| GlobalArg {
-                    name: &spec.name,
-                    read_back: matches!(
-                        spec.kind,
-                        ArgKind::Buffer {
-                            role: Role::InOut,
-                            ..
-                        }
-                    ),
-                    data,
-                })
-                .collect();
+            let mut globals = global_args(check, &mut ref_globals);
             let mut args = launch_args(check, case, &mut ref_bufs);
             cpu.launch(&check.kernel, &launch, &mut args, &mut globals, false)
                 .map_err(|e| {
@@ -376,10 +343,7 @@ fn run_case_inner(
                     ))
                 })?;
             for (k, e) in expected.iter_mut().enumerate() {
-                *e = match global_out.iter().find(|(_, x)| *x == k) {
-                    Some((g, _)) => ref_globals[*g].clone(),
-                    None => ref_bufs[out_index[k]].clone(),
-                };
+                *e = output(k, &global_out, &out_index, &ref_globals, &ref_bufs).clone();
             }
             reference_name = "the cpu backend (the differential reference)".into();
         } else {
@@ -461,6 +425,41 @@ fn differential_key(check: &Check, case: &Case, launch: &str) -> String {
 
 /// Timed runs of a bandwidth measurement (the median is reported).
 const BANDWIDTH_REPS: u32 = 20;
+
+/// Output `k` of a launch: a variable read back (`global_out`: global index, output index) or a
+/// kernel argument (`out_index`: output index -> device buffer).
+fn output<'a>(
+    k: usize,
+    global_out: &[(usize, usize)],
+    out_index: &[usize],
+    globals: &'a [HostBuf],
+    device: &'a [HostBuf],
+) -> &'a HostBuf {
+    match global_out.iter().find(|(_, e)| *e == k) {
+        Some((g, _)) => &globals[*g],
+        None => &device[out_index[k]],
+    }
+}
+
+/// The variables set before a launch, pointing into `bufs` (in-out ones read back after it).
+fn global_args<'a>(check: &'a Check, bufs: &'a mut [HostBuf]) -> Vec<GlobalArg<'a>> {
+    check
+        .globals
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(spec, data)| GlobalArg {
+            name: &spec.name,
+            read_back: matches!(
+                spec.kind,
+                ArgKind::Buffer {
+                    role: Role::InOut,
+                    ..
+                }
+            ),
+            data,
+        })
+        .collect()
+}
 
 /// The launch arguments of a case, in parameter order, pointing into `device_bufs`.
 fn launch_args<'a>(
