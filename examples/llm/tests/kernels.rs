@@ -227,7 +227,8 @@ fn checks<T: Elem>(s: &mut Suite) {
     for head_dim in [64, 128] {
         for causal in [false, true] {
             let mask = if causal { "causal" } else { "full" };
-            // Sequences up to a few tiles of keys (FA_BN = 32), rarely multiples of it.
+            // Sequences up to a few tiles of keys (32 or 64: attention_tile_keys), rarely multiples of
+            // them.
             attention_check::<T>(
                 s,
                 head_dim,
