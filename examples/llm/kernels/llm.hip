@@ -573,7 +573,7 @@ __global__ void __launch_bounds__(ROPE_THREADS) rope_kv_append_bf16(int tokens, 
 // ty + TY i at columns 4(tx + TX g) .. 4(tx + TX g) + 3. A row's max goes across its TX threads
 // with shuffles (xor TX / 2, ..., 1: within TX lanes whatever the wave size); its sum stays split
 // over them until the end.
-// Shared memory (dynamic, fa_shared_bytes in src/lib.rs): the q tile [FA_BM][D + 4] (scaled),
+// Shared memory (dynamic, attention_shared_bytes in src/lib.rs): the q tile [FA_BM][D + 4] (scaled),
 // one tile [BN][D + 4] holding K, then V, and the probabilities [FA_BM][BN + 4]. The +4 keeps
 // rows 16-byte aligned and puts the rows a quarter-wave reads at once in different banks.
 // Grid (ceil(seq_q / FA_BM), heads); causal grids run the blocks with the most keys first.
@@ -794,8 +794,240 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
     }
 }
 
+// On NVIDIA GPUs with tensor cores (sm_80 and later), the f16 and bf16 kernels run
+// flash_attention_mma instead: FlashAttention-2's scheme on the warp-level MMA
+// (mma.sync.m16n8k16, f32 sums), whose fragment layouts the PTX ISA documents ("Matrix Fragments
+// for mma.m16n8k16"): lane = 4 g + tig holds, of a 16 x 16 A, the pairs (g, 2 tig..), (g + 8,
+// 2 tig..), (g, 2 tig + 8..), (g + 8, 2 tig + 8..); of a 16 x 8 B, (2 tig.., g) and
+// (2 tig + 8.., g); of the 16 x 8 sums, (g, 2 tig..) and (g + 8, 2 tig..). Same launch as
+// flash_attention_block (64 rows, 256 threads, its shared memory): warp w takes the 16 rows
+// 16 (w % 4).. and half of each 64-key tile (keys 32 (w / 4)..); the scores stay in registers, and
+// their layout is the A fragment of P for P V, rounded to T (as FlashAttention-2 does: the checks'
+// tolerance for the half types allows it). The two warps of a row group merge their running
+// states at the end. AMD GPUs and the cpu backend run flash_attention_block.
+#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define FA_TENSOR_CORES 1
+
+__device__ inline unsigned fa_bits(const __half* p) { return *(const unsigned short*)p; }
+__device__ inline unsigned fa_bits(const __hip_bfloat16* p) { return *(const unsigned short*)p; }
+// Two elements a, b (a in the low half) of T's bits.
+template <typename T>
+__device__ inline unsigned fa_pair(const T* a, const T* b) { return fa_bits(a) | (fa_bits(b) << 16); }
+__device__ inline unsigned fa_pack(float a, float b, const __half*) {
+    __half2 h = __floats2half2_rn(a, b);
+    return *(const unsigned*)&h;
+}
+__device__ inline unsigned fa_pack(float a, float b, const __hip_bfloat16*) {
+    __hip_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *(const unsigned*)&h;
+}
+__device__ inline void fa_mma(float* c, const unsigned* a, unsigned b0, unsigned b1, const __half*) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ inline void fa_mma(float* c, const unsigned* a, unsigned b0, unsigned b1, const __hip_bfloat16*) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int D, typename T>
+__device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scale,
+                                    const T* q, const T* k, const T* v, T* o, float* smem) {
+    constexpr int BN = 64;              // keys per tile, 32 a warp
+    constexpr int KP = D + 8;           // row stride of the K and V tiles (elements)
+    constexpr int KS = D / 16;          // k-steps of q k^T
+    constexpr int NB = D / 8;           // 8-column blocks of the output
+    constexpr int CH = D * 2 / 16;      // 16-byte chunks of a row
+    const T* tag = nullptr;
+    T* ks = (T*)smem;
+    T* vs = ks + BN * KP;
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int g = lane / 4, tig = lane % 4;
+    const int rg = warp % 4, kh = warp / 4;
+    const int qb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int q0 = qb * FA_BM;
+    const index_t head = blockIdx.y;
+    q += head * seq_q * D;
+    o += head * seq_q * D;
+    k += head * seq_k * D;
+    v += head * seq_k * D;
+    const int shift = seq_k - seq_q;
+    const bool vec = aligned_to(k, v, v, 16);
+    const bool vec_o = aligned_to(o, o, o, 4);
+    const float c2 = scale * 1.4426950408889634f;  // scores in base 2
+    const int r_lo = q0 + 16 * rg + g, r_hi = r_lo + 8;
+
+    // q's A fragments, from global memory once (zeros past seq_q).
+    unsigned qa[KS][4];
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+        const int col = kk * 16 + 2 * tig;
+        const T* lo = q + (index_t)r_lo * D + col;
+        const T* hi = q + (index_t)r_hi * D + col;
+        qa[kk][0] = r_lo < seq_q ? fa_pair(lo, lo + 1) : 0u;
+        qa[kk][1] = r_hi < seq_q ? fa_pair(hi, hi + 1) : 0u;
+        qa[kk][2] = r_lo < seq_q ? fa_pair(lo + 8, lo + 9) : 0u;
+        qa[kk][3] = r_hi < seq_q ? fa_pair(hi + 8, hi + 9) : 0u;
+    }
+    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+        acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    }
+    const int kv_end = causal ? min(seq_k, q0 + FA_BM + shift) : seq_k;
+
+    for (int k0 = 0; k0 < kv_end; k0 += BN) {
+        __syncthreads();  // the previous tiles are no longer read
+        for (int e = t; e < BN * CH; e += FA_THREADS) {
+            const int r = e / CH, c = (e % CH) * 8;
+            Pack<T, 8> kx, vx;
+            if (k0 + r < seq_k && vec) {
+                kx = *(const Pack<T, 8>*)(k + (index_t)(k0 + r) * D + c);
+                vx = *(const Pack<T, 8>*)(v + (index_t)(k0 + r) * D + c);
+            } else {
+                for (int i = 0; i < 8; ++i) {
+                    const bool in = k0 + r < seq_k;
+                    kx.v[i] = in ? k[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
+                    vx.v[i] = in ? v[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
+                }
+            }
+            *(Pack<T, 8>*)(ks + r * KP + c) = kx;
+            *(Pack<T, 8>*)(vs + r * KP + c) = vx;
+        }
+        __syncthreads();
+        // This warp's scores: rows r_lo, r_hi against 4 blocks of 8 keys.
+        float s[4][4];
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+            s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
+        }
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb) {
+                const T* kr = ks + (kh * 32 + nb * 8 + g) * KP + kk * 16 + 2 * tig;
+                fa_mma(s[nb], qa[kk], *(const unsigned*)kr, *(const unsigned*)(kr + 8), tag);
+            }
+        }
+        float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = k0 + kh * 32 + nb * 8 + 2 * tig + (e & 1);
+                const int row = e < 2 ? r_lo : r_hi;
+                float x = s[nb][e] * c2;
+                if (key >= seq_k || (causal && key > row + shift)) {
+                    x = NEG_INF;
+                }
+                s[nb][e] = x;
+                mx[e / 2] = fmaxf(mx[e / 2], x);
+            }
+        }
+        float alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 2));
+            const float m_new = fmaxf(m[h], mx[h]);
+            alpha[h] = m_new == NEG_INF ? 1.0f : exp2f(m[h] - m_new);
+            m[h] = m_new;
+        }
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float p = m[e / 2] == NEG_INF ? 0.0f : exp2f(s[nb][e] - m[e / 2]);
+                s[nb][e] = p;
+                sum[e / 2] += p;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            l[h] = l[h] * alpha[h] + sum[h];
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            acc[nb][0] *= alpha[0];
+            acc[nb][1] *= alpha[0];
+            acc[nb][2] *= alpha[1];
+            acc[nb][3] *= alpha[1];
+        }
+        // o += p v, 16 keys a step; p's A fragment is the scores' own registers, rounded to T.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            const unsigned pa[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1], tag), fa_pack(s[2 * kk][2], s[2 * kk][3], tag),
+                                    fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
+                                    fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
+            const T* vr = vs + (kh * 32 + kk * 16 + 2 * tig) * KP + g;
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb) {
+                const T* vc = vr + nb * 8;
+                fa_mma(acc[nb], pa, fa_pair(vc, vc + KP), fa_pair(vc + 8 * KP, vc + 9 * KP), tag);
+            }
+        }
+    }
+    // Each row's sum over its quad; then the key halves merge: warps 4-7 leave their state in
+    // shared memory (per lane, as held), warps 0-3 combine and store.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        l[h] += __shfl_xor(l[h], 1);
+        l[h] += __shfl_xor(l[h], 2);
+    }
+    constexpr int MW = NB * 4 + 4;
+    float* mine = smem + rg * MW * 32 + lane;
+    __syncthreads();  // the tiles are no longer read: the merge area takes their place
+    if (kh == 1) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                mine[(nb * 4 + e) * 32] = acc[nb][e];
+            }
+        }
+        mine[(NB * 4) * 32] = m[0];
+        mine[(NB * 4 + 1) * 32] = m[1];
+        mine[(NB * 4 + 2) * 32] = l[0];
+        mine[(NB * 4 + 3) * 32] = l[1];
+    }
+    __syncthreads();
+    if (kh == 0) {
+        float fa[2], fb[2], inv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float mb = mine[(NB * 4 + h) * 32], lb = mine[(NB * 4 + 2 + h) * 32];
+            const float mm = fmaxf(m[h], mb);
+            fa[h] = m[h] == NEG_INF ? 0.0f : exp2f(m[h] - mm);
+            fb[h] = mb == NEG_INF ? 0.0f : exp2f(mb - mm);
+            inv[h] = 1.0f / (l[h] * fa[h] + lb * fb[h]);
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = h ? r_hi : r_lo;
+                const float y0 = (acc[nb][2 * h] * fa[h] + mine[(nb * 4 + 2 * h) * 32] * fb[h]) * inv[h];
+                const float y1 = (acc[nb][2 * h + 1] * fa[h] + mine[(nb * 4 + 2 * h + 1) * 32] * fb[h]) * inv[h];
+                if (row < seq_q) {
+                    T* out = o + (index_t)row * D + nb * 8 + 2 * tig;
+                    if (vec_o) {
+                        *(unsigned*)out = fa_pack(y0, y1, tag);
+                    } else {
+                        out[0] = from_f32<T>(y0);
+                        out[1] = from_f32<T>(y1);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 // One kernel per head dimension and element type, each over dynamic shared memory
-// (fa_shared_bytes in src/lib.rs: at most 64 KiB).
+// (attention_shared_bytes in src/lib.rs: at most 64 KiB).
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale, const float* q,
                                                   const float* k, const float* v, float* o) {
     extern __shared__ float4 fa_smem[];
@@ -809,22 +1041,38 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, in
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
 
 // Tiled matmul c[m][n] = a[m][k] * b[k][n]: blocks of MM_THREADS threads compute MM_TILE x MM_TILE
