@@ -841,7 +841,8 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
     constexpr int NB = D / 8;           // 8-column blocks of the output
     constexpr int CH = D * 2 / 16;      // 16-byte chunks of a row
     const T* tag = nullptr;
-    T* ks = (T*)smem;
+    T* qs = (T*)smem;  // q's 64 rows; then the K and V tiles (all of KP-element rows)
+    T* ks = qs + FA_BM * KP;
     T* vs = ks + BN * KP;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int g = lane / 4, tig = lane % 4;
@@ -859,17 +860,11 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
     const float c2 = scale * 1.4426950408889634f;  // scores in base 2
     const int r_lo = q0 + 16 * rg + g, r_hi = r_lo + 8;
 
-    // q's A fragments, from global memory once (zeros past seq_q).
-    unsigned qa[KS][4];
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-        const int col = kk * 16 + 2 * tig;
-        const T* lo = q + (index_t)r_lo * D + col;
-        const T* hi = q + (index_t)r_hi * D + col;
-        qa[kk][0] = r_lo < seq_q ? fa_pair(lo, lo + 1) : 0u;
-        qa[kk][1] = r_hi < seq_q ? fa_pair(hi, hi + 1) : 0u;
-        qa[kk][2] = r_lo < seq_q ? fa_pair(lo + 8, lo + 9) : 0u;
-        qa[kk][3] = r_hi < seq_q ? fa_pair(hi + 8, hi + 9) : 0u;
+    // q's tile into shared memory (zeros past seq_q), read as A fragments at each k-step (held in
+    // registers instead, they would leave room for one block a multiprocessor at head_dim 128).
+    for (int e = t; e < FA_BM * D; e += FA_THREADS) {
+        const int r = e / D, c = e % D;
+        qs[r * KP + c] = q0 + r < seq_q ? q[(index_t)(q0 + r) * D + c] : from_f32<T>(0.0f);
     }
     float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
     float acc[NB][4];
@@ -906,10 +901,13 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
         }
 #pragma unroll
         for (int kk = 0; kk < KS; ++kk) {
+            const T* qr = qs + (16 * rg + g) * KP + kk * 16 + 2 * tig;
+            const unsigned qa[4] = {*(const unsigned*)qr, *(const unsigned*)(qr + 8 * KP), *(const unsigned*)(qr + 8),
+                                    *(const unsigned*)(qr + 8 * KP + 8)};
 #pragma unroll
             for (int nb = 0; nb < 4; ++nb) {
                 const T* kr = ks + (kh * 32 + nb * 8 + g) * KP + kk * 16 + 2 * tig;
-                fa_mma(s[nb], qa[kk], *(const unsigned*)kr, *(const unsigned*)(kr + 8), tag);
+                fa_mma(s[nb], qa, *(const unsigned*)kr, *(const unsigned*)(kr + 8), tag);
             }
         }
         float mx[2] = {NEG_INF, NEG_INF};
@@ -1027,7 +1025,13 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
 #endif
 
 // One kernel per head dimension and element type, each over dynamic shared memory
-// (attention_shared_bytes in src/lib.rs: at most 64 KiB).
+// (attention_shared_bytes in src/lib.rs: at most 64 KiB). On NVIDIA the half kernels (tensor
+// cores) ask for registers that let two blocks share a multiprocessor.
+#if defined(__HIP_PLATFORM_NVIDIA__)
+#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS, 2)
+#else
+#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS)
+#endif
 __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale, const float* q,
                                                   const float* k, const float* v, float* o) {
     extern __shared__ float4 fa_smem[];
@@ -1038,7 +1042,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, in
     extern __shared__ float4 fa_smem[];
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+__global__ void FA_HALF_BOUNDS flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1047,7 +1051,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_f16(int seq_q,
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+__global__ void FA_HALF_BOUNDS flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1056,7 +1060,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_f16(int seq_q
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+__global__ void FA_HALF_BOUNDS flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1065,7 +1069,7 @@ __global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_bf16(int seq_q
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+__global__ void FA_HALF_BOUNDS flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
