@@ -178,7 +178,8 @@ for (base, shape, u), vs in sorted(by_kernel.items()):
     if base == "flash_attention":
         print(f"  {base:<16} {shape:<22}" + "".join(f"{t} {vs[t]:6.2f}  " for t in types if t in vs))
 print("\nthe template's kernels against cuBLAS at the same shapes:")
-for mine, theirs in [("matmul", "sgemm_vendor"), ("flash_attention", "attention_vendor")]:
+pairs = [("matmul", "sgemm_vendor")] + [(f"flash_attention{t}", f"attention_vendor{t}") for t in ("", "_f16", "_bf16")]
+for mine, theirs in pairs:
     for id_, (ns, v, u) in rows.items():
         if f"{mine}/" in id_:
             other = id_.replace(f"{mine}/", f"{theirs}/")
