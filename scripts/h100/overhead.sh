@@ -17,7 +17,7 @@
 # runs `cargo rocm tune --strategy $STRATEGY --budget 100 --fresh` from an empty compile cache,
 # then `processes` once more with the cache warm, and prints per measured evaluation: wall,
 # kernel, compile wait, verification and the rest (the harness), beyond kernel time. With the
-# wheels of scripts/h100/kt.sh carried, Kernel Tuner's random sampling runs on the same kernel
+# wheels of scripts/h100/kt.sh carried (.carry/h100/kt, or KT_WHEELS), Kernel Tuner's random sampling runs on the same kernel
 # (budget 100, 1 seed) and its per-evaluation times are printed the same way.
 # RUNS (default "before threads processes warm") picks among those four. Further steps, when set:
 #   BRUTE=SECONDS  brute force with this tree's harness over the whole space (time-limited; the
@@ -30,8 +30,10 @@
 # Writes $OUT (default ./h100-overhead): *.json reports, table.txt, and with BRUTE scores-*.txt
 # and brute.jsonl (the table).
 set -uo pipefail
-here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/.carry/h100/overhead"
+# OVERHEAD_ROOT: the checkout whose examples/basic and scripts are used (default: this script's);
+# OVERHEAD_BIN: the binaries (default .carry/h100/overhead there).
+here="${OVERHEAD_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+bin="${OVERHEAD_BIN:-$here/.carry/h100/overhead}"
 
 # shellcheck source=artifact.sh
 . "$here/scripts/h100/artifact.sh"
@@ -191,9 +193,10 @@ PY
       done
     fi
   fi
-  if ls "$here/.carry/h100/kt/"*.whl > /dev/null 2>&1; then
+  local kt="${KT_WHEELS:-$here/.carry/h100/kt}"
+  if ls "$kt/"*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/kt-site "$here/.carry/h100/kt/"*.whl
+      --target /tmp/kt-site "$kt/"*.whl
     PYTHONPATH=/tmp/kt-site timeout "${T_KT:-150}" python3 "$here/scripts/h100/kt_side_by_side.py" \
       --kernel matmul --n "$n" --strategy random_sample --seeds 1 --budget 100 \
       --out "$out/kt.json" > "$out/kt.txt" 2>&1
