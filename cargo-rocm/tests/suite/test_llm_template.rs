@@ -121,7 +121,7 @@ fn llm_template_passes_and_planted_bugs_are_named() {
             "const int first = max(r + offset + 1, 0);",
             "const int first = max(r + offset, 0);",
         ),
-        ("float a = acc[j] * alpha;", "float a = acc[j];"),
+        ("acc[i][c] *= alpha;", "acc[i][c] *= 1.0f;"),
         (
             "rotated(float x1, float x2, float c, float s)",
             "rotated(float x2, float x1, float c, float s)",
@@ -188,7 +188,8 @@ fn llm_template_passes_and_planted_bugs_are_named() {
         );
     }
     // Without the rescale, every tile after the first adds to an unscaled sum: wrong as soon as
-    // there are more keys than one tile (32); one key over one tile still passes.
+    // there are more keys than one tile (64 at head_dim 64, 32 at 128); one key over one tile still
+    // passes.
     for check in [
         "attention_d64_full",
         "attention_d64_causal",

@@ -11,7 +11,7 @@
 //! On the cpu backend (and with `ROCM_BENCH_SMALL=1`) the sizes are small: a smoke test.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use llm::vendor::{Operand, VendorBlas};
+use llm::vendor::{HalfType, Operand, VendorBlas};
 use llm::{bf16, f16, Dtype};
 use llm_kernels as llm;
 use rocm_bench::{BenchTarget, DeviceGroup};
@@ -299,17 +299,51 @@ fn matmul(c: &mut Criterion) {
 
 fn attention(c: &mut Criterion) {
     for b in Bench::all() {
-        attention_in::<f32>(c, &b, true);
-        attention_in::<f16>(c, &b, false);
-        attention_in::<bf16>(c, &b, false);
+        attention_in::<f32>(c, &b);
+        attention_in::<f16>(c, &b);
+        attention_in::<bf16>(c, &b);
     }
 }
 
-/// The attention kernels in `T` (groups `flash_attention`, `flash_attention_bf16`...), and with
-/// `vendor` the unfused vendor attention (f32) beside them.
-fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench, vendor: bool) {
-    let (heads, seq) = if b.small { (2, 128) } else { (32, 2048) };
-    let blas = vendor.then(|| VendorBlas::load(b.target.backend()));
+/// The attention kernels in `T` (groups `flash_attention`, `flash_attention_bf16`...), and the
+/// unfused vendor attention in the same type beside them (`attention_vendor`,
+/// `attention_vendor_f16`...).
+fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
+    let heads = if b.small { 2 } else { 32 };
+    let blas = Some(VendorBlas::load(b.target.backend()));
+    for seq in attention_seqs(b.small) {
+        attention_at::<T>(c, b, blas.as_ref(), heads, seq);
+    }
+}
+
+/// The sequence lengths of the attention benches: 1024 to 8192 (issue 28), or
+/// `LLM_BENCH_ATTENTION_SEQS` (comma-separated); 128 in a smoke test.
+fn attention_seqs(small: bool) -> Vec<usize> {
+    if small {
+        return vec![128];
+    }
+    match std::env::var("LLM_BENCH_ATTENTION_SEQS") {
+        Ok(v) => v
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("LLM_BENCH_ATTENTION_SEQS: `{s}`: {e}"))
+            })
+            .collect(),
+        Err(_) => vec![1024, 2048, 4096, 8192],
+    }
+}
+
+/// The attention kernels in `T` at `heads` x `seq`, with the vendor's unfused attention where
+/// `blas` is loaded.
+fn attention_at<T: Dtype>(
+    c: &mut Criterion,
+    b: &Bench,
+    blas: Option<&Result<VendorBlas, String>>,
+    heads: usize,
+    seq: usize,
+) {
     for d in [64, 128] {
         let (q, k, v) = (
             b.data::<T>(heads * seq * d),
@@ -345,65 +379,96 @@ fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench, vendor: bool) {
                     .run(s)
             });
             g.finish();
-            let Some(Ok(blas)) = &blas else { continue };
-            // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor).
-            let mut scores = b.buf::<f32>(heads * seq * seq, 0.0);
-            let mut probs = b.buf::<f32>(heads * seq * seq, 0.0);
-            let o2 = b.buf::<f32>(heads * seq * d, 0.0);
+            let Some(Ok(blas)) = blas else { continue };
+            // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor),
+            // over `chunk` heads at a time, so that the mask's and softmax's element counts
+            // (chunk * seq^2) fit their `int` (at 8192, 32 heads are 2^31 scores: two chunks).
+            let most = (i32::MAX as usize / (seq * seq)).max(1);
+            let chunk = heads.div_ceil(heads.div_ceil(most));
+            let mut scores = b.buf::<T>(chunk * seq * seq, 0.0);
+            let mut probs = b.buf::<T>(chunk * seq * seq, 0.0);
+            let o2 = b.buf::<T>(heads * seq * d, 0.0);
             let (mask, softmax) = (
-                b.module.kernel("causal_mask").unwrap(),
-                b.module.kernel("softmax_rows").unwrap(),
+                b.module.kernel(&T::kernel("causal_mask")).unwrap(),
+                b.module.kernel(&T::kernel("softmax_rows")).unwrap(),
             );
-            let rows = heads * seq;
-            let mut g = b.group(c, "attention_vendor", flops);
+            // f32: SGEMM; the half types: the mixed-precision GEMM (products summed in f32, on
+            // tensor cores), scores and probabilities stored in the type.
+            let half = match T::NAME {
+                "f16" => Some(HalfType::F16),
+                "bf16" => Some(HalfType::Bf16),
+                _ => None,
+            };
+            if half.is_some() && !blas.has_gemm_ex() {
+                eprintln!(
+                    "skipping attention_vendor{}: {} has no mixed-precision strided batched GEMM",
+                    T::SUFFIX,
+                    blas.path()
+                );
+                continue;
+            }
+            let gemm = |dims, alpha, a, bm, bt, cm, n| {
+                // Safety: the callers' buffers, of this device, sized for the shapes.
+                unsafe {
+                    match half {
+                        None => blas.sgemm_batched(dims, alpha, a, bm, bt, cm, n),
+                        Some(ty) => blas.gemm_ex_batched(ty, dims, alpha, a, bm, bt, cm, n),
+                    }
+                }
+                .unwrap_or_else(|e| panic!("{e}"))
+            };
+            let mut g = b.group(c, &T::kernel("attention_vendor"), flops);
             g.note(format!(
-                "unfused: {} batched sgemm + this crate's softmax",
-                blas.path()
+                "unfused: {} batched {} + this crate's softmax, {chunk} heads at a time",
+                blas.path(),
+                if half.is_some() {
+                    "gemm_ex (f32 sums)"
+                } else {
+                    "sgemm"
+                }
             ));
             g.bench_launches(&id, &b.stream, |s| {
                 let op = |ptr, stride| Operand { ptr, stride };
-                // Safety: buffers of this device, sized for the shapes.
-                unsafe {
-                    blas.sgemm_batched(
+                let elems = |n: usize| (n * std::mem::size_of::<T>()) as u64;
+                for h0 in (0..heads).step_by(chunk) {
+                    let n = chunk.min(heads - h0);
+                    let at = elems(h0 * seq * d);
+                    gemm(
                         (seq, seq, d),
                         scale,
-                        op(q.device_ptr(), seq * d),
-                        op(k.device_ptr(), seq * d),
+                        op(q.device_ptr() + at, seq * d),
+                        op(k.device_ptr() + at, seq * d),
                         true,
                         op(scores.device_ptr(), seq * seq),
-                        heads,
-                    )
-                }
-                .unwrap_or_else(|e| panic!("{e}"));
-                if causal {
-                    mask.launch(llm::mask_launch::<f32>(heads, seq, seq).unwrap())
-                        .arg(&(heads as i32))
+                        n,
+                    );
+                    let rows = n * seq;
+                    if causal {
+                        mask.launch(llm::mask_launch::<T>(n, seq, seq).unwrap())
+                            .arg(&(n as i32))
+                            .arg(&(seq as i32))
+                            .arg(&(seq as i32))
+                            .arg(&0i32)
+                            .arg(&mut scores)
+                            .run(s)?;
+                    }
+                    softmax
+                        .launch(llm::rows_launch::<T>("softmax_rows", rows, seq).unwrap())
+                        .arg(&(rows as i32))
                         .arg(&(seq as i32))
-                        .arg(&(seq as i32))
-                        .arg(&0i32)
-                        .arg(&mut scores)
+                        .arg(&scores)
+                        .arg(&mut probs)
                         .run(s)?;
-                }
-                softmax
-                    .launch(llm::rows_launch::<f32>("softmax_rows", rows, seq).unwrap())
-                    .arg(&(rows as i32))
-                    .arg(&(seq as i32))
-                    .arg(&scores)
-                    .arg(&mut probs)
-                    .run(s)?;
-                // Safety: as above.
-                unsafe {
-                    blas.sgemm_batched(
+                    gemm(
                         (seq, d, seq),
                         1.0,
                         op(probs.device_ptr(), seq * seq),
-                        op(v.device_ptr(), seq * d),
+                        op(v.device_ptr() + at, seq * d),
                         false,
-                        op(o2.device_ptr(), seq * d),
-                        heads,
-                    )
+                        op(o2.device_ptr() + at, seq * d),
+                        n,
+                    );
                 }
-                .unwrap_or_else(|e| panic!("{e}"));
                 Ok(())
             });
             g.finish();

@@ -559,158 +559,524 @@ __global__ void __launch_bounds__(ROPE_THREADS) rope_kv_append_bf16(int tokens, 
 }
 
 // FlashAttention forward: o = softmax(scale * q k^T [+ causal mask]) v, without the score matrix.
-// A block computes FA_BM query rows of one head; it walks the keys in tiles of FA_BN, keeping for
-// each row the running max m, the running sum l and the unnormalised output, rescaled by
-// exp(m_old - m_new) when the max grows (the online softmax). Causal: query r (of seq_q, the
+// A block computes FA_BM query rows of one head; it walks the keys in tiles of BN (FaTile<D>),
+// keeping for each row the running max m, the running sum l and the unnormalised output, rescaled
+// by exp(m_old - m_new) when the max grows (the online softmax). Causal: query r (of seq_q, the
 // last seq_q of seq_k positions) sees keys c <= r + seq_k - seq_q. q, k, v and o are of the
 // element type T; the tiles in shared memory, the scores, the running state and the output's
 // accumulators are f32 whatever T is.
-// Grid (ceil(seq_q / FA_BM), heads), FA_THREADS threads (FA_* in src/lib.rs).
-#define FA_BM 16
-#define FA_BN 32
-#define FA_THREADS 128
-#define FA_LANES (FA_THREADS / FA_BM)
+//
+// Register tiling, as in a SIMT GEMM: the FA_THREADS = 256 threads are a TY x TX grid (ty, tx),
+// TY = 256 / TX. Thread (ty, tx) computes the scores of rows ty + TY i (i < FA_BM / TY) against
+// keys tx + TX j of the tile, each a dot product of float4s read from shared memory (a q row is
+// read by all TX threads of a row group at once: one broadcast), and owns the output of rows
+// ty + TY i at columns 4(tx + TX g) .. 4(tx + TX g) + 3. A row's max goes across its TX threads
+// with shuffles (xor TX / 2, ..., 1: within TX lanes whatever the wave size); its sum stays split
+// over them until the end.
+// Shared memory (dynamic, attention_shared_bytes in src/lib.rs): the q tile [FA_BM][D + 4] (scaled),
+// one tile [BN][D + 4] holding K, then V, and the probabilities [FA_BM][BN + 4]. The +4 keeps
+// rows 16-byte aligned and puts the rows a quarter-wave reads at once in different banks.
+// Grid (ceil(seq_q / FA_BM), heads); causal grids run the blocks with the most keys first.
+#define FA_BM 64
+#define FA_THREADS 256
+
+// Keys per tile (BN): 64 at head_dim 64, 32 at 128 (so that every tile fits in 64 KiB, the most a
+// block has on AMD GPUs and the cpu backend). Threads across a row group (TX): 16. (8, a wave
+// reading 8 keys' rows and 4 row groups' q rows at once, measured 11-14% slower at head_dim 128
+// on the H100.)
+template <int D>
+struct FaTile {
+    static constexpr int BN = D <= 64 ? 64 : 32;
+    static constexpr int TX = 16;
+};
+
+// Four consecutive elements of T as f32: one 16-byte (f32) or 8-byte (half) load where `vec`.
+template <typename T>
+__device__ inline float4 load4(const T* p, bool vec) {
+    if (vec) {
+        Pack<T, 4> x = *(const Pack<T, 4>*)p;
+        return make_float4(to_f32(x.v[0]), to_f32(x.v[1]), to_f32(x.v[2]), to_f32(x.v[3]));
+    }
+    return make_float4(to_f32(p[0]), to_f32(p[1]), to_f32(p[2]), to_f32(p[3]));
+}
+template <typename T>
+__device__ inline void store4(T* p, float4 x, bool vec) {
+    Pack<T, 4> y;
+    y.v[0] = from_f32<T>(x.x);
+    y.v[1] = from_f32<T>(x.y);
+    y.v[2] = from_f32<T>(x.z);
+    y.v[3] = from_f32<T>(x.w);
+    if (vec) {
+        *(Pack<T, 4>*)p = y;
+    } else {
+        for (int e = 0; e < 4; ++e) {
+            p[e] = y.v[e];
+        }
+    }
+}
+
+// rows x D elements of src (rows src_rows and on are zeros) into dst [rows][D + 4], times `mul`.
+template <int D, typename T>
+__device__ inline void fa_load_tile(float* dst, const T* src, int rows, int src_rows, float mul, bool vec) {
+    for (int e = threadIdx.x; e < rows * (D / 4); e += FA_THREADS) {
+        const int r = e / (D / 4), c = (e % (D / 4)) * 4;
+        float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (r < src_rows) {
+            x = load4(src + (index_t)r * D + c, vec);
+            x.x *= mul;
+            x.y *= mul;
+            x.z *= mul;
+            x.w *= mul;
+        }
+        *(float4*)(dst + r * (D + 4) + c) = x;
+    }
+}
 
 template <int D, typename T>
 __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float scale,
-                                      const T* q, const T* k, const T* v, T* o,
-                                      float (*qs)[D], float (*ks)[D + 1], float (*vs)[D],
-                                      float (*ps)[FA_BN], float* row_m, float* row_l,
-                                      float* row_alpha) {
-    const int t = threadIdx.x;
-    const int q0 = blockIdx.x * FA_BM;
+                                      const T* q, const T* k, const T* v, T* o, float* smem) {
+    constexpr int BN = FaTile<D>::BN;
+    constexpr int DP = D + 4;   // row stride of the q and K/V tiles
+    constexpr int PP = BN + 4;  // row stride of the probabilities
+    constexpr int TX = FaTile<D>::TX;
+    constexpr int TY = FA_THREADS / TX;
+    constexpr int RM = FA_BM / TY;     // rows a thread scores
+    constexpr int CN = BN / TX;        // keys a thread scores
+    constexpr int OG = D / (4 * TX);   // float4 column groups of the output a thread owns
+    float* qs = smem;
+    float* kv = qs + FA_BM * DP;
+    float* ps = kv + BN * DP;
+    const int t = threadIdx.x, ty = t / TX, tx = t % TX;
+    const int qb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int q0 = qb * FA_BM;
     const index_t head = blockIdx.y;
     q += head * seq_q * D;
     o += head * seq_q * D;
     k += head * seq_k * D;
     v += head * seq_k * D;
     const int shift = seq_k - seq_q;
+    const bool vec = aligned_to(q, k, v, 4 * sizeof(T)) && aligned_to(o, o, o, 4 * sizeof(T));
 
-    for (int e = t; e < FA_BM * D; e += FA_THREADS) {
-        int r = e / D, c = e % D;
-        qs[r][c] = q0 + r < seq_q ? to_f32(q[(index_t)(q0 + r) * D + c]) * scale : 0.0f;
-    }
-    if (t < FA_BM) {
-        row_m[t] = NEG_INF;
-        row_l[t] = 0.0f;
-    }
-    // This thread's share of the output: row `my_row`, columns lane, lane + FA_LANES, ...
-    const int my_row = t / FA_LANES;
-    const int lane = t % FA_LANES;
-    float acc[D / FA_LANES];
-    for (int j = 0; j < D / FA_LANES; ++j) {
-        acc[j] = 0.0f;
+    // Scores in base 2: q scaled by scale * log2(e), so that exp(x) is exp2f of the score (one
+    // instruction on GPUs where expf takes a range reduction first).
+    fa_load_tile<D>(qs, q + (index_t)q0 * D, FA_BM, seq_q - q0, scale * 1.4426950408889634f, vec);
+    float m[RM], l[RM], acc[RM][4 * OG];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        m[i] = NEG_INF;
+        l[i] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 4 * OG; ++c) {
+            acc[i][c] = 0.0f;
+        }
     }
     // Keys past the last one this block's last row sees are skipped.
     const int kv_end = causal ? min(seq_k, q0 + FA_BM + shift) : seq_k;
 
-    for (int k0 = 0; k0 < kv_end; k0 += FA_BN) {
-        __syncthreads();  // the previous tile's ks, vs and ps are no longer read
-        for (int e = t; e < FA_BN * D; e += FA_THREADS) {
-            int r = e / D, c = e % D;
-            bool in = k0 + r < seq_k;
-            ks[r][c] = in ? to_f32(k[(index_t)(k0 + r) * D + c]) : 0.0f;
-            vs[r][c] = in ? to_f32(v[(index_t)(k0 + r) * D + c]) : 0.0f;
-        }
+    for (int k0 = 0; k0 < kv_end; k0 += BN) {
+        __syncthreads();  // the previous tile's V and probabilities are no longer read
+        fa_load_tile<D>(kv, k + (index_t)k0 * D, BN, seq_k - k0, 1.0f, vec);
         __syncthreads();
-        for (int e = t; e < FA_BM * FA_BN; e += FA_THREADS) {
-            int r = e / FA_BN, c = e % FA_BN;
-            int key = k0 + c;
-            float s = NEG_INF;
-            if (key < seq_k && !(causal && key > q0 + r + shift)) {
-                s = 0.0f;
-                for (int d = 0; d < D; ++d) {
-                    s += qs[r][d] * ks[c][d];
+        float s[RM][CN];
+#pragma unroll
+        for (int i = 0; i < RM; ++i) {
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                s[i][j] = 0.0f;
+            }
+        }
+#pragma unroll 4
+        for (int d = 0; d < D; d += 4) {
+            float4 a[RM], b[CN];
+#pragma unroll
+            for (int i = 0; i < RM; ++i) {
+                a[i] = *(const float4*)(qs + (ty + TY * i) * DP + d);
+            }
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                b[j] = *(const float4*)(kv + (tx + TX * j) * DP + d);
+            }
+#pragma unroll
+            for (int i = 0; i < RM; ++i) {
+#pragma unroll
+                for (int j = 0; j < CN; ++j) {
+                    s[i][j] += a[i].x * b[j].x;
+                    s[i][j] += a[i].y * b[j].y;
+                    s[i][j] += a[i].z * b[j].z;
+                    s[i][j] += a[i].w * b[j].w;
                 }
             }
-            ps[r][c] = s;
         }
-        __syncthreads();
-        if (t < FA_BM) {
-            float m_old = row_m[t];
-            float m_new = m_old;
-            for (int c = 0; c < FA_BN; ++c) {
-                m_new = fmaxf(m_new, ps[t][c]);
+        // The online softmax of each row: mask, the tile's max across the row's TX threads, the
+        // rescale of what came before, the probabilities into shared memory.
+#pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            const int row = q0 + ty + TY * i;
+            float mx = NEG_INF;
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                const int key = k0 + tx + TX * j;
+                if (key >= seq_k || (causal && key > row + shift)) {
+                    s[i][j] = NEG_INF;
+                }
+                mx = fmaxf(mx, s[i][j]);
             }
-            float alpha = 1.0f;
+#pragma unroll
+            for (int x = TX / 2; x > 0; x /= 2) {
+                mx = fmaxf(mx, __shfl_xor(mx, x, TX));
+            }
+            const float m_new = fmaxf(m[i], mx);
+            // Nothing seen yet for this row (m_new = -inf): p = 0 everywhere, nothing to rescale.
+            const float alpha = m_new == NEG_INF ? 1.0f : exp2f(m[i] - m_new);
             float sum = 0.0f;
-            if (m_new == NEG_INF) {
-                // Nothing seen yet for this row: p = 0 everywhere.
-                for (int c = 0; c < FA_BN; ++c) {
-                    ps[t][c] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < CN; ++j) {
+                const float p = m_new == NEG_INF ? 0.0f : exp2f(s[i][j] - m_new);
+                ps[(ty + TY * i) * PP + tx + TX * j] = p;
+                sum += p;
+            }
+            m[i] = m_new;
+            l[i] = l[i] * alpha + sum;
+#pragma unroll
+            for (int c = 0; c < 4 * OG; ++c) {
+                acc[i][c] *= alpha;
+            }
+        }
+        __syncthreads();  // K is no longer read: V replaces it
+        fa_load_tile<D>(kv, v + (index_t)k0 * D, BN, seq_k - k0, 1.0f, vec);
+        __syncthreads();
+#pragma unroll 2
+        for (int n = 0; n < BN; n += 4) {
+            float4 p4[RM];
+#pragma unroll
+            for (int i = 0; i < RM; ++i) {
+                p4[i] = *(const float4*)(ps + (ty + TY * i) * PP + n);
+            }
+#pragma unroll
+            for (int nn = 0; nn < 4; ++nn) {
+                float4 vv[OG];
+#pragma unroll
+                for (int g = 0; g < OG; ++g) {
+                    vv[g] = *(const float4*)(kv + (n + nn) * DP + 4 * (tx + TX * g));
                 }
-            } else {
-                alpha = expf(m_old - m_new);
-                for (int c = 0; c < FA_BN; ++c) {
-                    float p = expf(ps[t][c] - m_new);
-                    ps[t][c] = p;
-                    sum += p;
+#pragma unroll
+                for (int i = 0; i < RM; ++i) {
+                    const float p = nn == 0 ? p4[i].x : nn == 1 ? p4[i].y : nn == 2 ? p4[i].z : p4[i].w;
+#pragma unroll
+                    for (int g = 0; g < OG; ++g) {
+                        acc[i][4 * g + 0] += p * vv[g].x;
+                        acc[i][4 * g + 1] += p * vv[g].y;
+                        acc[i][4 * g + 2] += p * vv[g].z;
+                        acc[i][4 * g + 3] += p * vv[g].w;
+                    }
                 }
             }
-            row_alpha[t] = alpha;
-            row_m[t] = m_new;
-            row_l[t] = row_l[t] * alpha + sum;
+        }
+    }
+    // Each row's sum across its TX threads, then the normalised output.
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+        float sum = l[i];
+#pragma unroll
+        for (int x = TX / 2; x > 0; x /= 2) {
+            sum += __shfl_xor(sum, x, TX);
+        }
+        const int row = q0 + ty + TY * i;
+        if (row < seq_q) {
+            const float inv = 1.0f / sum;
+#pragma unroll
+            for (int g = 0; g < OG; ++g) {
+                const float4 y = make_float4(acc[i][4 * g] * inv, acc[i][4 * g + 1] * inv,
+                                             acc[i][4 * g + 2] * inv, acc[i][4 * g + 3] * inv);
+                store4(o + (index_t)row * D + 4 * (tx + TX * g), y, vec);
+            }
+        }
+    }
+}
+
+// On NVIDIA GPUs with tensor cores (sm_80 and later), the f16 and bf16 kernels run
+// flash_attention_mma instead: FlashAttention-2's scheme on the warp-level MMA
+// (mma.sync.m16n8k16, f32 sums), whose fragment layouts the PTX ISA documents ("Matrix Fragments
+// for mma.m16n8k16"): lane = 4 g + tig holds, of a 16 x 16 A, the pairs (g, 2 tig..), (g + 8,
+// 2 tig..), (g, 2 tig + 8..), (g + 8, 2 tig + 8..); of a 16 x 8 B, (2 tig.., g) and
+// (2 tig + 8.., g); of the 16 x 8 sums, (g, 2 tig..) and (g + 8, 2 tig..). Same launch as
+// flash_attention_block (64 rows, 256 threads, its shared memory): warp w takes the 16 rows
+// 16 (w % 4).. and half of each 64-key tile (keys 32 (w / 4)..); the scores stay in registers, and
+// their layout is the A fragment of P for P V, rounded to T (as FlashAttention-2 does: the checks'
+// tolerance for the half types allows it). The two warps of a row group merge their running
+// states at the end. AMD GPUs and the cpu backend run flash_attention_block.
+#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define FA_TENSOR_CORES 1
+
+__device__ inline unsigned fa_bits(const __half* p) { return *(const unsigned short*)p; }
+__device__ inline unsigned fa_bits(const __hip_bfloat16* p) { return *(const unsigned short*)p; }
+// Two elements a, b (a in the low half) of T's bits.
+template <typename T>
+__device__ inline unsigned fa_pair(const T* a, const T* b) { return fa_bits(a) | (fa_bits(b) << 16); }
+__device__ inline unsigned fa_pack(float a, float b, const __half*) {
+    __half2 h = __floats2half2_rn(a, b);
+    return *(const unsigned*)&h;
+}
+__device__ inline unsigned fa_pack(float a, float b, const __hip_bfloat16*) {
+    __hip_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *(const unsigned*)&h;
+}
+__device__ inline void fa_mma(float* c, const unsigned* a, unsigned b0, unsigned b1, const __half*) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ inline void fa_mma(float* c, const unsigned* a, unsigned b0, unsigned b1, const __hip_bfloat16*) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int D, typename T>
+__device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scale,
+                                    const T* q, const T* k, const T* v, T* o, float* smem) {
+    constexpr int BN = 64;              // keys per tile, 32 a warp
+    constexpr int KP = D + 8;           // row stride of the K and V tiles (elements)
+    constexpr int KS = D / 16;          // k-steps of q k^T
+    constexpr int NB = D / 8;           // 8-column blocks of the output
+    constexpr int CH = D * 2 / 16;      // 16-byte chunks of a row
+    const T* tag = nullptr;
+    T* qs = (T*)smem;  // q's 64 rows; then the K and V tiles (all of KP-element rows)
+    T* ks = qs + FA_BM * KP;
+    T* vs = ks + BN * KP;
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int g = lane / 4, tig = lane % 4;
+    const int rg = warp % 4, kh = warp / 4;
+    const int qb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int q0 = qb * FA_BM;
+    const index_t head = blockIdx.y;
+    q += head * seq_q * D;
+    o += head * seq_q * D;
+    k += head * seq_k * D;
+    v += head * seq_k * D;
+    const int shift = seq_k - seq_q;
+    const bool vec = aligned_to(k, v, v, 16);
+    const bool vec_o = aligned_to(o, o, o, 4);
+    const float c2 = scale * 1.4426950408889634f;  // scores in base 2
+    const int r_lo = q0 + 16 * rg + g, r_hi = r_lo + 8;
+
+    // q's tile into shared memory (zeros past seq_q), read as A fragments at each k-step (held in
+    // registers instead, they would leave room for one block a multiprocessor at head_dim 128).
+    for (int e = t; e < FA_BM * D; e += FA_THREADS) {
+        const int r = e / D, c = e % D;
+        qs[r * KP + c] = q0 + r < seq_q ? q[(index_t)(q0 + r) * D + c] : from_f32<T>(0.0f);
+    }
+    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+        acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    }
+    const int kv_end = causal ? min(seq_k, q0 + FA_BM + shift) : seq_k;
+
+    for (int k0 = 0; k0 < kv_end; k0 += BN) {
+        __syncthreads();  // the previous tiles are no longer read
+        for (int e = t; e < BN * CH; e += FA_THREADS) {
+            const int r = e / CH, c = (e % CH) * 8;
+            Pack<T, 8> kx, vx;
+            if (k0 + r < seq_k && vec) {
+                kx = *(const Pack<T, 8>*)(k + (index_t)(k0 + r) * D + c);
+                vx = *(const Pack<T, 8>*)(v + (index_t)(k0 + r) * D + c);
+            } else {
+                for (int i = 0; i < 8; ++i) {
+                    const bool in = k0 + r < seq_k;
+                    kx.v[i] = in ? k[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
+                    vx.v[i] = in ? v[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
+                }
+            }
+            *(Pack<T, 8>*)(ks + r * KP + c) = kx;
+            *(Pack<T, 8>*)(vs + r * KP + c) = vx;
         }
         __syncthreads();
-        const float alpha = row_alpha[my_row];
-        for (int j = 0; j < D / FA_LANES; ++j) {
-            const int c = lane + j * FA_LANES;
-            float a = acc[j] * alpha;
-            for (int n = 0; n < FA_BN; ++n) {
-                a += ps[my_row][n] * vs[n][c];
-            }
-            acc[j] = a;
+        // This warp's scores: rows r_lo, r_hi against 4 blocks of 8 keys.
+        float s[4][4];
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+            s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
         }
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+            const T* qr = qs + (16 * rg + g) * KP + kk * 16 + 2 * tig;
+            const unsigned qa[4] = {*(const unsigned*)qr, *(const unsigned*)(qr + 8 * KP), *(const unsigned*)(qr + 8),
+                                    *(const unsigned*)(qr + 8 * KP + 8)};
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb) {
+                const T* kr = ks + (kh * 32 + nb * 8 + g) * KP + kk * 16 + 2 * tig;
+                fa_mma(s[nb], qa, *(const unsigned*)kr, *(const unsigned*)(kr + 8), tag);
+            }
+        }
+        float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = k0 + kh * 32 + nb * 8 + 2 * tig + (e & 1);
+                const int row = e < 2 ? r_lo : r_hi;
+                float x = s[nb][e] * c2;
+                if (key >= seq_k || (causal && key > row + shift)) {
+                    x = NEG_INF;
+                }
+                s[nb][e] = x;
+                mx[e / 2] = fmaxf(mx[e / 2], x);
+            }
+        }
+        float alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 2));
+            const float m_new = fmaxf(m[h], mx[h]);
+            alpha[h] = m_new == NEG_INF ? 1.0f : exp2f(m[h] - m_new);
+            m[h] = m_new;
+        }
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float p = m[e / 2] == NEG_INF ? 0.0f : exp2f(s[nb][e] - m[e / 2]);
+                s[nb][e] = p;
+                sum[e / 2] += p;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            l[h] = l[h] * alpha[h] + sum[h];
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            acc[nb][0] *= alpha[0];
+            acc[nb][1] *= alpha[0];
+            acc[nb][2] *= alpha[1];
+            acc[nb][3] *= alpha[1];
+        }
+        // o += p v, 16 keys a step; p's A fragment is the scores' own registers, rounded to T.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            const unsigned pa[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1], tag), fa_pack(s[2 * kk][2], s[2 * kk][3], tag),
+                                    fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
+                                    fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
+            const T* vr = vs + (kh * 32 + kk * 16 + 2 * tig) * KP + g;
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb) {
+                const T* vc = vr + nb * 8;
+                fa_mma(acc[nb], pa, fa_pair(vc, vc + KP), fa_pair(vc + 8 * KP, vc + 9 * KP), tag);
+            }
+        }
+    }
+    // Each row's sum over its quad; then the key halves merge: warps 4-7 leave their state in
+    // shared memory (per lane, as held), warps 0-3 combine and store.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        l[h] += __shfl_xor(l[h], 1);
+        l[h] += __shfl_xor(l[h], 2);
+    }
+    constexpr int MW = NB * 4 + 4;
+    float* mine = smem + rg * MW * 32 + lane;
+    __syncthreads();  // the tiles are no longer read: the merge area takes their place
+    if (kh == 1) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                mine[(nb * 4 + e) * 32] = acc[nb][e];
+            }
+        }
+        mine[(NB * 4) * 32] = m[0];
+        mine[(NB * 4 + 1) * 32] = m[1];
+        mine[(NB * 4 + 2) * 32] = l[0];
+        mine[(NB * 4 + 3) * 32] = l[1];
     }
     __syncthreads();
-    if (q0 + my_row < seq_q) {
-        const float inv = 1.0f / row_l[my_row];
-        for (int j = 0; j < D / FA_LANES; ++j) {
-            o[(index_t)(q0 + my_row) * D + lane + j * FA_LANES] = from_f32<T>(acc[j] * inv);
+    if (kh == 0) {
+        float fa[2], fb[2], inv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float mb = mine[(NB * 4 + h) * 32], lb = mine[(NB * 4 + 2 + h) * 32];
+            const float mm = fmaxf(m[h], mb);
+            fa[h] = m[h] == NEG_INF ? 0.0f : exp2f(m[h] - mm);
+            fb[h] = mb == NEG_INF ? 0.0f : exp2f(mb - mm);
+            inv[h] = 1.0f / (l[h] * fa[h] + lb * fb[h]);
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = h ? r_hi : r_lo;
+                const float y0 = (acc[nb][2 * h] * fa[h] + mine[(nb * 4 + 2 * h) * 32] * fb[h]) * inv[h];
+                const float y1 = (acc[nb][2 * h + 1] * fa[h] + mine[(nb * 4 + 2 * h + 1) * 32] * fb[h]) * inv[h];
+                if (row < seq_q) {
+                    T* out = o + (index_t)row * D + nb * 8 + 2 * tig;
+                    if (vec_o) {
+                        *(unsigned*)out = fa_pack(y0, y1, tag);
+                    } else {
+                        out[0] = from_f32<T>(y0);
+                        out[1] = from_f32<T>(y1);
+                    }
+                }
+            }
         }
     }
 }
+#endif
 
-// One kernel per head dimension and element type; each declares its tiles in f32 (D + 1 columns
-// of ks: padded, as a wave reads a column of it) and runs flash_attention_block.
-#define FA_SHARED(D)                          \
-    __shared__ float qs[FA_BM][D];            \
-    __shared__ float ks[FA_BN][D + 1];        \
-    __shared__ float vs[FA_BN][D];            \
-    __shared__ float ps[FA_BM][FA_BN];        \
-    __shared__ float row_m[FA_BM], row_l[FA_BM], row_alpha[FA_BM]
-
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale,
-                                                                  const float* q, const float* k, const float* v, float* o) {
-    FA_SHARED(64);
-    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+// One kernel per head dimension and element type, each over dynamic shared memory
+// (attention_shared_bytes in src/lib.rs: at most 64 KiB). On NVIDIA the half kernels (tensor
+// cores) ask for registers that let two blocks share a multiprocessor.
+#if defined(__HIP_PLATFORM_NVIDIA__)
+#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS, 2)
+#else
+#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS)
+#endif
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale, const float* q,
+                                                  const float* k, const float* v, float* o) {
+    extern __shared__ float4 fa_smem[];
+    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, int seq_k, int causal, float scale,
-                                                                   const float* q, const float* k, const float* v, float* o) {
-    FA_SHARED(128);
-    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, int seq_k, int causal, float scale, const float* q,
+                                                  const float* k, const float* v, float* o) {
+    extern __shared__ float4 fa_smem[];
+    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale,
-                                                                      const __half* q, const __half* k, const __half* v, __half* o) {
-    FA_SHARED(64);
-    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+__global__ void FA_HALF_BOUNDS flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+                                                  const __half* k, const __half* v, __half* o) {
+    extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
+    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale,
-                                                                       const __half* q, const __half* k, const __half* v, __half* o) {
-    FA_SHARED(128);
-    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+__global__ void FA_HALF_BOUNDS flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+                                                  const __half* k, const __half* v, __half* o) {
+    extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
+    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale,
-                                                                       const __hip_bfloat16* q, const __hip_bfloat16* k,
-                                                                       const __hip_bfloat16* v, __hip_bfloat16* o) {
-    FA_SHARED(64);
-    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+__global__ void FA_HALF_BOUNDS flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+                                                  const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
+    extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
+    flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale,
-                                                                        const __hip_bfloat16* q, const __hip_bfloat16* k,
-                                                                        const __hip_bfloat16* v, __hip_bfloat16* o) {
-    FA_SHARED(128);
-    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, qs, ks, vs, ps, row_m, row_l, row_alpha);
+__global__ void FA_HALF_BOUNDS flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+                                                  const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
+    extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_mma<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
+    flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
 
 // Tiled matmul c[m][n] = a[m][k] * b[k][n]: blocks of MM_THREADS threads compute MM_TILE x MM_TILE

@@ -36,11 +36,27 @@ pub const ROPE_HEADS: usize = 4;
 /// Threads per block of the RoPE kernels (`ROPE_THREADS`).
 pub const ROPE_THREADS: usize = 256;
 /// Query rows per block of the attention kernels (`FA_BM`).
-pub const FA_BM: u32 = 16;
-/// Keys per tile of the attention kernels (`FA_BN`).
-pub const FA_BN: usize = 32;
+pub const FA_BM: u32 = 64;
 /// Threads per block of the attention kernels (`FA_THREADS`).
-pub const FA_THREADS: u32 = 128;
+pub const FA_THREADS: u32 = 256;
+
+/// Keys per tile of the attention kernel for `head_dim` (`FaTile<D>::BN`).
+pub fn attention_tile_keys(head_dim: usize) -> usize {
+    if head_dim <= 64 {
+        64
+    } else {
+        32
+    }
+}
+
+/// Dynamic shared memory of the attention kernel for `head_dim` (`flash_attention_block`): the
+/// scaled q tile and one K/V tile, rows of `head_dim + 4` floats, and the probabilities, rows of
+/// `BN + 4`.
+pub fn attention_shared_bytes(head_dim: usize) -> u32 {
+    let bn = attention_tile_keys(head_dim);
+    let floats = (FA_BM as usize + bn) * (head_dim + 4) + FA_BM as usize * (bn + 4);
+    (floats * 4) as u32
+}
 /// Tile of `c` per block of `matmul` (`MM_TILE`).
 pub const MM_TILE: u32 = 128;
 /// Threads per block of `matmul` (`MM_THREADS`).
@@ -331,7 +347,8 @@ pub fn attention_launch<T: Dtype>(
     Ok(LaunchConfig::new(
         ((seq_q as u32).div_ceil(FA_BM), heads as u32, 1),
         (FA_THREADS, 1, 1),
-    ))
+    )
+    .shared_bytes(attention_shared_bytes(head_dim)))
 }
 
 /// Launch of `matmul` (f32) for c[m][n] = a[m][k] b[k][n].

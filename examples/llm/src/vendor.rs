@@ -58,11 +58,90 @@ type GemmStridedBatched = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
+/// cuBLAS's `cublasGemmStridedBatchedEx`: the element types are `cudaDataType` values, the
+/// computation a `cublasComputeType_t`, the algorithm a `cublasGemmAlgo_t`.
+type CublasGemmEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    *mut c_void,
+    c_int,
+    c_int,
+    i64,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
+
+/// rocBLAS's `rocblas_gemm_strided_batched_ex`: c and d (the output) are separate operands, the
+/// types `rocblas_datatype` values; then the algorithm, a solution index and flags.
+type RocblasGemmEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *mut c_void,
+    c_int,
+    c_int,
+    i64,
+    c_int,
+    c_int,
+    c_int,
+    i32,
+    u32,
+) -> c_int;
+
+#[derive(Clone, Copy)]
+enum GemmEx {
+    Cublas(CublasGemmEx),
+    Rocblas(RocblasGemmEx),
+}
+
+/// The element type of a mixed-precision GEMM's matrices ([`VendorBlas::gemm_ex_batched`]); the
+/// products are summed in f32 (tensor cores or matrix cores where the library chooses them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfType {
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
 /// A loaded vendor BLAS with its handle.
 pub struct VendorBlas {
     flavour: Flavour,
     handle: Handle,
     gemm: GemmStridedBatched,
+    gemm_ex: Option<GemmEx>,
     destroy: unsafe extern "C" fn(Handle) -> c_int,
     path: String,
     // Last: the library outlives the function pointers above.
@@ -137,6 +216,17 @@ impl VendorBlas {
             let gemm = *lib
                 .get::<GemmStridedBatched>(gemm.as_bytes())
                 .map_err(|_| sym(gemm))?;
+            // The half-precision GEMM is optional: without it only the f32 baseline runs.
+            let gemm_ex = match flavour {
+                Flavour::Cublas => lib
+                    .get::<CublasGemmEx>(b"cublasGemmStridedBatchedEx")
+                    .ok()
+                    .map(|f| GemmEx::Cublas(*f)),
+                Flavour::Rocblas => lib
+                    .get::<RocblasGemmEx>(b"rocblas_gemm_strided_batched_ex")
+                    .ok()
+                    .map(|f| GemmEx::Rocblas(*f)),
+            };
             let mut handle: Handle = std::ptr::null_mut();
             let status = create(&mut handle);
             if status != 0 {
@@ -148,6 +238,7 @@ impl VendorBlas {
                 flavour,
                 handle,
                 gemm,
+                gemm_ex,
                 destroy,
                 path,
                 _lib: lib,
@@ -158,6 +249,11 @@ impl VendorBlas {
     /// The library's file, for reports.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether [`gemm_ex_batched`](Self::gemm_ex_batched) is there.
+    pub fn has_gemm_ex(&self) -> bool {
+        self.gemm_ex.is_some()
     }
 
     fn op(&self, transpose: bool) -> c_int {
@@ -211,6 +307,113 @@ impl VendorBlas {
         );
         if status != 0 {
             return Err(format!("{}: sgemm failed with status {status}", self.path));
+        }
+        Ok(())
+    }
+
+    /// As [`sgemm_batched`](Self::sgemm_batched) for matrices of `ty` (a, b and c alike), the
+    /// products summed in f32: `cublasGemmStridedBatchedEx` (`CUBLAS_COMPUTE_32F`, the default
+    /// algorithm, which takes tensor cores) or `rocblas_gemm_strided_batched_ex`.
+    ///
+    /// # Safety
+    /// As [`sgemm_batched`](Self::sgemm_batched), the matrices holding elements of `ty`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_ex_batched(
+        &self,
+        ty: HalfType,
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        a: Operand,
+        b: Operand,
+        b_transposed: bool,
+        c: Operand,
+        batch: usize,
+    ) -> Result<(), String> {
+        let int = |v: usize| c_int::try_from(v).map_err(|_| format!("{v} does not fit a BLAS int"));
+        let beta = 0.0f32;
+        let ldb = if b_transposed { k } else { n };
+        let alpha_p = (&alpha as *const f32).cast::<c_void>();
+        let beta_p = (&beta as *const f32).cast::<c_void>();
+        let (tb, ta) = (self.op(b_transposed), self.op(false));
+        let status = match self.gemm_ex {
+            None => {
+                return Err(format!(
+                    "{} has no mixed-precision strided batched GEMM",
+                    self.path
+                ))
+            }
+            // cudaDataType: CUDA_R_16F = 2, CUDA_R_16BF = 14; CUBLAS_COMPUTE_32F = 68;
+            // CUBLAS_GEMM_DEFAULT = -1.
+            Some(GemmEx::Cublas(f)) => {
+                let t = if ty == HalfType::F16 { 2 } else { 14 };
+                f(
+                    self.handle,
+                    tb,
+                    ta,
+                    int(n)?,
+                    int(m)?,
+                    int(k)?,
+                    alpha_p,
+                    b.ptr as *const c_void,
+                    t,
+                    int(ldb)?,
+                    b.stride as i64,
+                    a.ptr as *const c_void,
+                    t,
+                    int(k)?,
+                    a.stride as i64,
+                    beta_p,
+                    c.ptr as *mut c_void,
+                    t,
+                    int(n)?,
+                    c.stride as i64,
+                    int(batch)?,
+                    68,
+                    -1,
+                )
+            }
+            // rocblas_datatype: f16_r = 150, bf16_r = 168, f32_r = 151;
+            // rocblas_gemm_algo_standard = 160. Not run: no AMD GPU here.
+            Some(GemmEx::Rocblas(f)) => {
+                let t = if ty == HalfType::F16 { 150 } else { 168 };
+                f(
+                    self.handle,
+                    tb,
+                    ta,
+                    int(n)?,
+                    int(m)?,
+                    int(k)?,
+                    alpha_p,
+                    b.ptr as *const c_void,
+                    t,
+                    int(ldb)?,
+                    b.stride as i64,
+                    a.ptr as *const c_void,
+                    t,
+                    int(k)?,
+                    a.stride as i64,
+                    beta_p,
+                    c.ptr as *const c_void,
+                    t,
+                    int(n)?,
+                    c.stride as i64,
+                    c.ptr as *mut c_void,
+                    t,
+                    int(n)?,
+                    c.stride as i64,
+                    int(batch)?,
+                    151,
+                    160,
+                    0,
+                    0,
+                )
+            }
+        };
+        if status != 0 {
+            return Err(format!(
+                "{}: {ty:?} gemm failed with status {status}",
+                self.path
+            ));
         }
         Ok(())
     }
