@@ -12,7 +12,8 @@
 #      share of the stream triad; the decode path (issue 28): the paged decode attention's GB/s on
 #      the K and V it reads against the triad (goal >= 80%), the sampler's time against a
 #      torch.topk-based one (scripts/h100/sampler_torch.py, where torch is there; goal <= 2x).
-# PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table.
+# PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table;
+# PARTS=matmul the tiled matmul's checks and its bench beside cuBLAS SGEMM (about a minute).
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm
@@ -70,10 +71,12 @@ fi
 PARTS=${PARTS:-all}
 # 1. Every check on nvidia; the bandwidth checks at 2^26 elements (256 MiB a buffer of f32).
 log "checks on nvidia ($PARTS)"
-if [ "$PARTS" = decode ]; then
-  # The decode path's checks only: two filters (paged_decode*, sample*), one events file.
+if [ "$PARTS" = decode ] || [ "$PARTS" = matmul ]; then
+  # The decode path's checks only: two filters (paged_decode*, sample*), one events file
+  # (PARTS=matmul: the matmul's).
   : > "$OUT/test-events.jsonl"; : > "$OUT/test.txt"
-  for f in paged_decode sample; do
+  filters="paged_decode sample"; [ "$PARTS" = matmul ] && filters=matmul
+  for f in $filters; do
     timeout 50 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
       --events "$OUT/test-events-$f.jsonl" "$f" >> "$OUT/test.txt" 2>&1
     echo "exit $? ($f)" >> "$OUT/test.txt"
@@ -90,6 +93,8 @@ tail -3 "$OUT/test.txt"
 log "benches on nvidia ($PARTS)"
 if [ "$PARTS" = decode ]; then
   BENCH_FILTER="paged_decode|sampler"; BENCH_LIMIT=150
+elif [ "$PARTS" = matmul ]; then
+  BENCH_FILTER="matmul|sgemm_vendor"; BENCH_LIMIT=100
 else
   BENCH_FILTER=""; BENCH_LIMIT=300
 fi

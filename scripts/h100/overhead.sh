@@ -17,12 +17,23 @@
 # runs `cargo rocm tune --strategy $STRATEGY --budget 100 --fresh` from an empty compile cache,
 # then `processes` once more with the cache warm, and prints per measured evaluation: wall,
 # kernel, compile wait, verification and the rest (the harness), beyond kernel time. With the
-# wheels of scripts/h100/kt.sh carried, Kernel Tuner's random sampling runs on the same kernel
+# wheels of scripts/h100/kt.sh carried (.carry/h100/kt, or KT_WHEELS), Kernel Tuner's random sampling runs on the same kernel
 # (budget 100, 1 seed) and its per-evaluation times are printed the same way.
-# Writes $OUT (default ./h100-overhead): *.json reports, table.txt.
+# RUNS (default "before threads processes warm") picks among those four. Further steps, when set:
+#   BRUTE=SECONDS  brute force with this tree's harness over the whole space (time-limited; the
+#                  compile cache of `processes` is reused), then the strategies replayed over its
+#                  table by the carried `score` (this tree's rocm-tune) and `score-before` (the
+#                  earlier one), SEEDS seeds (default 10) at 20/50/100: search quality before/after
+#   TUNED_N=4096   `cargo rocm tune` with the default strategy at n = TUNED_N (budget 100): the
+#                  best configuration's TFLOP/s, and cuBLAS SGEMM (torch.mm, TF32 off) at that
+#                  size in the same run, where torch is on the machine
+# Writes $OUT (default ./h100-overhead): *.json reports, table.txt, and with BRUTE scores-*.txt
+# and brute.jsonl (the table).
 set -uo pipefail
-here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/.carry/h100/overhead"
+# OVERHEAD_ROOT: the checkout whose examples/basic and scripts are used (default: this script's);
+# OVERHEAD_BIN: the binaries (default .carry/h100/overhead there).
+here="${OVERHEAD_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+bin="${OVERHEAD_BIN:-$here/.carry/h100/overhead}"
 
 # shellcheck source=artifact.sh
 . "$here/scripts/h100/artifact.sh"
@@ -42,6 +53,13 @@ build() {
   cp "$exe" "$bin/kernels-test"
   strip "$bin/kernels-test"
   gzip -9 -f "$bin/kernels-test"
+  # The score replay of this tree, and of the earlier one where SCORE_BEFORE names its binary.
+  exe="$(cargo build --release --manifest-path "$here/Cargo.toml" -p rocm-tune --example score \
+    --message-format json | artifact score example)"
+  cp "$exe" "$bin/score"
+  if [ -n "${SCORE_BEFORE:-}" ]; then cp "$SCORE_BEFORE" "$bin/score-before"; fi
+  strip "$bin"/score*
+  gzip -9 -f "$bin"/score "$bin"/score-before 2>/dev/null || true
   du -sh "$bin"
 }
 
@@ -73,6 +91,9 @@ run() {
     [ -f "$bin/$b.gz" ] || { echo "missing $bin/$b.gz: run '$0 build' first" >&2; exit 2; }
     gunzip -c "$bin/$b.gz" > "$scratch/bin/$b" && chmod +x "$scratch/bin/$b"
   done
+  for b in score score-before; do
+    [ -f "$bin/$b.gz" ] && gunzip -c "$bin/$b.gz" > "$scratch/bin/$b" && chmod +x "$scratch/bin/$b"
+  done
   local exe="$scratch/bin" n="${MATMUL_N:-2048}" strategy="${STRATEGY:-random}"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
   nproc | sed 's/^/host cores: /' | tee -a "$out/gpu.txt"
@@ -86,11 +107,11 @@ run() {
     echo "$label: exit $?" >&2
   }
   rm -rf "$scratch/t-"*
-  one before kernels-test-before "$scratch/t-before"
-  one threads kernels-test "$scratch/t-threads" ROCM_TEST_RTC_IN_PROCESS=1
-  one processes kernels-test "$scratch/t-processes"
-  one warm kernels-test "$scratch/t-processes"
-  local labels="before threads processes warm"
+  local runs=" ${RUNS:-before threads processes warm} " labels=""
+  case "$runs" in *" before "*) one before kernels-test-before "$scratch/t-before"; labels="$labels before" ;; esac
+  case "$runs" in *" threads "*) one threads kernels-test "$scratch/t-threads" ROCM_TEST_RTC_IN_PROCESS=1; labels="$labels threads" ;; esac
+  case "$runs" in *" processes "*) one processes kernels-test "$scratch/t-processes"; labels="$labels processes" ;; esac
+  case "$runs" in *" warm "*) one warm kernels-test "$scratch/t-processes"; labels="$labels warm" ;; esac
   if [ -n "${ALSO_STRATEGY:-}" ]; then
     strategy="$ALSO_STRATEGY" one "before-$ALSO_STRATEGY" kernels-test-before "$scratch/t-before2"
     strategy="$ALSO_STRATEGY" one "after-$ALSO_STRATEGY" kernels-test "$scratch/t-after2"
@@ -113,9 +134,69 @@ for label in ("before", "threads", "processes"):
             label, len(s), statistics.median(s), s[int(0.9 * (len(s) - 1))], s[-1], sum(s)))
 PY
   } | tee "$out/table.txt"
-  if ls "$here/.carry/h100/kt/"*.whl > /dev/null 2>&1; then
+  if [ -n "${TUNED_N:-}" ]; then
+    # The default strategy at a larger size, and cuBLAS there (issue 28 item 1).
+    env timeout "${T_TUNED:-120}" "$exe/cargo-rocm" tune --harness "$exe/kernels-test" \
+      --backend nvidia --problem "n=$TUNED_N" --iterations 5 --budget 100 --seed 1 \
+      --target-dir "$scratch/t-processes" --wisdom "$out/wisdom.json" --message-format json \
+      -- matmul > "$out/tuned-$TUNED_N.json" 2> "$out/tuned-$TUNED_N.err"
+    echo "tuned n=$TUNED_N: exit $?" >&2
+    summarize "tuned-$TUNED_N" "$out/tuned-$TUNED_N.json" | tee -a "$out/table.txt"
+    timeout 60 python3 - "$TUNED_N" "$out/tuned-$TUNED_N.json" <<'PY' 2>&1 | tee -a "$out/table.txt"
+import json, sys
+n = int(sys.argv[1])
+try:
+    r = json.load(open(sys.argv[2]))["runs"][0]
+    best, default = r["best"], r["default"]
+    print("basic matmul n=%d: best %s %.3f ms = %.1f TFLOP/s; default %.3f ms = %.1f TFLOP/s" % (
+        n, json.dumps(best["config"]), best["time_ms"], 2 * n**3 / best["time_ms"] / 1e9,
+        default["time_ms"], 2 * n**3 / default["time_ms"] / 1e9))
+except Exception as e:
+    print("no tuned result: %r" % (e,))
+try:
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    a = torch.randn(n, n, device="cuda"); b = torch.randn(n, n, device="cuda")
+    for _ in range(3): torch.mm(a, b)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); torch.mm(a, b); e.record(); torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    times.sort()
+    ms = times[len(times) // 2]
+    print("cuBLAS SGEMM (torch %s, TF32 off) n=%d: median %.3f ms = %.1f TFLOP/s" % (
+        torch.__version__, n, ms, 2 * n**3 / ms / 1e9))
+except Exception as e:
+    print("no cuBLAS figure: %r" % (e,))
+PY
+  fi
+  if [ -n "${BRUTE:-}" ]; then
+    # The whole space with this tree's harness (the compile cache of `processes` reused), and
+    # the strategies of both trees replayed over it.
+    env timeout "$BRUTE" "$exe/cargo-rocm" tune --harness "$exe/kernels-test" --backend nvidia \
+      --problem "n=$n" --iterations 5 --strategy brute_force --budget 100000 \
+      --time "$((BRUTE > 30 ? BRUTE - 15 : BRUTE))s" --no-wisdom --target-dir "$scratch/t-processes" \
+      --message-format json -- matmul > "$out/brute.json" 2> "$out/brute.err"
+    echo "brute force: exit $?" >&2
+    summarize brute "$out/brute.json" | tee -a "$out/table.txt"
+    local cache
+    cache="$(find "$scratch/t-processes/rocm/tune/matmul" -name "n=$n.jsonl" | head -n 1)"
+    if [ -n "$cache" ]; then
+      cp "$cache" "$out/brute.jsonl"
+      for sc in score score-before; do
+        [ -x "$exe/$sc" ] && timeout 60 "$exe/$sc" --jsonl "$cache" --seeds "${SEEDS:-10}" \
+          --budgets 20,50,100 > "$out/scores-$sc.txt" 2>&1
+        grep -E "space:|regression_prune" "$out/scores-$sc.txt" | sed "s/^/$sc /" | tee -a "$out/table.txt"
+      done
+    fi
+  fi
+  local kt="${KT_WHEELS:-$here/.carry/h100/kt}"
+  if ls "$kt/"*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/kt-site "$here/.carry/h100/kt/"*.whl
+      --target /tmp/kt-site "$kt/"*.whl
     PYTHONPATH=/tmp/kt-site timeout "${T_KT:-150}" python3 "$here/scripts/h100/kt_side_by_side.py" \
       --kernel matmul --n "$n" --strategy random_sample --seeds 1 --budget 100 \
       --out "$out/kt.json" > "$out/kt.txt" 2>&1

@@ -1080,19 +1080,49 @@ __global__ void FA_HALF_BOUNDS flash_attention_d128_bf16(int seq_q, int seq_k, i
 }
 
 // Tiled matmul c[m][n] = a[m][k] * b[k][n]: blocks of MM_THREADS threads compute MM_TILE x MM_TILE
-// tiles of c, each thread an 8 x 8 grid of it (rows tr + 16i, columns tc + 16j, so a wave reads
-// shared memory without bank conflicts and writes c coalesced), stepping through k by MM_BK.
-// Grid (ceil(n / MM_TILE), ceil(m / MM_TILE)). Any m, n, k >= 1.
+// tiles of c, each thread an 8 x 8 grid of it: rows 4 tr + i and 64 + 4 tr + i, columns 4 tc + j
+// and 64 + 4 tc + j (i, j < 4), so its shared-memory reads are 16-byte loads and its stores of c
+// 16-byte stores. k advances by MM_BK with two shared buffers: the next tiles of a and b are
+// loaded from global memory into registers while the current ones are multiplied, and stored
+// into the other buffer (one barrier a step). Global loads and stores are 16-byte wide where the
+// row length (k for a, n for b and c) is a multiple of 4 and the pointers are 16-byte aligned,
+// element by element otherwise. Grid (ceil(n / MM_TILE), ceil(m / MM_TILE)). Any m, n, k >= 1.
 #define MM_TILE 128
 #define MM_BK 8
 #define MM_THREADS 256
 
-__global__ void __launch_bounds__(MM_THREADS) matmul(int m, int n, int k, const float* a, const float* b, float* c) {
-    __shared__ float as[MM_BK][MM_TILE];  // a's tile, transposed
-    __shared__ float bs[MM_BK][MM_TILE];
+// Four elements of a row, `row[col..col + 4)` of a row of `len` (zero past its end; all zero
+// when the row is not there).
+__device__ inline Pack<float, 4> mm_load4(const float* row, bool there, int col, int len, bool vec) {
+    Pack<float, 4> v;
+    if (there && vec && col + 4 <= len) {
+        v = *reinterpret_cast<const Pack<float, 4>*>(row + col);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            v.v[j] = there && col + j < len ? row[col + j] : 0.0f;
+        }
+    }
+    return v;
+}
+
+// At most 128 registers a thread (no spills on sm_90): two blocks an SM.
+__global__ void __launch_bounds__(MM_THREADS, 2) matmul(int m, int n, int k, const float* a, const float* b, float* c) {
+    // a's tile transposed (one more group of 4 a row, against bank conflicts) and b's tile, in
+    // groups of 4 floats; two of each.
+    __shared__ Pack<float, 4> as[2][MM_BK][MM_TILE / 4 + 1];
+    __shared__ Pack<float, 4> bs[2][MM_BK][MM_TILE / 4];
     const int t = threadIdx.x;
     const int tr = t / 16, tc = t % 16;
     const int row0 = blockIdx.y * MM_TILE, col0 = blockIdx.x * MM_TILE;
+    // The four elements this thread loads of each tile: of a row of a (4 of its MM_BK = 8), of
+    // a row of b (4 of its 128 columns).
+    const int ar = t / 2, ak = (t % 2) * 4;
+    const int bk = t / 32, bc = t % 32;
+    const bool a_vec = k % 4 == 0 && aligned_to(a, a, a, 16);
+    const bool b_vec = n % 4 == 0 && aligned_to(b, c, c, 16);
+    const float* arow = a + (index_t)(row0 + ar) * k;
+    const bool a_in = row0 + ar < m;
     float acc[8][8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -1101,42 +1131,71 @@ __global__ void __launch_bounds__(MM_THREADS) matmul(int m, int n, int k, const 
             acc[i][j] = 0.0f;
         }
     }
-    for (int k0 = 0; k0 < k; k0 += MM_BK) {
+    Pack<float, 4> na = mm_load4(arow, a_in, ak, k, a_vec);
+    Pack<float, 4> nb = mm_load4(b + (index_t)bk * n, bk < k, col0 + 4 * bc, n, b_vec);
 #pragma unroll
-        for (int l = 0; l < (MM_TILE * MM_BK) / MM_THREADS; ++l) {
-            int e = t + l * MM_THREADS;
-            int r = e / MM_BK, kk = e % MM_BK;
-            as[kk][r] = (row0 + r < m && k0 + kk < k) ? a[(index_t)(row0 + r) * k + k0 + kk] : 0.0f;
-            int kb = e / MM_TILE, cb = e % MM_TILE;
-            bs[kb][cb] = (k0 + kb < k && col0 + cb < n) ? b[(index_t)(k0 + kb) * n + col0 + cb] : 0.0f;
+    for (int j = 0; j < 4; ++j) {
+        as[0][ak + j][ar / 4].v[ar % 4] = na.v[j];
+    }
+    bs[0][bk][bc] = nb;
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = 0; k0 < k; k0 += MM_BK) {
+        const bool more = k0 + MM_BK < k;
+        if (more) {
+            na = mm_load4(arow, a_in, k0 + MM_BK + ak, k, a_vec);
+            const int kb = k0 + MM_BK + bk;
+            nb = mm_load4(b + (index_t)kb * n, kb < k, col0 + 4 * bc, n, b_vec);
         }
-        __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < MM_BK; ++kk) {
-            float ar[8], br[8];
+            const Pack<float, 4> a0 = as[buf][kk][tr], a1 = as[buf][kk][16 + tr];
+            const Pack<float, 4> b0 = bs[buf][kk][tc], b1 = bs[buf][kk][16 + tc];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                ar[i] = as[kk][tr + 16 * i];
-                br[i] = bs[kk][tc + 16 * i];
-            }
+            for (int i = 0; i < 4; ++i) {
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j) {
-                    acc[i][j] += ar[i] * br[j];
+                for (int j = 0; j < 4; ++j) {
+                    acc[i][j] += a0.v[i] * b0.v[j];
+                    acc[i][4 + j] += a0.v[i] * b1.v[j];
+                    acc[4 + i][j] += a1.v[i] * b0.v[j];
+                    acc[4 + i][4 + j] += a1.v[i] * b1.v[j];
                 }
             }
         }
-        __syncthreads();
+        if (more) {
+            // The other buffer was last read before the previous barrier.
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                as[buf ^ 1][ak + j][ar / 4].v[ar % 4] = na.v[j];
+            }
+            bs[buf ^ 1][bk][bc] = nb;
+            __syncthreads();
+            buf ^= 1;
+        }
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        int r = row0 + tr + 16 * i;
+        const int r = row0 + (i < 4 ? 4 * tr + i : 64 + 4 * tr + i - 4);
+        if (r < m) {
+            float* crow = c + (index_t)r * n;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            int col = col0 + tc + 16 * j;
-            if (r < m && col < n) {
-                c[(index_t)r * n + col] = acc[i][j];
+            for (int h = 0; h < 2; ++h) {
+                const int col = col0 + 64 * h + 4 * tc;
+                if (b_vec && col + 4 <= n) {
+                    Pack<float, 4> v;
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        v.v[j] = acc[i][4 * h + j];
+                    }
+                    *reinterpret_cast<Pack<float, 4>*>(crow + col) = v;
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        if (col + j < n) {
+                            crow[col + j] = acc[i][4 * h + j];
+                        }
+                    }
+                }
             }
         }
     }

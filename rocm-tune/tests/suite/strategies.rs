@@ -359,6 +359,30 @@ fn regression_prune_warns_on_a_poor_fit() {
 }
 
 #[testkit::test]
+fn regression_prune_compiles_for_static_features_about_what_it_measures() {
+    // Each static-feature query is a compile on a GPU; asking for the whole pruned set (four
+    // times the budget: about 250 queries for 100 evaluations here) was most of the run's
+    // time on an empty compile cache. Now: the parameter model's best, as many as the
+    // evaluations left and at least `min_static_queries`.
+    let space = synthetic::matmul_space();
+    for seed in 1..=3 {
+        let mut dev = SyntheticMatmul::new(1, 5);
+        let mut s = RegressionPrune::default();
+        let r = Tuner::new(&space, &mut dev)
+            .budget(Budget::evals(100))
+            .seed(seed)
+            .run(&mut s)
+            .unwrap();
+        assert_eq!(r.evaluations, 100);
+        assert!(
+            r.static_queries > 0 && r.static_queries <= 160,
+            "seed {seed}: {} static queries for 100 evaluations",
+            r.static_queries
+        );
+    }
+}
+
+#[testkit::test]
 fn random_sampling_scores_zero_on_average() {
     // End-to-end check of the closed-form expectation: the mean score of random sampling
     // over many seeds must be close to 0.
