@@ -808,11 +808,6 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
 #if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define FA_TENSOR_CORES 1
 
-__device__ inline unsigned fa_bits(const __half* p) { return *(const unsigned short*)p; }
-__device__ inline unsigned fa_bits(const __hip_bfloat16* p) { return *(const unsigned short*)p; }
-// Two elements a, b (a in the low half) of T's bits.
-template <typename T>
-__device__ inline unsigned fa_pair(const T* a, const T* b) { return fa_bits(a) | (fa_bits(b) << 16); }
 __device__ inline unsigned fa_pack(float a, float b, const __half*) {
     __half2 h = __floats2half2_rn(a, b);
     return *(const unsigned*)&h;
@@ -830,6 +825,24 @@ __device__ inline void fa_mma(float* c, const unsigned* a, unsigned b0, unsigned
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8 x 8 matrices of 16-bit elements from shared memory (ldmatrix; `trans`: each transposed):
+// lane l gives the address of row l % 8 of matrix l / 8, and receives in r[i] the pair (l / 4,
+// 2 (l % 4)..) of matrix i, the layout of an A or B fragment's register.
+template <bool TRANS>
+__device__ inline void fa_ldmatrix(unsigned* r, const void* row) {
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(row));
+    if (TRANS) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"((unsigned)a));
+    } else {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"((unsigned)a));
+    }
 }
 
 template <int D, typename T>
@@ -899,15 +912,19 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
         for (int nb = 0; nb < 4; ++nb) {
             s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
         }
+        // Fragments by ldmatrix: q's A (matrices: rows 0-7 and 8-15 of columns 0-7, then of
+        // 8-15), K's B for two blocks of 8 keys (keys 0-7 at d 0-7, d 8-15, keys 8-15 likewise).
+        const int lr = lane % 8, lm = lane / 8;
 #pragma unroll
         for (int kk = 0; kk < KS; ++kk) {
-            const T* qr = qs + (16 * rg + g) * KP + kk * 16 + 2 * tig;
-            const unsigned qa[4] = {*(const unsigned*)qr, *(const unsigned*)(qr + 8 * KP), *(const unsigned*)(qr + 8),
-                                    *(const unsigned*)(qr + 8 * KP + 8)};
+            unsigned qa[4];
+            fa_ldmatrix<false>(qa, qs + (16 * rg + lr + (lm % 2) * 8) * KP + kk * 16 + (lm / 2) * 8);
 #pragma unroll
-            for (int nb = 0; nb < 4; ++nb) {
-                const T* kr = ks + (kh * 32 + nb * 8 + g) * KP + kk * 16 + 2 * tig;
-                fa_mma(s[nb], qa, *(const unsigned*)kr, *(const unsigned*)(kr + 8), tag);
+            for (int nb = 0; nb < 4; nb += 2) {
+                unsigned kb[4];
+                fa_ldmatrix<false>(kb, ks + (kh * 32 + nb * 8 + (lm / 2) * 8 + lr) * KP + kk * 16 + (lm % 2) * 8);
+                fa_mma(s[nb], qa, kb[0], kb[1], tag);
+                fa_mma(s[nb + 1], qa, kb[2], kb[3], tag);
             }
         }
         float mx[2] = {NEG_INF, NEG_INF};
@@ -960,11 +977,14 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
             const unsigned pa[4] = {fa_pack(s[2 * kk][0], s[2 * kk][1], tag), fa_pack(s[2 * kk][2], s[2 * kk][3], tag),
                                     fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], tag),
                                     fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], tag)};
-            const T* vr = vs + (kh * 32 + kk * 16 + 2 * tig) * KP + g;
+            // V's B fragments for two blocks of 8 columns, transposed by ldmatrix (keys 0-7 and
+            // 8-15 of columns 0-7, then of 8-15).
 #pragma unroll
-            for (int nb = 0; nb < NB; ++nb) {
-                const T* vc = vr + nb * 8;
-                fa_mma(acc[nb], pa, fa_pair(vc, vc + KP), fa_pair(vc + 8 * KP, vc + 9 * KP), tag);
+            for (int nb = 0; nb < NB; nb += 2) {
+                unsigned vb[4];
+                fa_ldmatrix<true>(vb, vs + (kh * 32 + kk * 16 + (lm % 2) * 8 + lr) * KP + nb * 8 + (lm / 2) * 8);
+                fa_mma(acc[nb], pa, vb[0], vb[1], tag);
+                fa_mma(acc[nb + 1], pa, vb[2], vb[3], tag);
             }
         }
     }
