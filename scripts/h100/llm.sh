@@ -12,7 +12,9 @@
 #      share of the stream triad; the decode path (issue 28): the paged decode attention's GB/s on
 #      the K and V it reads against the triad (goal >= 80%), the sampler's time against a
 #      torch.topk-based one (scripts/h100/sampler_torch.py, where torch is there; goal <= 2x).
-# PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table.
+# PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table;
+# PARTS=rope the RoPE ones (rope, rope_kv_append), PARTS=decode,rope both. LLM_DECODE_PARTITIONS=
+# 256,512 benches the split decode kernel at those partition sizes (default: 512 alone).
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm
@@ -70,10 +72,14 @@ fi
 PARTS=${PARTS:-all}
 # 1. Every check on nvidia; the bandwidth checks at 2^26 elements (256 MiB a buffer of f32).
 log "checks on nvidia ($PARTS)"
-if [ "$PARTS" = decode ]; then
-  # The decode path's checks only: two filters (paged_decode*, sample*), one events file.
+# PARTS=decode, rope or decode,rope: those checks only (filters paged_decode and sample, rope),
+# one events file.
+FILTERS=""; BENCH_FILTER=""
+case ",$PARTS," in *,decode,*) FILTERS="paged_decode sample"; BENCH_FILTER="paged_decode|sampler";; esac
+case ",$PARTS," in *,rope,*) FILTERS="$FILTERS rope"; BENCH_FILTER="${BENCH_FILTER:+$BENCH_FILTER|}rope";; esac
+if [ -n "$FILTERS" ]; then
   : > "$OUT/test-events.jsonl"; : > "$OUT/test.txt"
-  for f in paged_decode sample; do
+  for f in $FILTERS; do
     timeout 50 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
       --events "$OUT/test-events-$f.jsonl" "$f" >> "$OUT/test.txt" 2>&1
     echo "exit $? ($f)" >> "$OUT/test.txt"
@@ -88,10 +94,10 @@ tail -3 "$OUT/test.txt"
 
 # 2. The benches, recorded as rocm-bench events (samples in ns per launch, work per launch).
 log "benches on nvidia ($PARTS)"
-if [ "$PARTS" = decode ]; then
-  BENCH_FILTER="paged_decode|sampler"; BENCH_LIMIT=150
+if [ -n "$FILTERS" ]; then
+  BENCH_LIMIT=150
 else
-  BENCH_FILTER=""; BENCH_LIMIT=300
+  BENCH_LIMIT=300
 fi
 ROCM_BENCH_BACKEND=nvidia ROCM_BENCH_EVENTS="$OUT/bench-events.jsonl" ROCM_BENCH_SAMPLES=20 \
   ROCM_BENCH_WARMUP_MS=300 ROCM_BENCH_MEASURE_MS=1500 \
