@@ -13,7 +13,9 @@
 #      the K and V it reads against the triad (goal >= 80%), the sampler's time against a
 #      torch.topk-based one (scripts/h100/sampler_torch.py, where torch is there; goal <= 2x).
 # PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table;
-# PARTS=matmul the tiled matmul's checks and its bench beside cuBLAS SGEMM (about a minute).
+# PARTS=rope the RoPE ones (rope, rope_kv_append), PARTS=decode,rope both; PARTS=matmul the tiled matmul's checks and its bench beside
+# cuBLAS SGEMM (about a minute). LLM_DECODE_PARTITIONS=
+# 256,512 benches the split decode kernel at those partition sizes (default: 512 alone).
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm
@@ -24,6 +26,9 @@
 # is compiled at load time: no nvcc on the dev machine) comes from the same place.
 # Budget: about 7 minutes, at most 9.5 (each step is cut off by `timeout`: 60 + 200 + 300 + 60 s);
 # PARTS=decode: at most 60 + 100 + 150 + 60 s.
+# The whole run's limits and bench times: TEST_LIMIT (s, default 200), BENCH_LIMIT (s, default
+# 300), BENCH_SAMPLES (20), BENCH_WARMUP_MS (300), BENCH_MEASURE_MS (1500); the attention benches
+# run at 1024-8192 (LLM_BENCH_ATTENTION_SEQS picks others).
 set -uo pipefail
 CARRY=${CARRY:-.carry/h100/llm}
 
@@ -71,19 +76,22 @@ fi
 PARTS=${PARTS:-all}
 # 1. Every check on nvidia; the bandwidth checks at 2^26 elements (256 MiB a buffer of f32).
 log "checks on nvidia ($PARTS)"
-if [ "$PARTS" = decode ] || [ "$PARTS" = matmul ]; then
-  # The decode path's checks only: two filters (paged_decode*, sample*), one events file
-  # (PARTS=matmul: the matmul's).
+# PARTS=decode, rope or decode,rope: those checks only (filters paged_decode and sample, rope),
+# one events file.
+FILTERS=""; BENCH_FILTER=""
+case ",$PARTS," in *,decode,*) FILTERS="paged_decode sample"; BENCH_FILTER="paged_decode|sampler";; esac
+case ",$PARTS," in *,rope,*) FILTERS="$FILTERS rope"; BENCH_FILTER="${BENCH_FILTER:+$BENCH_FILTER|}rope";; esac
+case ",$PARTS," in *,matmul,*) FILTERS="$FILTERS matmul"; BENCH_FILTER="${BENCH_FILTER:+$BENCH_FILTER|}matmul|sgemm_vendor";; esac
+if [ -n "$FILTERS" ]; then
   : > "$OUT/test-events.jsonl"; : > "$OUT/test.txt"
-  filters="paged_decode sample"; [ "$PARTS" = matmul ] && filters=matmul
-  for f in $filters; do
+  for f in $FILTERS; do
     timeout 50 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
       --events "$OUT/test-events-$f.jsonl" "$f" >> "$OUT/test.txt" 2>&1
     echo "exit $? ($f)" >> "$OUT/test.txt"
     cat "$OUT/test-events-$f.jsonl" >> "$OUT/test-events.jsonl" 2>/dev/null
   done
 else
-  LLM_BANDWIDTH_N=$((1 << 26)) timeout 200 "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
+  LLM_BANDWIDTH_N=$((1 << 26)) timeout "${TEST_LIMIT:-200}" "$CARRY/kernels-test" --backend nvidia --require-backend nvidia \
     --events "$OUT/test-events.jsonl" > "$OUT/test.txt" 2>&1
   echo "exit $?" >> "$OUT/test.txt"
 fi
@@ -91,15 +99,13 @@ tail -3 "$OUT/test.txt"
 
 # 2. The benches, recorded as rocm-bench events (samples in ns per launch, work per launch).
 log "benches on nvidia ($PARTS)"
-if [ "$PARTS" = decode ]; then
-  BENCH_FILTER="paged_decode|sampler"; BENCH_LIMIT=150
-elif [ "$PARTS" = matmul ]; then
-  BENCH_FILTER="matmul|sgemm_vendor"; BENCH_LIMIT=100
+if [ -n "$FILTERS" ]; then
+  BENCH_LIMIT=150
 else
-  BENCH_FILTER=""; BENCH_LIMIT=300
+  BENCH_LIMIT=${BENCH_LIMIT:-300}
 fi
-ROCM_BENCH_BACKEND=nvidia ROCM_BENCH_EVENTS="$OUT/bench-events.jsonl" ROCM_BENCH_SAMPLES=20 \
-  ROCM_BENCH_WARMUP_MS=300 ROCM_BENCH_MEASURE_MS=1500 \
+ROCM_BENCH_BACKEND=nvidia ROCM_BENCH_EVENTS="$OUT/bench-events.jsonl" ROCM_BENCH_SAMPLES=${BENCH_SAMPLES:-20} \
+  ROCM_BENCH_WARMUP_MS=${BENCH_WARMUP_MS:-300} ROCM_BENCH_MEASURE_MS=${BENCH_MEASURE_MS:-1500} \
   timeout $BENCH_LIMIT "$CARRY/kernels-bench" --bench $BENCH_FILTER > "$OUT/bench.txt" 2>&1
 echo "exit $?" >> "$OUT/bench.txt"
 grep -i "vendor\|largest difference\|skipping\|panicked" "$OUT/bench.txt" | tee -a "$OUT/llm.log"

@@ -524,10 +524,6 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
         };
         let scale = 1.0 / (d as f32).sqrt();
         let kv_bytes = bytes::<T>(2 * seqs * ctx * kv_heads * d);
-        let parts = dec::partitions(ctx, dec::PARTITION);
-        let n = seqs * heads * parts;
-        let (mut ml, mut es) = (b.buf::<f32>(n, 0.0), b.buf::<f32>(n, 0.0));
-        let mut tmp = b.buf::<f32>(n * d, 0.0);
         let split = b
             .module
             .kernel(&dec::partition_kernel::<T>(d).unwrap())
@@ -539,39 +535,50 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
             .unwrap();
         let mut g = b.group(c, &T::kernel("paged_decode"), kv_bytes);
         g.note("bytes: the K and V cache read (tables, q and out not counted)");
-        g.bench_launches(&format!("split_d{d}_{seqs}x{ctx}"), &b.stream, |st| {
-            split
-                .launch(dec::partition_launch::<T>(s, dec::PARTITION, parts).unwrap())
-                .arg(&(seqs as i32))
-                .arg(&(heads as i32))
-                .arg(&(kv_heads as i32))
-                .arg(&(max_blocks as i32))
-                .arg(&(dec::PARTITION as i32))
-                .arg(&(parts as i32))
-                .arg(&scale)
-                .arg(&q)
-                .arg(&kc)
-                .arg(&vc)
-                .arg(&table)
-                .arg(&lens)
-                .arg(&mut ml)
-                .arg(&mut es)
-                .arg(&mut tmp)
-                .run(st)?;
-            reduce
-                .launch(dec::reduce_launch::<T>(seqs, heads, d).unwrap())
-                .arg(&(seqs as i32))
-                .arg(&(heads as i32))
-                .arg(&(d as i32))
-                .arg(&(dec::PARTITION as i32))
-                .arg(&(parts as i32))
-                .arg(&lens)
-                .arg(&ml)
-                .arg(&es)
-                .arg(&tmp)
-                .arg(&mut out)
-                .run(st)
-        });
+        for &partition in &partition_sizes() {
+            let parts = dec::partitions(ctx, partition);
+            let n = seqs * heads * parts;
+            let (mut ml, mut es) = (b.buf::<f32>(n, 0.0), b.buf::<f32>(n, 0.0));
+            let mut tmp = b.buf::<f32>(n * d, 0.0);
+            // The default partition's id is `split_...`; another's `split<size>_...`.
+            let id = match partition {
+                dec::PARTITION => format!("split_d{d}_{seqs}x{ctx}"),
+                p => format!("split{p}_d{d}_{seqs}x{ctx}"),
+            };
+            g.bench_launches(&id, &b.stream, |st| {
+                split
+                    .launch(dec::partition_launch::<T>(s, partition, parts).unwrap())
+                    .arg(&(seqs as i32))
+                    .arg(&(heads as i32))
+                    .arg(&(kv_heads as i32))
+                    .arg(&(max_blocks as i32))
+                    .arg(&(partition as i32))
+                    .arg(&(parts as i32))
+                    .arg(&scale)
+                    .arg(&q)
+                    .arg(&kc)
+                    .arg(&vc)
+                    .arg(&table)
+                    .arg(&lens)
+                    .arg(&mut ml)
+                    .arg(&mut es)
+                    .arg(&mut tmp)
+                    .run(st)?;
+                reduce
+                    .launch(dec::reduce_launch::<T>(seqs, heads, d).unwrap())
+                    .arg(&(seqs as i32))
+                    .arg(&(heads as i32))
+                    .arg(&(d as i32))
+                    .arg(&(partition as i32))
+                    .arg(&(parts as i32))
+                    .arg(&lens)
+                    .arg(&ml)
+                    .arg(&es)
+                    .arg(&tmp)
+                    .arg(&mut out)
+                    .run(st)
+            });
+        }
         g.bench_launches(&format!("whole_d{d}_{seqs}x{ctx}"), &b.stream, |st| {
             whole
                 .launch(dec::attention_launch::<T>(s).unwrap())
@@ -589,6 +596,22 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
                 .run(st)
         });
         g.finish();
+    }
+}
+
+/// The split kernel's partition sizes to bench: `LLM_DECODE_PARTITIONS` (sizes in tokens,
+/// multiples of 16, comma-separated), else [`PARTITION`](llm::decode::PARTITION) alone.
+fn partition_sizes() -> Vec<usize> {
+    match std::env::var("LLM_DECODE_PARTITIONS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .split(',')
+            .map(|p| {
+                p.trim()
+                    .parse()
+                    .expect("LLM_DECODE_PARTITIONS: sizes in tokens, comma-separated")
+            })
+            .collect(),
+        _ => vec![llm::decode::PARTITION],
     }
 }
 

@@ -59,6 +59,28 @@ struct alignas(sizeof(T) * N) DecPack {
     T v[N];
 };
 
+// 16 bytes of the cache as 4 words (one 16-byte load whatever the type), and their 16 / sizeof(T)
+// elements as floats: bf16 by shifts (its bits are a float's upper half), no conversion calls.
+typedef DecPack<unsigned int, 4> DecRaw;
+__device__ inline void dec_unpack(const DecRaw& r, float* f, const float*) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(r.v[i]);
+}
+__device__ inline void dec_unpack(const DecRaw& r, float* f, const __half*) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __half2float(__ushort_as_half((unsigned short)(r.v[i] & 0xffffu)));
+        f[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(r.v[i] >> 16)));
+    }
+}
+__device__ inline void dec_unpack(const DecRaw& r, float* f, const __hip_bfloat16*) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(r.v[i] << 16);
+        f[2 * i + 1] = __uint_as_float(r.v[i] & 0xffff0000u);
+    }
+}
+
 #if defined(__CUDACC__)
 #define DEC_WAVE 32
 #elif defined(__AMDGCN_WAVEFRONT_SIZE)
@@ -67,30 +89,41 @@ struct alignas(sizeof(T) * N) DecPack {
 #define DEC_WAVE warpSize
 #endif
 
-// Tokens a cache block, threads a block of the attention kernels, tokens a pass (scores of one
-// pass are kept in shared memory), query heads a kv head at most (`DEC_*` in src/decode.rs).
+// Tokens a cache block, threads a block of the attention kernels, tokens a pass (the physical
+// block ids of a pass are kept in shared memory), query heads a kv head at most, query heads a
+// token slot serves (`DEC_*` in src/decode.rs).
 #define DEC_BLOCK 16
 #define DEC_THREADS 128
-#define DEC_CHUNK 256
+#define DEC_CHUNK 1024
 #define DEC_MAX_GROUP 8
-// Tokens of K (and of V) a thread loads before it uses them: bytes in flight.
+#define DEC_SET 4
+// Tokens of K and V a token slot loads before it uses them: bytes in flight.
 #define DEC_UNROLL 4
+// log2(e) and ln(2): the scores are kept in base 2 (q is scaled by log2(e)), the max written in
+// the natural base.
+#define DEC_LOG2E 1.4426950408889634f
+#define DEC_LN2 0.6931471805599453f
 
 // One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over its context's
 // tokens [start, end): all of them (partition_size 0), or partition blockIdx.z of
-// `partition_size` tokens; online softmax over passes of DEC_CHUNK tokens. A token's head vector
-// is read by TPT threads, 16 bytes each (VEC elements); NT tokens at a time. With `out` it writes
-// the normalised output in T; else the partition's max score, sum and normalised output (f32).
-// The kernels call it directly, their template arguments deduced (the cpu backend then runs them
-// without fibers).
+// `partition_size` tokens. A token's head vector is read by TPT threads (a token slot), 16 bytes
+// each (VEC elements), K and V of DEC_UNROLL tokens at a time. Each slot keeps its own online
+// softmax (running max, sum and output of its tokens, in registers) for DEC_SET query heads: a
+// group of up to DEC_SET query heads a kv head is served by every slot; a larger one (up to
+// DEC_MAX_GROUP) by two sets of slots, half the block each, which read the same K and V (the
+// second read mostly from L1). No barrier while the tokens are read (one a pass of DEC_CHUNK
+// tokens, for its block ids); the slots are merged at the end, by shuffles inside a wave, then
+// through shared memory. With `out` it writes the normalised output in T; else the partition's
+// max score, sum and normalised output (f32). The kernels call it directly, their template
+// arguments deduced (the cpu backend then runs them without fibers).
 // The shared memory of a block (declared by each kernel, as `__shared__ DecShared<D> sh`).
 template <int D>
 struct DecShared {
-    float qs[DEC_MAX_GROUP][D];          // the queries, times the scale
-    float ps[DEC_MAX_GROUP][DEC_CHUNK];  // a pass's scores, then its probabilities
-    float outs[DEC_MAX_GROUP][D];        // the output, summed over the token slots
+    float qs[DEC_MAX_GROUP][D];          // the queries, times the scale and log2(e)
+    float outs[DEC_MAX_GROUP][D];        // the output, summed over the waves
     int blk[DEC_CHUNK / DEC_BLOCK];      // the pass's physical blocks
-    float run_m[DEC_MAX_GROUP], run_l[DEC_MAX_GROUP], run_a[DEC_MAX_GROUP];  // max, sum, rescale
+    float wave_m[DEC_THREADS / 32][DEC_SET];             // each wave's max (waves of 32 or 64)
+    float run_m[DEC_MAX_GROUP], run_l[DEC_MAX_GROUP];    // the block's max and sum
 };
 
 template <int D, typename T>
@@ -102,18 +135,22 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     constexpr int TPT = D / VEC;
     constexpr int NT = DEC_THREADS / TPT;
     float (*qs)[D] = sh.qs;
-    float (*ps)[DEC_CHUNK] = sh.ps;
     float (*outs)[D] = sh.outs;
     int* blk = sh.blk;
-    float *run_m = sh.run_m, *run_l = sh.run_l, *run_a = sh.run_a;
 
     const int tid = threadIdx.x;
     const int kvh = blockIdx.x;
     const int seq = blockIdx.y;
     const int group = heads / kv_heads;
-    const int tg = tid / TPT;    // this thread's token slot
-    const int lane = tid % TPT;  // and its 16 bytes of the head vector
+    const int sets = (group + DEC_SET - 1) / DEC_SET;  // 1 or 2: each half a block (whole waves)
+    const int ns = NT / sets;                          // token slots a set
+    const int tg = tid / TPT;                          // this thread's token slot
+    const int set = tg / ns;
+    const int ts = tg % ns;                            // its slot within the set
+    const int lane = tid % TPT;                        // and its 16 bytes of the head vector
     const int d0 = lane * VEC;
+    const int g0 = set * DEC_SET;                      // the set's first query head
+    const int gs = min(DEC_SET, group - g0);           // and its query heads
     const int* table = block_tables + (dec_index_t)seq * max_blocks;
     const int ctx = context_lens[seq];
     const int part = blockIdx.z;
@@ -123,26 +160,31 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
         return;  // a partition past the context: nothing to write (the merge does not read it)
     }
 
+    const float qscale = scale * DEC_LOG2E;
     for (int e = tid; e < group * D; e += DEC_THREADS) {
         const int g = e / D, d = e % D;
-        qs[g][d] = dec_f32(q[((dec_index_t)seq * heads + kvh * group + g) * D + d]) * scale;
+        qs[g][d] = dec_f32(q[((dec_index_t)seq * heads + kvh * group + g) * D + d]) * qscale;
         outs[g][d] = 0.0f;
     }
     if (tid < DEC_MAX_GROUP) {
-        run_m[tid] = DEC_NEG_INF;
-        run_l[tid] = 0.0f;
+        sh.run_l[tid] = 0.0f;
     }
-    float acc[DEC_MAX_GROUP][VEC];
+    // This slot's online softmax: max (base 2), sum, unnormalised output, a query head each.
+    float m[DEC_SET], l[DEC_SET], acc[DEC_SET][VEC];
 #pragma unroll
-    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
+    for (int g = 0; g < DEC_SET; ++g) {
+        m[g] = DEC_NEG_INF;
+        l[g] = 0.0f;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) acc[g][j] = 0.0f;
     }
     const dec_index_t token_stride = (dec_index_t)kv_heads * D;  // between slots of a block
+    const T* k_head = k_cache + (dec_index_t)kvh * D + d0;
+    const T* v_head = v_cache + (dec_index_t)kvh * D + d0;
 
     for (int c0 = start; c0 < end; c0 += DEC_CHUNK) {
         const int n = min(DEC_CHUNK, end - c0);
-        __syncthreads();  // the previous pass's scores and block ids are no longer read
+        __syncthreads();  // the previous pass's block ids are no longer read (and qs is written)
         // The physical blocks of this pass (c0 is a multiple of DEC_BLOCK).
         const int nblk = (n + DEC_BLOCK - 1) / DEC_BLOCK;
         for (int j = tid; j < nblk; j += DEC_THREADS) {
@@ -150,146 +192,157 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
         }
         __syncthreads();
 
-        // Scores: every thread runs every step (the shuffles need all lanes), loading only
-        // tokens inside the pass.
-        for (int base = 0; base < n; base += NT * DEC_UNROLL) {
-            DecPack<T, VEC> kp[DEC_UNROLL];
+        // Every thread runs every step (the shuffles need all lanes of a wave), loading only
+        // tokens inside the pass; the others are zeros with a score of -inf.
+        for (int base = 0; base < n; base += ns * DEC_UNROLL) {
+            DecRaw kp[DEC_UNROLL], vp[DEC_UNROLL];
 #pragma unroll
             for (int u = 0; u < DEC_UNROLL; ++u) {
-                const int tl = base + u * NT + tg;
+                const int tl = base + u * ns + ts;
                 if (tl < n) {
                     const dec_index_t row = (dec_index_t)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
-                    kp[u] = *(const DecPack<T, VEC>*)(k_cache + row * token_stride + (dec_index_t)kvh * D + d0);
+                    kp[u] = *(const DecRaw*)(k_head + row * token_stride);
+                    vp[u] = *(const DecRaw*)(v_head + row * token_stride);
                 } else {
 #pragma unroll
-                    for (int j = 0; j < VEC; ++j) kp[u].v[j] = dec_store<T>(0.0f);
+                    for (int j = 0; j < 4; ++j) {
+                        kp[u].v[j] = 0u;
+                        vp[u].v[j] = 0u;
+                    }
                 }
             }
+            // The scores (base 2), summed over the slot's lanes: every lane gets them.
+            float s[DEC_UNROLL][DEC_SET];
 #pragma unroll
             for (int u = 0; u < DEC_UNROLL; ++u) {
-                const int tl = base + u * NT + tg;
+                const bool in = base + u * ns + ts < n;
                 float kf[VEC];
+                dec_unpack(kp[u], kf, q);
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) kf[j] = dec_f32(kp[u].v[j]);
+                for (int g = 0; g < DEC_SET; ++g) {
+                    s[u][g] = DEC_NEG_INF;
+                    if (g < gs) {
+                        float x = 0.0f;
 #pragma unroll
-                for (int g = 0; g < DEC_MAX_GROUP; ++g) {
-                    if (g < group) {
-                        float s = 0.0f;
+                        for (int j = 0; j < VEC; ++j) x += qs[g0 + g][d0 + j] * kf[j];
 #pragma unroll
-                        for (int j = 0; j < VEC; ++j) s += qs[g][d0 + j] * kf[j];
-#pragma unroll
-                        for (int o = TPT / 2; o > 0; o /= 2) s += __shfl_xor(s, o);
-                        if (lane == 0 && tl < n) ps[g][tl] = s;
+                        for (int o = TPT / 2; o > 0; o /= 2) x += __shfl_xor(x, o);
+                        if (in) s[u][g] = x;
                     }
                 }
             }
-        }
-        __syncthreads();
-
-        // The online softmax, a wave per query head: the pass's max, the new running max, the
-        // probabilities in place of the scores, and the factor the output so far is rescaled by.
-        const int waves = DEC_THREADS / DEC_WAVE;
-        const int wave = tid / DEC_WAVE, wl = tid % DEC_WAVE;
-        for (int g = wave; g < group; g += waves) {
-            float m = DEC_NEG_INF;
-            for (int tl = wl; tl < n; tl += DEC_WAVE) m = fmaxf(m, ps[g][tl]);
-            for (int o = DEC_WAVE / 2; o > 0; o /= 2) m = fmaxf(m, __shfl_xor(m, o));
-            // Only lane 0 touches the running state; the others get the old max by a shuffle.
-            const float m_old = __shfl(wl == 0 ? run_m[g] : 0.0f, 0);
-            const float m_new = fmaxf(m_old, m);
-            float sum = 0.0f;
-            for (int tl = wl; tl < n; tl += DEC_WAVE) {
-                const float p = expf(ps[g][tl] - m_new);
-                ps[g][tl] = p;
-                sum += p;
-            }
-            for (int o = DEC_WAVE / 2; o > 0; o /= 2) sum += __shfl_xor(sum, o);
-            if (wl == 0) {
-                const float alpha = expf(m_old - m_new);  // 0 on the first pass (m_old = -inf)
-                run_a[g] = alpha;
-                run_l[g] = run_l[g] * alpha + sum;
-                run_m[g] = m_new;
-            }
-        }
-        __syncthreads();
-
-        // P V: this thread's 16 bytes of each of its tokens' value vectors.
+            // The online softmax over these tokens: the new max, the old state rescaled, the
+            // probabilities in place of the scores.
 #pragma unroll
-        for (int g = 0; g < DEC_MAX_GROUP; ++g) {
-            if (g < group) {
-                const float alpha = run_a[g];
+            for (int g = 0; g < DEC_SET; ++g) {
+                if (g < gs) {
+                    float mb = s[0][g];
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[g][j] *= alpha;
-            }
-        }
-        for (int base = 0; base < n; base += NT * DEC_UNROLL) {
-            DecPack<T, VEC> vp[DEC_UNROLL];
+                    for (int u = 1; u < DEC_UNROLL; ++u) mb = fmaxf(mb, s[u][g]);
+                    const float mn = fmaxf(m[g], mb);
+                    const float mr = mn == DEC_NEG_INF ? 0.0f : mn;  // nothing seen yet: all 0
+                    const float alpha = exp2f(m[g] - mr);            // 0 while m is -inf
+                    float sum = 0.0f;
 #pragma unroll
-            for (int u = 0; u < DEC_UNROLL; ++u) {
-                const int tl = base + u * NT + tg;
-                if (tl < n) {
-                    const dec_index_t row = (dec_index_t)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
-                    vp[u] = *(const DecPack<T, VEC>*)(v_cache + row * token_stride + (dec_index_t)kvh * D + d0);
+                    for (int u = 0; u < DEC_UNROLL; ++u) {
+                        s[u][g] = exp2f(s[u][g] - mr);
+                        sum += s[u][g];
+                    }
+                    l[g] = l[g] * alpha + sum;
+                    m[g] = mn;
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j) acc[g][j] *= alpha;
                 }
             }
+            // P V: this thread's 16 bytes of each token's value vector.
 #pragma unroll
             for (int u = 0; u < DEC_UNROLL; ++u) {
-                const int tl = base + u * NT + tg;
-                if (tl < n) {
+                float vf[VEC];
+                dec_unpack(vp[u], vf, q);
 #pragma unroll
-                    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
-                        if (g < group) {
-                            const float p = ps[g][tl];
+                for (int g = 0; g < DEC_SET; ++g) {
+                    if (g < gs) {
 #pragma unroll
-                            for (int j = 0; j < VEC; ++j) acc[g][j] += p * dec_f32(vp[u].v[j]);
-                        }
+                        for (int j = 0; j < VEC; ++j) acc[g][j] += s[u][g] * vf[j];
                     }
                 }
             }
         }
     }
 
-    // The token slots' sums: the slots of a wave by shuffles, then the waves one after another.
+    // The slots of a wave merged by shuffles (a wave's slots are of one set): the larger max,
+    // each side's sum and output rescaled to it.
 #pragma unroll
-    for (int g = 0; g < DEC_MAX_GROUP; ++g) {
-        if (g < group) {
+    for (int g = 0; g < DEC_SET; ++g) {
+        if (g < gs) {
+            for (int o = TPT; o < DEC_WAVE; o *= 2) {
+                const float mo = __shfl_xor(m[g], o);
+                const float lo = __shfl_xor(l[g], o);
+                const float mn = fmaxf(m[g], mo);
+                const float mr = mn == DEC_NEG_INF ? 0.0f : mn;
+                const float a = exp2f(m[g] - mr), b = exp2f(mo - mr);
+                l[g] = l[g] * a + lo * b;
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-                for (int o = TPT; o < DEC_WAVE; o *= 2) acc[g][j] += __shfl_xor(acc[g][j], o);
+                for (int j = 0; j < VEC; ++j) acc[g][j] = acc[g][j] * a + __shfl_xor(acc[g][j], o) * b;
+                m[g] = mn;
             }
         }
     }
+    // Then the waves of a set through shared memory: each wave's max, the set's max, each wave's
+    // sum and output rescaled to it and added, one wave after another.
     const int waves = DEC_THREADS / DEC_WAVE;
-    for (int w = 0; w < waves; ++w) {
-        __syncthreads();
-        if (tid / DEC_WAVE == w && tid % DEC_WAVE < TPT) {
+    const int wave = tid / DEC_WAVE;
+    const int wps = waves / sets;  // waves a set
+    const bool leader = tid % DEC_WAVE < TPT;  // the first slot of a wave: the merged state
+    if (tid % DEC_WAVE == 0) {
 #pragma unroll
-            for (int g = 0; g < DEC_MAX_GROUP; ++g) {
-                if (g < group) {
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j) outs[g][d0 + j] += acc[g][j];
-                }
-            }
-        }
+        for (int g = 0; g < DEC_SET; ++g) sh.wave_m[wave][g] = m[g];
     }
     __syncthreads();
+#pragma unroll
+    for (int g = 0; g < DEC_SET; ++g) {
+        if (g < gs) {
+            float mx = DEC_NEG_INF;
+            for (int w = set * wps; w < (set + 1) * wps; ++w) mx = fmaxf(mx, sh.wave_m[w][g]);
+            const float a = exp2f(m[g] - (mx == DEC_NEG_INF ? 0.0f : mx));
+            l[g] *= a;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) acc[g][j] *= a;
+            m[g] = mx;
+        }
+    }
+    for (int w = 0; w < wps; ++w) {
+        if (leader && wave - set * wps == w) {
+#pragma unroll
+            for (int g = 0; g < DEC_SET; ++g) {
+                if (g < gs) {
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j) outs[g0 + g][d0 + j] += acc[g][j];
+                    if (lane == 0) {
+                        sh.run_l[g0 + g] += l[g];
+                        sh.run_m[g0 + g] = m[g];
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
     for (int e = tid; e < group * D; e += DEC_THREADS) {
         const int g = e / D, d = e % D;
         const dec_index_t h = (dec_index_t)seq * heads + kvh * group + g;
-        const float l = run_l[g];
-        const float o = l > 0.0f ? outs[g][d] / l : 0.0f;
+        const float l_sum = sh.run_l[g];
+        const float o = l_sum > 0.0f ? outs[g][d] / l_sum : 0.0f;
         if (out != nullptr) {
             out[h * D + d] = dec_store<T>(o);
         } else {
             tmp_out[(h * max_parts + part) * D + d] = o;
             if (d == 0) {
-                max_logits[h * max_parts + part] = run_m[g];
-                exp_sums[h * max_parts + part] = l;
+                max_logits[h * max_parts + part] = sh.run_m[g] * DEC_LN2;
+                exp_sums[h * max_parts + part] = l_sum;
             }
         }
     }
 }
-
 // The kernels: the whole context in one block a (kv head, sequence), grid (kv_heads, num_seqs);
 // or a partition of `partition_size` tokens (a multiple of DEC_BLOCK) a block, grid (kv_heads,
 // num_seqs, max_parts), partitions past a sequence's context writing nothing (the merge reads

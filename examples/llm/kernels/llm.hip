@@ -525,19 +525,61 @@ __global__ void __launch_bounds__(ROPE_THREADS) rope_bf16(int tokens, int heads,
 // RoPE fused with the KV-cache append (contiguous cache): k and v are [tokens][kv_heads][head_dim]
 // for positions pos0 .. pos0 + tokens; the rotated k and the unchanged v are written at those rows
 // of k_cache and v_cache ([max_seq][kv_heads][head_dim]). Rows outside are left as they are.
+// One head a thread (ROPE_KV_HEADS; gridDim.y over the kv heads, `rope_kv_append_launch` in
+// src/lib.rs): its K and V loads (both halves, 64 bytes) all issued before the sines and cosines
+// and before any store. With ROPE_HEADS heads a thread (as `rope`), a head's loads waited for the
+// previous head's stores (they may alias), 80 registers held 3 blocks an SM, and the bench shape
+// was 2.6 waves of long blocks: 82% of the triad in f16. The sines and cosines are computed once
+// a head instead of once for 4: the kernel still has issue slots to spare.
+#define ROPE_KV_HEADS 1
 template <typename T>
 __device__ void rope_kv_append_tokens(int tokens, int kv_heads, int head_dim, int pos0, int max_seq,
                                       const float* inv_freq, const T* k, const T* v, T* k_cache, T* v_cache) {
     constexpr int N = 16 / sizeof(T);
     const int t = blockIdx.x * blockDim.y + threadIdx.y;
-    if (t >= tokens || pos0 + t >= max_seq) {
+    const int h = blockIdx.y * ROPE_KV_HEADS;
+    if (t >= tokens || pos0 + t >= max_seq || h >= kv_heads) {
         return;
     }
-    const index_t src = (index_t)t * kv_heads * head_dim;
-    const index_t dst = (index_t)(pos0 + t) * kv_heads * head_dim;
-    for (int i0 = threadIdx.x * N; i0 < head_dim / 2; i0 += blockDim.x * N) {
-        rope_pairs(kv_heads, blockIdx.y * ROPE_HEADS, head_dim, i0, (float)(pos0 + t), inv_freq, k + src,
-                   k_cache + dst, v + src, v_cache + dst);
+    const int half = head_dim / 2;
+    const index_t src = ((index_t)t * kv_heads + h) * head_dim;
+    const index_t dst = ((index_t)(pos0 + t) * kv_heads + h) * head_dim;
+    const float pos = (float)(pos0 + t);
+    const bool vec = head_dim % (2 * N) == 0 && aligned_to(k, k_cache, v, 16) && aligned_to(v_cache, v_cache, v_cache, 16);
+    if (!vec) {
+        // One pair at a time (a head_dim that is not a multiple of 2N, or unaligned buffers).
+        for (int i0 = threadIdx.x * N; i0 < half; i0 += blockDim.x * N) {
+            for (int i = i0; i < min(i0 + N, half); ++i) {
+                float c, sn;
+                sincosf(pos * inv_freq[i], &sn, &c);
+                float2 r = rotated(to_f32(k[src + i]), to_f32(k[src + i + half]), c, sn);
+                k_cache[dst + i] = from_f32<T>(r.x);
+                k_cache[dst + i + half] = from_f32<T>(r.y);
+                v_cache[dst + i] = v[src + i];
+                v_cache[dst + i + half] = v[src + i + half];
+            }
+        }
+        return;
+    }
+    for (int i0 = threadIdx.x * N; i0 < half; i0 += blockDim.x * N) {
+        const index_t lo = i0, hi = i0 + half;
+        const Pack<T, N> ka = *(const Pack<T, N>*)(k + src + lo);
+        const Pack<T, N> kb = *(const Pack<T, N>*)(k + src + hi);
+        const Pack<T, N> va = *(const Pack<T, N>*)(v + src + lo);
+        const Pack<T, N> vb = *(const Pack<T, N>*)(v + src + hi);
+        Pack<T, N> a, b;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            float c, sn;
+            sincosf(pos * inv_freq[i0 + j], &sn, &c);
+            float2 r = rotated(to_f32(ka.v[j]), to_f32(kb.v[j]), c, sn);
+            a.v[j] = from_f32<T>(r.x);
+            b.v[j] = from_f32<T>(r.y);
+        }
+        *(Pack<T, N>*)(k_cache + dst + lo) = a;
+        *(Pack<T, N>*)(k_cache + dst + hi) = b;
+        *(Pack<T, N>*)(v_cache + dst + lo) = va;
+        *(Pack<T, N>*)(v_cache + dst + hi) = vb;
     }
 }
 

@@ -35,6 +35,8 @@ pub const ROW_BLOCK: u32 = 256;
 pub const ROPE_HEADS: usize = 4;
 /// Threads per block of the RoPE kernels (`ROPE_THREADS`).
 pub const ROPE_THREADS: usize = 256;
+/// Heads a `rope_kv_append` thread rotates and copies (`ROPE_KV_HEADS`).
+pub const ROPE_KV_HEADS: usize = 1;
 /// Query rows per block of the attention kernels (`FA_BM`).
 pub const FA_BM: u32 = 64;
 /// Threads per block of the attention kernels (`FA_THREADS`).
@@ -239,6 +241,17 @@ pub fn rope_launch<T: Dtype>(
     heads: usize,
     head_dim: usize,
 ) -> Result<LaunchConfig, ShapeError> {
+    rope_grid::<T>(base, tokens, heads, head_dim, ROPE_HEADS)
+}
+
+/// [`rope_launch`] with `per_thread` heads a thread (the grid's y over groups of them).
+fn rope_grid<T: Dtype>(
+    base: &str,
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    per_thread: usize,
+) -> Result<LaunchConfig, ShapeError> {
     let kernel = T::kernel(base);
     non_empty(
         &kernel,
@@ -255,12 +268,12 @@ pub fn rope_launch<T: Dtype>(
         "tokens * heads * head_dim",
         tokens * heads * head_dim,
     )?;
-    let head_groups = heads.div_ceil(ROPE_HEADS);
+    let head_groups = heads.div_ceil(per_thread);
     if head_groups > 65_535 {
         return Err(refuse(
             &kernel,
             format!(
-                "heads = {heads}: the grid's y dimension holds 65535 groups of {ROPE_HEADS} heads"
+                "heads = {heads}: the grid's y dimension holds 65535 groups of {per_thread} heads"
             ),
         ));
     }
@@ -273,8 +286,8 @@ pub fn rope_launch<T: Dtype>(
     ))
 }
 
-/// Launch of `rope_kv_append` for `T`: as [`rope_launch`], and the new tokens must fit in the
-/// cache.
+/// Launch of `rope_kv_append` for `T`: as [`rope_launch`] with [`ROPE_KV_HEADS`] heads a
+/// thread, and the new tokens must fit in the cache.
 pub fn rope_kv_append_launch<T: Dtype>(
     tokens: usize,
     kv_heads: usize,
@@ -292,7 +305,7 @@ pub fn rope_kv_append_launch<T: Dtype>(
             ),
         ));
     }
-    rope_launch::<T>("rope_kv_append", tokens, kv_heads, head_dim)
+    rope_grid::<T>("rope_kv_append", tokens, kv_heads, head_dim, ROPE_KV_HEADS)
 }
 
 /// The attention kernel for a head dimension and `T`: `flash_attention_d64`,

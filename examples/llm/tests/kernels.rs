@@ -185,53 +185,57 @@ fn checks<T: Elem>(s: &mut Suite) {
             });
     }
 
-    // New tokens at pos0 .. pos0 + tokens of a cache with `spare` free positions after them.
-    let kv_len = |i: &Inputs| {
-        (i.size("pos0") + i.size("tokens") + i.size("spare")) * i.size("kv_heads") * 64
-    };
-    let new_len = |i: &Inputs| i.size("tokens") * i.size("kv_heads") * 64;
-    s.check(&name("rope_kv_append"))
-        .size("tokens", 1..=7)
-        .size("kv_heads", 1..=6)
-        .size("pos0", 0..=40)
-        .size("spare", 0..=3)
-        .scalar("tokens", gen::size::<i32>("tokens"))
-        .scalar("kv_heads", gen::size::<i32>("kv_heads"))
-        .scalar("head_dim", 64i32)
-        .scalar("pos0", gen::size::<i32>("pos0"))
-        .scalar(
-            "max_seq",
-            gen::from_sizes(|i| (i.size("pos0") + i.size("tokens") + i.size("spare")) as i32),
-        )
-        .input("inv_freq", llm::rope_inv_freq(10_000.0, 64))
-        .input("k", gen::vec(new_len, values::<T>(-1.0, 1.0)))
-        .input("v", gen::vec(new_len, values::<T>(-1.0, 1.0)))
-        .inout("k_cache", gen::vec(kv_len, values::<T>(-1.0, 1.0)))
-        .inout("v_cache", gen::vec(kv_len, values::<T>(-1.0, 1.0)))
-        .launch_with(|i| {
-            let max_seq = i.size("pos0") + i.size("tokens") + i.size("spare");
-            launch(llm::rope_kv_append_launch::<T>(
-                i.size("tokens"),
-                i.size("kv_heads"),
-                64,
-                i.size("pos0"),
-                max_seq,
-            ))
-        })
-        .tolerance(tolerance::<T>())
-        .reference(|i, o| {
-            let (kc, vc) = o.pair::<T, T>("k_cache", "v_cache");
-            llm::rope_kv_append::<T>(
-                i.size("kv_heads"),
-                64,
-                i.size("pos0"),
-                i.buf("inv_freq"),
-                i.buf("k"),
-                i.buf("v"),
-                kc,
-                vc,
+    // New tokens at pos0 .. pos0 + tokens of a cache with `spare` free positions after them;
+    // head_dim 64 (the 16-byte path) and 6 (three pairs: one element at a time).
+    for (suffix, hd) in [("", 64usize), ("_d6", 6)] {
+        let kv_len = move |i: &Inputs| {
+            (i.size("pos0") + i.size("tokens") + i.size("spare")) * i.size("kv_heads") * hd
+        };
+        let new_len = move |i: &Inputs| i.size("tokens") * i.size("kv_heads") * hd;
+        s.check(&name("rope_kv_append"))
+            .named(&name(&format!("rope_kv_append{suffix}")))
+            .size("tokens", 1..=7)
+            .size("kv_heads", 1..=6)
+            .size("pos0", 0..=40)
+            .size("spare", 0..=3)
+            .scalar("tokens", gen::size::<i32>("tokens"))
+            .scalar("kv_heads", gen::size::<i32>("kv_heads"))
+            .scalar("head_dim", hd as i32)
+            .scalar("pos0", gen::size::<i32>("pos0"))
+            .scalar(
+                "max_seq",
+                gen::from_sizes(|i| (i.size("pos0") + i.size("tokens") + i.size("spare")) as i32),
             )
-        });
+            .input("inv_freq", llm::rope_inv_freq(10_000.0, hd))
+            .input("k", gen::vec(new_len, values::<T>(-1.0, 1.0)))
+            .input("v", gen::vec(new_len, values::<T>(-1.0, 1.0)))
+            .inout("k_cache", gen::vec(kv_len, values::<T>(-1.0, 1.0)))
+            .inout("v_cache", gen::vec(kv_len, values::<T>(-1.0, 1.0)))
+            .launch_with(move |i| {
+                let max_seq = i.size("pos0") + i.size("tokens") + i.size("spare");
+                launch(llm::rope_kv_append_launch::<T>(
+                    i.size("tokens"),
+                    i.size("kv_heads"),
+                    hd,
+                    i.size("pos0"),
+                    max_seq,
+                ))
+            })
+            .tolerance(tolerance::<T>())
+            .reference(move |i, o| {
+                let (kc, vc) = o.pair::<T, T>("k_cache", "v_cache");
+                llm::rope_kv_append::<T>(
+                    i.size("kv_heads"),
+                    hd,
+                    i.size("pos0"),
+                    i.buf("inv_freq"),
+                    i.buf("k"),
+                    i.buf("v"),
+                    kc,
+                    vc,
+                )
+            });
+    }
 
     for head_dim in [64, 128] {
         for causal in [false, true] {
