@@ -117,8 +117,9 @@ __device__ inline void dec_unpack(const DecRaw& r, float* f, const __hip_bfloat1
 
 // One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over its context's
 // tokens [start, end): all of them (partition_size 0), or partition blockIdx.z of
-// `partition_size` tokens. A token's head vector is read by TPT threads (a token slot), 16 bytes
-// each (VEC elements), K and V of DEC_UNROLL tokens at a time. Each slot keeps its own online
+// `partition_size` tokens. A token's head vector is read by TPT threads (a token slot), DEC_VEC
+// elements each (one 16-byte load of a half type, two of f32), K and V of DEC_UNROLL / loads
+// tokens at a time (128 bytes a thread). Each slot keeps its own online
 // softmax (running max, sum and output of its tokens, in registers) for DEC_SET query heads: a
 // group of up to DEC_SET query heads a kv head is served by every slot; a larger one (up to
 // DEC_MAX_GROUP) by two sets of slots, half the block each, which read the same K and V (the
