@@ -81,6 +81,15 @@ __device__ inline void dec_unpack(const DecRaw& r, float* f, const __hip_bfloat1
     }
 }
 
+// A butterfly shuffle every lane of the wave takes part in. On CUDA with the full mask: HIP's
+// __shfl_xor there asks __activemask() each time, an asm statement the compiler does not move
+// shuffles across, which chained every score's reduction after the previous one's.
+#if defined(__CUDACC__)
+#define DEC_SHFL_XOR(x, o) __shfl_xor_sync(0xffffffffu, (x), (o))
+#else
+#define DEC_SHFL_XOR(x, o) __shfl_xor((x), (o))
+#endif
+
 #if defined(__CUDACC__)
 #define DEC_WAVE 32
 #elif defined(__AMDGCN_WAVEFRONT_SIZE)
@@ -97,7 +106,9 @@ __device__ inline void dec_unpack(const DecRaw& r, float* f, const __hip_bfloat1
 #define DEC_CHUNK 1024
 #define DEC_MAX_GROUP 8
 #define DEC_SET 4
-// Tokens of K and V a token slot loads before it uses them: bytes in flight.
+// Elements of a token's head vector a thread reads (one 16-byte load of a half type, two of f32),
+// and 16-byte loads of K (and of V) a thread issues before it uses them: 128 bytes in flight.
+#define DEC_VEC 8
 #define DEC_UNROLL 4
 // log2(e) and ln(2): the scores are kept in base 2 (q is scaled by log2(e)), the max written in
 // the natural base.
@@ -106,8 +117,9 @@ __device__ inline void dec_unpack(const DecRaw& r, float* f, const __hip_bfloat1
 
 // One block: the query heads of kv head blockIdx.x of sequence blockIdx.y over its context's
 // tokens [start, end): all of them (partition_size 0), or partition blockIdx.z of
-// `partition_size` tokens. A token's head vector is read by TPT threads (a token slot), 16 bytes
-// each (VEC elements), K and V of DEC_UNROLL tokens at a time. Each slot keeps its own online
+// `partition_size` tokens. A token's head vector is read by TPT threads (a token slot), DEC_VEC
+// elements each (one 16-byte load of a half type, two of f32), K and V of DEC_UNROLL / loads
+// tokens at a time (128 bytes a thread). Each slot keeps its own online
 // softmax (running max, sum and output of its tokens, in registers) for DEC_SET query heads: a
 // group of up to DEC_SET query heads a kv head is served by every slot; a larger one (up to
 // DEC_MAX_GROUP) by two sets of slots, half the block each, which read the same K and V (the
@@ -131,7 +143,9 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
                                    float scale, const T* q, const T* k_cache, const T* v_cache,
                                    const int* block_tables, const int* context_lens, T* out, float* max_logits,
                                    float* exp_sums, float* tmp_out, DecShared<D>& sh) {
-    constexpr int VEC = 16 / sizeof(T);
+    constexpr int VEC = DEC_VEC;                   // elements of a head vector a thread
+    constexpr int LD = VEC * sizeof(T) / 16;       // 16-byte loads of them (2 for f32, 1 for halves)
+    constexpr int U = DEC_UNROLL / LD;             // tokens a slot loads at once: 128 bytes of K and V
     constexpr int TPT = D / VEC;
     constexpr int NT = DEC_THREADS / TPT;
     float (*qs)[D] = sh.qs;
@@ -161,9 +175,9 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     }
 
     const float qscale = scale * DEC_LOG2E;
-    for (int e = tid; e < group * D; e += DEC_THREADS) {
+    for (int e = tid; e < DEC_MAX_GROUP * D; e += DEC_THREADS) {
         const int g = e / D, d = e % D;
-        qs[g][d] = dec_f32(q[((dec_index_t)seq * heads + kvh * group + g) * D + d]) * qscale;
+        qs[g][d] = g < group ? dec_f32(q[((dec_index_t)seq * heads + kvh * group + g) * D + d]) * qscale : 0.0f;
         outs[g][d] = 0.0f;
     }
     if (tid < DEC_MAX_GROUP) {
@@ -194,57 +208,60 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
 
         // Every thread runs every step (the shuffles need all lanes of a wave), loading only
         // tokens inside the pass; the others are zeros with a score of -inf.
-        for (int base = 0; base < n; base += ns * DEC_UNROLL) {
-            DecRaw kp[DEC_UNROLL], vp[DEC_UNROLL];
+        for (int base = 0; base < n; base += ns * U) {
+            // Tokens past the pass load the pass's last token again (no branch around the
+            // loads) and get a score of -inf.
+            DecRaw kp[U][LD], vp[U][LD];
 #pragma unroll
-            for (int u = 0; u < DEC_UNROLL; ++u) {
-                const int tl = base + u * ns + ts;
-                if (tl < n) {
-                    const dec_index_t row = (dec_index_t)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
-                    kp[u] = *(const DecRaw*)(k_head + row * token_stride);
-                    vp[u] = *(const DecRaw*)(v_head + row * token_stride);
-                } else {
+            for (int u = 0; u < U; ++u) {
+                const unsigned tl = (unsigned)min(base + u * ns + ts, n - 1);
+                const unsigned row = (unsigned)blk[tl / DEC_BLOCK] * DEC_BLOCK + tl % DEC_BLOCK;
+                const DecRaw* kr = (const DecRaw*)(k_head + (dec_index_t)row * token_stride);
+                const DecRaw* vr = (const DecRaw*)(v_head + (dec_index_t)row * token_stride);
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        kp[u].v[j] = 0u;
-                        vp[u].v[j] = 0u;
-                    }
+                for (int x = 0; x < LD; ++x) {
+                    kp[u][x] = kr[x];
+                    vp[u][x] = vr[x];
                 }
             }
             // The scores (base 2), summed over the slot's lanes: every lane gets them.
-            float s[DEC_UNROLL][DEC_SET];
+            float s[U][DEC_SET];
 #pragma unroll
-            for (int u = 0; u < DEC_UNROLL; ++u) {
+            for (int u = 0; u < U; ++u) {
                 const bool in = base + u * ns + ts < n;
                 float kf[VEC];
-                dec_unpack(kp[u], kf, q);
+#pragma unroll
+                for (int x = 0; x < LD; ++x) dec_unpack(kp[u][x], kf + x * (VEC / LD), q);
 #pragma unroll
                 for (int g = 0; g < DEC_SET; ++g) {
-                    s[u][g] = DEC_NEG_INF;
-                    if (g < gs) {
-                        float x = 0.0f;
+                    // Every head of the set, also past the group (q is 0 there, and so is p):
+                    // no branch, so the compiler interleaves the reductions.
+                    const float4* qv = (const float4*)&qs[g0 + g][d0];
+                    float x = 0.0f;
 #pragma unroll
-                        for (int j = 0; j < VEC; ++j) x += qs[g0 + g][d0 + j] * kf[j];
-#pragma unroll
-                        for (int o = TPT / 2; o > 0; o /= 2) x += __shfl_xor(x, o);
-                        if (in) s[u][g] = x;
+                    for (int j = 0; j < VEC / 4; ++j) {
+                        const float4 qq = qv[j];
+                        x += qq.x * kf[4 * j] + qq.y * kf[4 * j + 1] + qq.z * kf[4 * j + 2] + qq.w * kf[4 * j + 3];
                     }
+#pragma unroll
+                    for (int o = TPT / 2; o > 0; o /= 2) x += DEC_SHFL_XOR(x, o);
+                    s[u][g] = in && g < gs ? x : DEC_NEG_INF;
                 }
             }
             // The online softmax over these tokens: the new max, the old state rescaled, the
             // probabilities in place of the scores.
 #pragma unroll
             for (int g = 0; g < DEC_SET; ++g) {
-                if (g < gs) {
+                {
                     float mb = s[0][g];
 #pragma unroll
-                    for (int u = 1; u < DEC_UNROLL; ++u) mb = fmaxf(mb, s[u][g]);
+                    for (int u = 1; u < U; ++u) mb = fmaxf(mb, s[u][g]);
                     const float mn = fmaxf(m[g], mb);
                     const float mr = mn == DEC_NEG_INF ? 0.0f : mn;  // nothing seen yet: all 0
                     const float alpha = exp2f(m[g] - mr);            // 0 while m is -inf
                     float sum = 0.0f;
 #pragma unroll
-                    for (int u = 0; u < DEC_UNROLL; ++u) {
+                    for (int u = 0; u < U; ++u) {
                         s[u][g] = exp2f(s[u][g] - mr);
                         sum += s[u][g];
                     }
@@ -254,17 +271,16 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
                     for (int j = 0; j < VEC; ++j) acc[g][j] *= alpha;
                 }
             }
-            // P V: this thread's 16 bytes of each token's value vector.
+            // P V: this thread's elements of each token's value vector.
 #pragma unroll
-            for (int u = 0; u < DEC_UNROLL; ++u) {
+            for (int u = 0; u < U; ++u) {
                 float vf[VEC];
-                dec_unpack(vp[u], vf, q);
+#pragma unroll
+                for (int x = 0; x < LD; ++x) dec_unpack(vp[u][x], vf + x * (VEC / LD), q);
 #pragma unroll
                 for (int g = 0; g < DEC_SET; ++g) {
-                    if (g < gs) {
 #pragma unroll
-                        for (int j = 0; j < VEC; ++j) acc[g][j] += s[u][g] * vf[j];
-                    }
+                    for (int j = 0; j < VEC; ++j) acc[g][j] += s[u][g] * vf[j];
                 }
             }
         }
@@ -276,14 +292,14 @@ __device__ void paged_decode_block(int heads, int kv_heads, int max_blocks, int 
     for (int g = 0; g < DEC_SET; ++g) {
         if (g < gs) {
             for (int o = TPT; o < DEC_WAVE; o *= 2) {
-                const float mo = __shfl_xor(m[g], o);
-                const float lo = __shfl_xor(l[g], o);
+                const float mo = DEC_SHFL_XOR(m[g], o);
+                const float lo = DEC_SHFL_XOR(l[g], o);
                 const float mn = fmaxf(m[g], mo);
                 const float mr = mn == DEC_NEG_INF ? 0.0f : mn;
                 const float a = exp2f(m[g] - mr), b = exp2f(mo - mr);
                 l[g] = l[g] * a + lo * b;
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[g][j] = acc[g][j] * a + __shfl_xor(acc[g][j], o) * b;
+                for (int j = 0; j < VEC; ++j) acc[g][j] = acc[g][j] * a + DEC_SHFL_XOR(acc[g][j], o) * b;
                 m[g] = mn;
             }
         }
