@@ -676,8 +676,10 @@ mod tests {
         // In bf16: 8 threads of 8 pairs, 32 tokens a block; one token: one row of threads.
         let l = rope_launch::<bf16>("rope", 4096, 32, 128).unwrap();
         assert_eq!((l.block.x, l.block.y, l.grid.x), (8, 32, 128));
+        // RoPE + KV append: one head a thread row (ROPE_KV_HEADS), so one token of 8 kv heads is
+        // 8 blocks along y.
         let l = rope_kv_append_launch::<f16>(1, 8, 64, 100, 101).unwrap();
-        assert_eq!((l.block.x, l.block.y, l.grid.x, l.grid.y), (4, 1, 1, 2));
+        assert_eq!((l.block.x, l.block.y, l.grid.x, l.grid.y), (4, 1, 1, 8));
         // A head wider than a block: the threads loop over its pairs.
         let l = rope_launch::<f32>("rope", 2, 1, 4096).unwrap();
         assert_eq!((l.block.x, l.block.y), (256, 1));
