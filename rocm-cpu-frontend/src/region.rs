@@ -382,7 +382,9 @@ mod tests {
             code.contains("void rk_block_r(const float* in, float* out)"),
             "{code}"
         );
-        assert!(code.contains("rkr.alloc<unsigned>()"), "{code}");
+        // `t` is the lane's coordinate: recomputed in each lane loop, no slot.
+        assert!(!code.contains("rkr.alloc<unsigned>()"), "{code}");
+        assert!(code.contains("unsigned t = ((rk_tidx).x);"), "{code}");
         // Every lane reaches every barrier: no checks, and the loop (the same in every lane)
         // runs once for the block with `k` shared.
         assert!(!code.contains("rkr.barrier("), "{code}");
@@ -414,6 +416,56 @@ mod tests {
         let code = &o.forms[0].code;
         assert!(!code.contains("rkr.alloc"), "{code}");
         assert!(code.contains("int x = 63 - (rk_tidx).x;"), "{code}");
+    }
+
+    #[test]
+    fn indices_of_coordinates_are_recomputed_not_stored() {
+        // The tiled transpose's shape: indices from coordinates and parameters, live across a
+        // lockstep loop and a barrier, given new values after it.
+        let o = form(
+            "__rk_kernel__ void t(const float* in, float* out, int w) {\n\
+             thread_local float tile[32][33];\n\
+             int x = (rk_cur.block_idx).x * 32 + (rk_cur.thread_idx).x;\n\
+             int y = (rk_cur.block_idx).y * 32 + (rk_cur.thread_idx).y;\n\
+             for (int j = 0; j < 32; j += 8) if (x < w) tile[(rk_cur.thread_idx).y + j][(rk_cur.thread_idx).x] = in[(y + j) * w + x];\n\
+             __syncthreads();\n\
+             x = (rk_cur.block_idx).y * 32 + (rk_cur.thread_idx).x;\n\
+             int z = x + w;\n\
+             for (int j = 0; j < 32; j += 8) out[(y + j) * w + x + z] = tile[(rk_cur.thread_idx).x][(rk_cur.thread_idx).y + j];\n}",
+        );
+        let code = &o.forms[0].code;
+        assert!(!code.contains("rkr.alloc"), "{code}");
+        // After the barrier, lane loops start from x's new value; z's value has x's put in.
+        assert!(
+            code.contains("int x = ((rk_bidx).y * 32 + (rk_tidx).x);"),
+            "{code}"
+        );
+        assert!(
+            code.replace(' ', "")
+                .contains("intz=((static_cast<int>(((rk_bidx).y*32+(rk_tidx).x)))+w);"),
+            "{code}"
+        );
+        // Changed other ways (compound assignment, under a condition, through a reference, from a
+        // value that is not the coordinates'), a variable keeps its slot.
+        for change in [
+            "x += 1;",
+            "if (w) x = 1;",
+            "f(x);",
+            "x = (int)in[0];",
+            "x = y;",
+        ] {
+            let o = form(&format!(
+                "__rk_kernel__ void t(const float* in, float* out, int w) {{\n\
+                 int x = (rk_cur.thread_idx).x;\n\
+                 float y = in[x];\n\
+                 __syncthreads();\n\
+                 {change}\n\
+                 __syncthreads();\n\
+                 out[x] = y;\n}}"
+            ));
+            let code = &o.forms[0].code;
+            assert!(code.contains("rkr.alloc<int>()"), "{change}: {code}");
+        }
     }
 
     #[test]

@@ -138,7 +138,12 @@ struct PageCache {
 constexpr uint32_t MAX_THREADS = 1024;
 constexpr unsigned CACHED_PAGE_BITS = 9;
 constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
-constexpr size_t MAX_SPARE = (size_t(512) << 20) / sizeof(Shadow);
+// Shadow pages kept between launches: up to MAX_SPARE of them as they are (a launch over two
+// 16M-float buffers uses 1.5 GiB; the next launch of the same kernel then faults nothing in), up
+// to MAX_KEPT in all, those past MAX_SPARE handed to the kernel to take back when it needs the
+// memory (MADV_FREE). A launch's own peak is the same either way.
+constexpr size_t MAX_SPARE = (size_t(2048) << 20) / sizeof(Shadow);
+constexpr size_t MAX_KEPT = (size_t(4096) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
 
 struct State {
@@ -180,10 +185,21 @@ struct State {
     // Pages accessed lately, direct-mapped by page number: fiber stacks (never checked) and the
     // buffers a thread works on stay here across the fiber switches between them.
     PageCache cache[CACHED_PAGES];
-    // Shadow pages kept from earlier launches (at most MAX_SPARE): the next launch takes them
-    // without clearing or faulting in fresh memory.
+    // Shadow pages kept from earlier launches (see MAX_SPARE): the next launch takes them without
+    // clearing or faulting in fresh memory.
     std::vector<Shadow *> spare;
+    // Where shadow pages come from: chunks of CHUNK_BYTES, handed out in order (`used` bytes of
+    // each so far). They were single callocs, freed past MAX_SPARE at the end of a launch: a
+    // launch over 16M floats touches 1.5 GiB of shadow, most of which the next one then faulted
+    // in and zeroed again.
+    struct Chunk {
+        char *base;
+        size_t used;
+    };
+    std::vector<Chunk> chunks;
 };
+
+constexpr size_t CHUNK_BYTES = size_t(64) << 20;
 
 State S;
 
@@ -387,9 +403,16 @@ Shadow *shadow_of(uintptr_t *e) {
         mem = S.spare.back();
         S.spare.pop_back();
     } else {
-        mem = calloc(1, sizeof(Shadow));
+        if (S.chunks.empty() || S.chunks.back().used + sizeof(Shadow) > CHUNK_BYTES) {
+            // Fresh memory is zero: every slot empty.
+            void *m = mmap(nullptr, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (m == MAP_FAILED) return nullptr;
+            S.chunks.push_back(State::Chunk{static_cast<char *>(m), 0});
+        }
+        State::Chunk &c = S.chunks.back();
+        mem = c.base + c.used;
+        c.used += sizeof(Shadow);
     }
-    if (!mem) return nullptr;
     *e = reinterpret_cast<uintptr_t>(mem) | (v & SPACE_MASK);
     return static_cast<Shadow *>(mem);
 }
@@ -605,15 +628,26 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
     forget_pages();
-    for (uintptr_t *e : S.entries) {
-        auto *shadow = reinterpret_cast<Shadow *>(*e & ~SPACE_MASK);
-        if (shadow && S.spare.size() < MAX_SPARE)
-            S.spare.push_back(shadow);
-        else
-            free(shadow);
-        *e = 0;
-    }
+    for (uintptr_t *e : S.entries) *e = 0;
     S.entries.clear();
+    // Every shadow page handed out is free again: keep the chunks that hold at most MAX_KEPT of
+    // them (the next launch takes those without clearing), give the rest back.
+    S.spare.clear();
+    size_t kept = 0, shadows = 0;
+    while (kept < S.chunks.size() && shadows + S.chunks[kept].used / sizeof(Shadow) <= MAX_KEPT) {
+        const State::Chunk &c = S.chunks[kept++];
+        shadows += c.used / sizeof(Shadow);
+#ifdef MADV_FREE
+        // Past MAX_SPARE: the kernel may take these pages back (they then read as zero, empty
+        // slots, like pages it never took: either way the next launch needs no clearing).
+        if (shadows > MAX_SPARE) madvise(c.base, (c.used + 4095) & ~size_t(4095), MADV_FREE);
+#endif
+    }
+    for (size_t i = kept; i < S.chunks.size(); ++i) munmap(S.chunks[i].base, CHUNK_BYTES);
+    S.chunks.resize(kept);
+    for (const State::Chunk &c : S.chunks)
+        for (size_t off = 0; off + sizeof(Shadow) <= c.used; off += sizeof(Shadow))
+            S.spare.push_back(reinterpret_cast<Shadow *>(c.base + off));
     uint32_t n = 0;
     for (const Race &r : S.races) {
         if (n >= max) break;

@@ -10,7 +10,7 @@ use super::super::lex::{Kind, Tokens};
 use super::analysis::{self, lanes_can_leave, param_mutated, settle_liveness, whole_block, Decl};
 use super::parse::{
     collective_calls, declares_in_condition, has_collective, lambda_body, param_names,
-    CollectiveCall, DeclVar, Init, PResult, Parser, St, Stmt,
+    CollectiveCall, DeclVar, Init, PResult, Parser, St, Stmt, ASSIGN_OPS,
 };
 use super::unit::KernelDef;
 
@@ -34,6 +34,45 @@ struct Gen<'s, 'a> {
     /// Lane code reads the lane's coordinates from `rk_cur` (set for every lane), not from the
     /// lane loop's local copy: lambdas of the kernel read them.
     coordinates_from_tls: bool,
+    /// Parameters the kernel never changes (they may appear in a recomputed variable's value).
+    fixed_params: Vec<String>,
+    /// Statements `x = value;` that give a recomputed variable (see [`REMAT`]) its next value:
+    /// statement start -> (name, the value as an expression that stands alone).
+    remat_assign: BTreeMap<usize, (String, String)>,
+}
+
+/// Marks the storage of a lane variable that has no slot: one whose value is a function of the
+/// lane's and block's coordinates and the parameters alone, recomputed at the top of each lane
+/// loop (`REMAT type REMAT value`). A slot is memory the compiler must load per lane; the
+/// recomputed value is arithmetic it can strength-reduce along the lane loop (the tiled
+/// transpose's indices).
+const REMAT: char = '\u{1}';
+
+/// The type and value of a recomputed variable's storage string.
+fn remat_parts(storage: &str) -> Option<(&str, &str)> {
+    storage.strip_prefix(REMAT)?.split_once(REMAT)
+}
+
+/// Types a recomputed variable may have: plain integers.
+fn remat_type(ty: &str) -> bool {
+    !ty.is_empty()
+        && ty.split_whitespace().all(|w| {
+            matches!(
+                w,
+                "const"
+                    | "int"
+                    | "unsigned"
+                    | "signed"
+                    | "long"
+                    | "short"
+                    | "size_t"
+                    | "uint32_t"
+                    | "int32_t"
+                    | "uint64_t"
+                    | "int64_t"
+                    | "std::size_t"
+            )
+        })
 }
 
 /// Inside lane code: what a `break`/`continue` binds to.
@@ -107,7 +146,10 @@ impl Gen<'_, '_> {
                     };
                     let mut refs = String::new();
                     for (n, s) in self.scopes.iter().flatten().chain(pending).chain(&out) {
-                        refs.push_str(&format!("auto &{n} = {s}[0]; (void){n}; "));
+                        match remat_parts(s) {
+                            Some((ty, _)) => refs.push_str(&format!("{ty} {n}{{}}; (void){n}; ")),
+                            None => refs.push_str(&format!("auto &{n} = {s}[0]; (void){n}; ")),
+                        }
                     }
                     self.push(&format!(
                         "\nauto rk_ty{id} = [&]() {{ {refs}return ({}); }};\
@@ -133,6 +175,10 @@ impl Gen<'_, '_> {
         let mut s = String::from("\n");
         for (v, (_, st)) in vars.iter().zip(storage) {
             let name = &v.name;
+            if let (Some((ty, _)), Init::Expr(x, y)) = (remat_parts(st), &v.init) {
+                s.push_str(&format!("{ty} {name} = {}; ", self.text_with(*x, *y, reps)));
+                continue;
+            }
             s.push_str(&format!("auto &{name} = {st}[rk_t]; "));
             let place = format!(
                 "::new (static_cast<void *>(&{name})) std::remove_reference_t<decltype({name})>"
@@ -184,12 +230,22 @@ impl Gen<'_, '_> {
     /// Lane code reads the lane's coordinates from a local rather than the thread-local
     /// `rk_cur` (which is still set, for functions the kernel calls).
     fn push_lane(&mut self, code: &str) {
+        let code = self.local_coordinates(code);
+        self.out.push_str(&code);
+    }
+
+    /// Lane code with the coordinates read from the lane loop's and the block function's locals
+    /// (`rk_tidx`, and `rk_bidx`, `rk_bdim`, `rk_gdim`, copied from `rk_cur` once per call: the
+    /// compiler must otherwise reload them from thread-local storage after every store the
+    /// kernel makes, since the cpu build does not assume strict aliasing).
+    fn local_coordinates(&self, code: &str) -> String {
         if self.coordinates_from_tls {
-            self.out.push_str(code);
-        } else {
-            self.out
-                .push_str(&code.replace("(rk_cur.thread_idx)", "(rk_tidx)"));
+            return code.to_string();
         }
+        code.replace("(rk_cur.thread_idx)", "(rk_tidx)")
+            .replace("(rk_cur.block_idx)", "(rk_bidx)")
+            .replace("(rk_cur.block_dim)", "(rk_bdim)")
+            .replace("(rk_cur.grid_dim)", "(rk_gdim)")
     }
 
     fn open_lanes(&mut self) -> usize {
@@ -205,7 +261,14 @@ impl Gen<'_, '_> {
         for scope in &scopes {
             self.push("\n{ ");
             for (n, s) in scope {
-                self.push(&format!("auto &{n} = {s}[rk_t]; (void){n}; "));
+                let bind = match remat_parts(s) {
+                    Some((ty, v)) => {
+                        let v = self.local_coordinates(v);
+                        format!("{ty} {n} = {v}; (void){n}; ")
+                    }
+                    None => format!("auto &{n} = {s}[rk_t]; (void){n}; "),
+                };
+                self.push(&bind);
             }
         }
         self.push("\n{");
@@ -320,6 +383,156 @@ impl Gen<'_, '_> {
     ///
     /// `live_until`: where the scope of variables declared here ends (token index); a variable
     /// needs a slot per lane only if it is named again after its own stretch of code.
+    /// The tokens [a, b) as an expression that stands alone, if its value is a function of the
+    /// lane's and block's coordinates, literals, parameters the kernel never changes and
+    /// recomputed variables (their values put in) alone.
+    fn pure_value(&self, a: usize, b: usize, pending: &[(String, String)]) -> Option<String> {
+        let src = self.src;
+        if a >= b {
+            return None;
+        }
+        let raw = src.text(a, b);
+        if raw.contains("//") || raw.contains("/*") || raw.contains('#') {
+            return None;
+        }
+        let mut reps = Vec::new();
+        let mut i = a;
+        while i < b {
+            let t = src.tok(i);
+            if t == "rk_cur" {
+                if !(src.is(i + 1, ".")
+                    && matches!(
+                        src.tok(i + 2),
+                        "thread_idx" | "block_idx" | "block_dim" | "grid_dim" | "wave_size"
+                    ))
+                {
+                    return None;
+                }
+                i += 3;
+            } else if t == "." {
+                if !(i > a && src.is(i - 1, ")") && matches!(src.tok(i + 1), "x" | "y" | "z")) {
+                    return None;
+                }
+                i += 2;
+            } else if t == "static_cast" && src.is(i + 1, "<") {
+                let close = src.close_angle(i + 1)?;
+                if close >= b || !remat_type(src.text(i + 2, close).trim()) {
+                    return None;
+                }
+                i = close + 1;
+            } else if src.kind(i) == Some(Kind::Number) {
+                i += 1;
+            } else if src.ident(i) {
+                let bound = pending
+                    .iter()
+                    .rev()
+                    .chain(self.scopes.iter().rev().flat_map(|sc| sc.iter().rev()))
+                    .find(|(n, _)| n == t);
+                match bound {
+                    Some((_, st)) => {
+                        let (ty, v) = remat_parts(st)?;
+                        reps.push((i, i + 1, format!("(static_cast<{ty}>({v}))")));
+                    }
+                    None if self.fixed_params.iter().any(|p| p == t) => {}
+                    None => return None,
+                }
+                i += 1;
+            } else if matches!(
+                t,
+                "(" | ")"
+                    | "+"
+                    | "-"
+                    | "*"
+                    | "/"
+                    | "%"
+                    | "<<"
+                    | ">>"
+                    | "&"
+                    | "|"
+                    | "^"
+                    | "~"
+                    | "<"
+                    | ">"
+                    | "<="
+                    | ">="
+                    | "=="
+                    | "!="
+                    | "&&"
+                    | "||"
+                    | "!"
+                    | "?"
+                    | ":"
+            ) {
+                i += 1;
+            } else {
+                return None;
+            }
+        }
+        Some(format!(
+            "({})",
+            self.text_with(a, b, &reps).replace('\n', " ")
+        ))
+    }
+
+    /// Storage for lane variable `v` declared with type `ty` (ending at token `decl_end`) that
+    /// needs no slot: its value is a [`pure_value`](Self::pure_value), and nothing changes it
+    /// until `live_until` but statements `v = value;` among `later` (statements at the same level)
+    /// whose values are pure too. Those are noted in `remat_assign`.
+    fn remat(
+        &mut self,
+        ty: &Option<String>,
+        v: &DeclVar,
+        decl_end: usize,
+        later: &[&Stmt],
+        live_until: usize,
+        pending: &[(String, String)],
+    ) -> Option<String> {
+        let src = self.src;
+        let ty = ty.as_deref()?;
+        if !remat_type(ty) || !v.dims.is_empty() {
+            return None;
+        }
+        let Init::Expr(x, y) = v.init else {
+            return None;
+        };
+        let value = self.pure_value(x, y, pending)?;
+        let name = v.name.as_str();
+        let mut assigns = Vec::new();
+        for i in decl_end..live_until.min(src.len()) {
+            if !(src.ident(i) && src.tok(i) == name) || matches!(src.tok(i - 1), "." | "->") {
+                continue;
+            }
+            let next = src.tok(i + 1);
+            let prev = src.tok(i - 1);
+            // A whole argument of a call may be bound to a reference and changed there.
+            if matches!(prev, "(" | ",") && matches!(next, ")" | ",") {
+                return None;
+            }
+            let changed = ASSIGN_OPS.contains(&next)
+                || matches!(next, "++" | "--")
+                || matches!(prev, "++" | "--")
+                || (prev == "&" && !src.ends_operand(i - 2));
+            if !changed {
+                continue;
+            }
+            let s = later.iter().find(|s| s.start == i)?;
+            let names_it = (i + 2..s.end).any(|j| {
+                src.ident(j) && src.tok(j) == name && !matches!(src.tok(j - 1), "." | "->")
+            });
+            if next != "=" || !matches!(s.st, St::Simple) || names_it {
+                return None;
+            }
+            // Pure with what is bound now (a variable recomputed only later does not count).
+            self.pure_value(i + 2, s.end - 1, pending)?;
+            assigns.push(i);
+        }
+        for i in assigns {
+            self.remat_assign
+                .insert(i, (name.to_string(), String::new()));
+        }
+        Some(format!("{REMAT}{ty}{REMAT}{value}"))
+    }
+
     fn seq(&mut self, stmts: &[Stmt], live_until: usize) -> PResult<()> {
         // Assignments that begin a variable's life anew: statement start -> (type, name).
         let mut reborn: BTreeMap<usize, (String, String)> = BTreeMap::new();
@@ -433,13 +646,25 @@ impl Gen<'_, '_> {
         live_until: usize,
     ) -> PResult<Vec<(usize, (String, String))>> {
         let reborn = settle_liveness(self.src, &mut run, rest, live_until)?;
-        // Slots for the lane variables declared here, before the loop.
+        // Slots for the lane variables declared here, before the loop (or none, for variables
+        // recomputed in each lane loop).
         let mut pending: Vec<(String, String)> = Vec::new();
         let mut storages = Vec::new();
-        for (_, d) in &run {
+        // How many of `pending` each statement sees (those declared before it).
+        let mut seen = Vec::new();
+        for (k, (s, d)) in run.iter().enumerate() {
+            seen.push(pending.len());
             if let Decl::Lanes { ty, vars, .. } = d {
-                let st = self.slots(ty, vars, &pending);
-                pending.extend(st.iter().cloned());
+                let mut st = Vec::new();
+                for v in vars {
+                    let later: Vec<&Stmt> =
+                        run[k + 1..].iter().map(|(s, _)| *s).chain(rest).collect();
+                    match self.remat(ty, v, s.end, &later, live_until, &pending) {
+                        Some(storage) => st.push((v.name.clone(), storage)),
+                        None => st.extend(self.slots(ty, std::slice::from_ref(v), &pending)),
+                    }
+                    pending.push(st.last().cloned().expect("one per variable"));
+                }
                 storages.push(st);
             } else {
                 storages.push(Vec::new());
@@ -450,13 +675,48 @@ impl Gen<'_, '_> {
             in_loop: false,
             in_switch: false,
         };
-        for ((s, d), st) in run.iter().zip(&storages) {
+        for (((s, d), st), seen) in run.iter().zip(storages.iter_mut()).zip(seen) {
+            // A recomputed variable's value with the values bound here (an earlier statement
+            // of this lane loop may have given another one its next value).
+            if let Decl::Lanes { vars, .. } = d {
+                for (k, (v, (name, storage))) in vars.iter().zip(st.iter_mut()).enumerate() {
+                    let (Some((ty, _)), Init::Expr(x, y)) = (remat_parts(storage), &v.init) else {
+                        continue;
+                    };
+                    let value = self
+                        .pure_value(*x, *y, &pending[..seen + k])
+                        .ok_or_else(|| format!("the value of `{name}` changed meaning"))?;
+                    *storage = format!("{REMAT}{ty}{REMAT}{value}");
+                    if let Some(p) = pending.iter_mut().rev().find(|(n, _)| n == name) {
+                        p.1 = storage.clone();
+                    }
+                }
+            }
             let code = match d {
                 Decl::Lanes { vars, .. } => self.decl_lane_code(vars, st, &[]),
                 Decl::Renewed(code) => format!("\n{code}"),
                 _ => self.lane_stmt(s, top)?,
             };
             self.push_lane(&code);
+            // A recomputed variable's next value: later lane loops start from it.
+            if let Some((name, _)) = self.remat_assign.get(&s.start).cloned() {
+                let value = self
+                    .pure_value(s.start + 2, s.end - 1, &pending[..seen])
+                    .ok_or_else(|| format!("the value of `{name}` changed meaning"))?;
+                let entry = pending
+                    .iter_mut()
+                    .rev()
+                    .chain(
+                        self.scopes
+                            .iter_mut()
+                            .rev()
+                            .flat_map(|sc| sc.iter_mut().rev()),
+                    )
+                    .find(|(n, _)| *n == name)
+                    .ok_or_else(|| format!("`{name}` is not in scope"))?;
+                let (ty, _) = remat_parts(&entry.1).ok_or("not a recomputed variable")?;
+                entry.1 = format!("{REMAT}{ty}{REMAT}{value}");
+            }
         }
         self.close_lanes();
         if let Some(scope) = self.scopes.last_mut() {
@@ -860,6 +1120,24 @@ pub fn block_function(
     let body = parser.block(ba, bb)?;
     // Parameters the body changes get a copy per lane.
     let params = param_names(src, def.params);
+    // Parameters a recomputed variable's value may name: never changed, and never (as far as
+    // a glance at the tokens tells) declared again in the body under the same name.
+    let fixed_params: Vec<String> = params
+        .iter()
+        .filter(|(n, _)| !param_mutated(src, n, def.body))
+        .filter(|(n, _)| {
+            !(ba..bb).any(|i| {
+                src.ident(i)
+                    && src.tok(i) == n
+                    && i > 0
+                    && ((src.ident(i - 1) && !matches!(src.tok(i - 1), "return" | "case"))
+                        || (matches!(src.tok(i - 1), "*" | "&" | "&&")
+                            && i > 1
+                            && src.ident(i - 2)))
+            })
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
     let mutated: Vec<(String, usize)> = params
         .into_iter()
         .filter(|(n, _)| param_mutated(src, n, def.body))
@@ -883,6 +1161,8 @@ pub fn block_function(
         returned: false,
         returned_here: false,
         coordinates_from_tls: lambdas_read_coordinates(src, ba, bb),
+        fixed_params,
+        remat_assign: BTreeMap::new(),
     };
     for (n, _) in &mutated {
         g.push(&format!(
@@ -955,7 +1235,9 @@ pub fn block_function(
          // Compiled twice: publishing each lane's coordinates before its memory accesses (checked\n\
          // launches, exact fault reports) or not (so the compiler can optimise across lanes).\n\
          auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
-         constexpr bool RK_TLS = {tls}; (void)RK_TLS;{}\n}};\n\
+         constexpr bool RK_TLS = {tls}; (void)RK_TLS;\n\
+         const auto rk_bidx = rk_cur.block_idx; const auto rk_bdim = rk_cur.block_dim; \
+         const auto rk_gdim = rk_cur.grid_dim; (void)rk_bidx; (void)rk_bdim; (void)rk_gdim;{}\n}};\n\
          if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
         def.name, g.out
     ));
