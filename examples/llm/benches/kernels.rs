@@ -299,20 +299,27 @@ fn matmul(c: &mut Criterion) {
 
 fn attention(c: &mut Criterion) {
     for b in Bench::all() {
-        attention_in::<f32>(c, &b);
-        attention_in::<f16>(c, &b);
-        attention_in::<bf16>(c, &b);
+        // One vendor BLAS and one list of lengths for the three types.
+        let blas = VendorBlas::load(b.target.backend());
+        let seqs = attention_seqs(b.small);
+        attention_in::<f32>(c, &b, &blas, &seqs);
+        attention_in::<f16>(c, &b, &blas, &seqs);
+        attention_in::<bf16>(c, &b, &blas, &seqs);
     }
 }
 
 /// The attention kernels in `T` (groups `flash_attention`, `flash_attention_bf16`...), and the
 /// unfused vendor attention in the same type beside them (`attention_vendor`,
-/// `attention_vendor_f16`...).
-fn attention_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
+/// `attention_vendor_f16`...) where `blas` loaded.
+fn attention_in<T: Dtype>(
+    c: &mut Criterion,
+    b: &Bench,
+    blas: &Result<VendorBlas, String>,
+    seqs: &[usize],
+) {
     let heads = if b.small { 2 } else { 32 };
-    let blas = Some(VendorBlas::load(b.target.backend()));
-    for seq in attention_seqs(b.small) {
-        attention_at::<T>(c, b, blas.as_ref(), heads, seq);
+    for &seq in seqs {
+        attention_at::<T>(c, b, blas, heads, seq);
     }
 }
 
@@ -340,7 +347,7 @@ fn attention_seqs(small: bool) -> Vec<usize> {
 fn attention_at<T: Dtype>(
     c: &mut Criterion,
     b: &Bench,
-    blas: Option<&Result<VendorBlas, String>>,
+    blas: &Result<VendorBlas, String>,
     heads: usize,
     seq: usize,
 ) {
@@ -379,7 +386,7 @@ fn attention_at<T: Dtype>(
                     .run(s)
             });
             g.finish();
-            let Some(Ok(blas)) = blas else { continue };
+            let Ok(blas) = blas else { continue };
             // The unfused baseline: S = scale Q K^T (vendor), mask, softmax, O = P V (vendor),
             // over `chunk` heads at a time, so that the mask's and softmax's element counts
             // (chunk * seq^2) fit their `int` (at 8192, 32 heads are 2^31 scores: two chunks).

@@ -136,6 +136,18 @@ pub enum HalfType {
     Bf16,
 }
 
+/// A row-major batched `c = alpha * a * op(b)` as the column-major call both libraries take:
+/// `c^T (n × m) = op(b)^T (n × k) · a^T (k × m)`, the sizes as BLAS ints.
+struct ColMajor {
+    trans_b: c_int,
+    trans_a: c_int,
+    n: c_int,
+    m: c_int,
+    k: c_int,
+    ldb: c_int,
+    batch: c_int,
+}
+
 /// A loaded vendor BLAS with its handle.
 pub struct VendorBlas {
     flavour: Flavour,
@@ -265,6 +277,25 @@ impl VendorBlas {
         }
     }
 
+    /// The column-major form of a row-major batched product (see [`ColMajor`]).
+    fn col_major(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        b_transposed: bool,
+        batch: usize,
+    ) -> Result<ColMajor, String> {
+        let int = |v: usize| c_int::try_from(v).map_err(|_| format!("{v} does not fit a BLAS int"));
+        Ok(ColMajor {
+            trans_b: self.op(b_transposed),
+            trans_a: self.op(false),
+            n: int(n)?,
+            m: int(m)?,
+            k: int(k)?,
+            ldb: int(if b_transposed { k } else { n })?,
+            batch: int(batch)?,
+        })
+    }
+
     /// `c = alpha * a * op(b)` for `batch` row-major matrices: `a` is `m × k`, `op(b)` is `k × n`
     /// (`b` stored `n × k` when `b_transposed`), `c` is `m × n`.
     ///
@@ -273,7 +304,7 @@ impl VendorBlas {
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sgemm_batched(
         &self,
-        (m, n, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         alpha: f32,
         a: Operand,
         b: Operand,
@@ -281,29 +312,27 @@ impl VendorBlas {
         c: Operand,
         batch: usize,
     ) -> Result<(), String> {
-        let int = |v: usize| c_int::try_from(v).map_err(|_| format!("{v} does not fit a BLAS int"));
+        let g = self.col_major(dims, b_transposed, batch)?;
         let beta = 0.0f32;
-        // Column-major: c^T (n × m) = op(b)^T (n × k) · a^T (k × m).
-        let ldb = if b_transposed { k } else { n };
         let status = (self.gemm)(
             self.handle,
-            self.op(b_transposed),
-            self.op(false),
-            int(n)?,
-            int(m)?,
-            int(k)?,
+            g.trans_b,
+            g.trans_a,
+            g.n,
+            g.m,
+            g.k,
             &alpha,
             b.ptr as *const f32,
-            int(ldb)?,
+            g.ldb,
             b.stride as i64,
             a.ptr as *const f32,
-            int(k)?,
+            g.k,
             a.stride as i64,
             &beta,
             c.ptr as *mut f32,
-            int(n)?,
+            g.n,
             c.stride as i64,
-            int(batch)?,
+            g.batch,
         );
         if status != 0 {
             return Err(format!("{}: sgemm failed with status {status}", self.path));
@@ -321,7 +350,7 @@ impl VendorBlas {
     pub unsafe fn gemm_ex_batched(
         &self,
         ty: HalfType,
-        (m, n, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         alpha: f32,
         a: Operand,
         b: Operand,
@@ -329,12 +358,10 @@ impl VendorBlas {
         c: Operand,
         batch: usize,
     ) -> Result<(), String> {
-        let int = |v: usize| c_int::try_from(v).map_err(|_| format!("{v} does not fit a BLAS int"));
+        let g = self.col_major(dims, b_transposed, batch)?;
         let beta = 0.0f32;
-        let ldb = if b_transposed { k } else { n };
         let alpha_p = (&alpha as *const f32).cast::<c_void>();
         let beta_p = (&beta as *const f32).cast::<c_void>();
-        let (tb, ta) = (self.op(b_transposed), self.op(false));
         let status = match self.gemm_ex {
             None => {
                 return Err(format!(
@@ -348,26 +375,26 @@ impl VendorBlas {
                 let t = if ty == HalfType::F16 { 2 } else { 14 };
                 f(
                     self.handle,
-                    tb,
-                    ta,
-                    int(n)?,
-                    int(m)?,
-                    int(k)?,
+                    g.trans_b,
+                    g.trans_a,
+                    g.n,
+                    g.m,
+                    g.k,
                     alpha_p,
                     b.ptr as *const c_void,
                     t,
-                    int(ldb)?,
+                    g.ldb,
                     b.stride as i64,
                     a.ptr as *const c_void,
                     t,
-                    int(k)?,
+                    g.k,
                     a.stride as i64,
                     beta_p,
                     c.ptr as *mut c_void,
                     t,
-                    int(n)?,
+                    g.n,
                     c.stride as i64,
-                    int(batch)?,
+                    g.batch,
                     68,
                     -1,
                 )
@@ -378,30 +405,30 @@ impl VendorBlas {
                 let t = if ty == HalfType::F16 { 150 } else { 168 };
                 f(
                     self.handle,
-                    tb,
-                    ta,
-                    int(n)?,
-                    int(m)?,
-                    int(k)?,
+                    g.trans_b,
+                    g.trans_a,
+                    g.n,
+                    g.m,
+                    g.k,
                     alpha_p,
                     b.ptr as *const c_void,
                     t,
-                    int(ldb)?,
+                    g.ldb,
                     b.stride as i64,
                     a.ptr as *const c_void,
                     t,
-                    int(k)?,
+                    g.k,
                     a.stride as i64,
                     beta_p,
                     c.ptr as *const c_void,
                     t,
-                    int(n)?,
+                    g.n,
                     c.stride as i64,
                     c.ptr as *mut c_void,
                     t,
-                    int(n)?,
+                    g.n,
                     c.stride as i64,
-                    int(batch)?,
+                    g.batch,
                     151,
                     160,
                     0,
