@@ -14,8 +14,9 @@
 #      torch.topk-based one (scripts/h100/sampler_torch.py, where torch is there; goal <= 2x).
 # PARTS=decode runs only the decode path's checks and benches (about 2 minutes), and the table;
 # PARTS=rope the RoPE ones (rope, rope_kv_append), PARTS=decode,rope both; PARTS=matmul the tiled matmul's checks and its bench beside
-# cuBLAS SGEMM (about a minute). LLM_DECODE_PARTITIONS=
-# 256,512 benches the split decode kernel at those partition sizes (default: 512 alone).
+# cuBLAS SGEMM (about a minute). LLM_DECODE_PARTITIONS=auto,
+# 256,512 benches the split decode kernel at those partition sizes (default: auto, the size
+# decode::split_partition picks for this GPU, and 512).
 #
 # Build on the dev machine (no GPU needed):
 #   scripts/h100/llm.sh build            # release binaries, stripped, into .carry/h100/llm

@@ -484,8 +484,8 @@ fn attention_at<T: Dtype>(
 }
 
 /// The decode path: paged decode attention (bytes: the K and V it must read, so GB/s compares with
-/// the stream triad) in f32, f16 and bf16, the whole-context kernel and the split one (partitions
-/// of 512 tokens + the merge, both launches timed); and the sampler (top-k 50, top-p 0.9,
+/// the stream triad) in f32, f16 and bf16, the whole-context kernel and the split one (the
+/// partition `split_partition` picks for this GPU, and 512 tokens; + the merge, both launches timed); and the sampler (top-k 50, top-p 0.9,
 /// temperature 0.8: both kernels timed; bytes: the logits read) at Llama 3's vocabulary.
 fn decode(c: &mut Criterion) {
     for b in Bench::all() {
@@ -542,16 +542,18 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
             .unwrap();
         let mut g = b.group(c, &T::kernel("paged_decode"), kv_bytes);
         g.note("bytes: the K and V cache read (tables, q and out not counted)");
-        for &partition in &partition_sizes() {
+        // The partition that fills this GPU once (dec::split_partition), and fixed ones.
+        let places = b.device().info().compute_units as usize * dec::DEC_BLOCKS_PER_CU;
+        let auto = dec::split_partition(s, ctx, places);
+        for partition in partition_sizes() {
+            let (partition, id) = match partition {
+                None => (auto, format!("split_d{d}_{seqs}x{ctx}")),
+                Some(p) => (p, format!("split{p}_d{d}_{seqs}x{ctx}")),
+            };
             let parts = dec::partitions(ctx, partition);
             let n = seqs * heads * parts;
             let (mut ml, mut es) = (b.buf::<f32>(n, 0.0), b.buf::<f32>(n, 0.0));
             let mut tmp = b.buf::<f32>(n * d, 0.0);
-            // The default partition's id is `split_...`; another's `split<size>_...`.
-            let id = match partition {
-                dec::PARTITION => format!("split_d{d}_{seqs}x{ctx}"),
-                p => format!("split{p}_d{d}_{seqs}x{ctx}"),
-            };
             g.bench_launches(&id, &b.stream, |st| {
                 split
                     .launch(dec::partition_launch::<T>(s, partition, parts).unwrap())
@@ -606,19 +608,23 @@ fn decode_in<T: Dtype>(c: &mut Criterion, b: &Bench) {
     }
 }
 
-/// The split kernel's partition sizes to bench: `LLM_DECODE_PARTITIONS` (sizes in tokens,
-/// multiples of 16, comma-separated), else [`PARTITION`](llm::decode::PARTITION) alone.
-fn partition_sizes() -> Vec<usize> {
+/// The split kernel's partition sizes to bench: `LLM_DECODE_PARTITIONS` (comma-separated: `auto`,
+/// or sizes in tokens, multiples of 16), else `auto` and [`PARTITION`](llm::decode::PARTITION).
+/// `auto` (None) is [`split_partition`](llm::decode::split_partition) for this GPU, bench id
+/// `split_...`; a fixed size's id is `split<size>_...`.
+fn partition_sizes() -> Vec<Option<usize>> {
     match std::env::var("LLM_DECODE_PARTITIONS") {
-        Ok(v) if !v.trim().is_empty() => v
-            .split(',')
-            .map(|p| {
-                p.trim()
-                    .parse()
-                    .expect("LLM_DECODE_PARTITIONS: sizes in tokens, comma-separated")
-            })
-            .collect(),
-        _ => vec![llm::decode::PARTITION],
+        Ok(v) if !v.trim().is_empty() => {
+            v.split(',')
+                .map(|p| match p.trim() {
+                    "auto" => None,
+                    p => Some(p.parse().expect(
+                        "LLM_DECODE_PARTITIONS: `auto` or sizes in tokens, comma-separated",
+                    )),
+                })
+                .collect()
+        }
+        _ => vec![None, Some(llm::decode::PARTITION)],
     }
 }
 

@@ -846,7 +846,9 @@ __device__ void flash_attention_block(int seq_q, int seq_k, int causal, float sc
 // 16 (w % 4).. and half of each 64-key tile (keys 32 (w / 4)..); the scores stay in registers, and
 // their layout is the A fragment of P for P V, rounded to T (as FlashAttention-2 does: the checks'
 // tolerance for the half types allows it). The two warps of a row group merge their running
-// states at the end. AMD GPUs and the cpu backend run flash_attention_block.
+// states at the end. K and V tiles come by cp.async, each while the other is used (below). The
+// f32 kernels run flash_attention_tf32, the same scheme in 3xTF32 (further below). AMD GPUs and
+// the cpu backend run flash_attention_block.
 #if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define FA_TENSOR_CORES 1
 
@@ -887,6 +889,177 @@ __device__ inline void fa_ldmatrix(unsigned* r, const void* row) {
     }
 }
 
+// A tile of ROWS rows of K or V (rows k0.., zeros from seq_k on) into shared memory [ROWS][STRIDE],
+// 16 bytes a copy: cp.async where `vec` (the copy runs on while the block computes; fa_copy_wait
+// waits for this thread's copies, a barrier after it for everyone's), else plain loads and stores.
+__device__ inline void fa_cp_async16(void* dst, const void* src, bool in) {
+    unsigned long long d;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(d) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)d), "l"(src), "r"(in ? 16 : 0));
+}
+__device__ inline void fa_copy_wait() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+template <int D, int ROWS, int STRIDE, typename T>
+__device__ inline void fa_copy_tile(T* dst, const T* src, int k0, int seq_k, bool vec) {
+    constexpr int EPC = 16 / sizeof(T);  // elements a 16-byte copy
+    constexpr int CH = D / EPC;          // copies a row
+    for (int e = threadIdx.x; e < ROWS * CH; e += FA_THREADS) {
+        const int r = e / CH, c = (e % CH) * EPC;
+        const bool in = k0 + r < seq_k;
+        if (vec) {
+            // Past seq_k: nothing read (source size 0), 16 zero bytes written.
+            fa_cp_async16(dst + r * STRIDE + c, src + (index_t)(in ? k0 + r : 0) * D + c, in);
+        } else {
+            Pack<T, EPC> x;
+            for (int i = 0; i < EPC; ++i) {
+                x.v[i] = in ? src[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
+            }
+            *(Pack<T, EPC>*)(dst + r * STRIDE + c) = x;
+        }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// The end of flash_attention_mma and flash_attention_tf32: each row's sum over its quad; then
+// the key halves merge (warps 4-7 leave their state in shared memory, per lane as held; warps 0-3
+// combine it with theirs) and store the normalised rows.
+__device__ inline void fa_store2(float* out, float y0, float y1, bool vec) {
+    if (vec) {
+        *(float2*)out = make_float2(y0, y1);
+    } else {
+        out[0] = y0;
+        out[1] = y1;
+    }
+}
+template <typename T>
+__device__ inline void fa_store2(T* out, float y0, float y1, bool vec) {
+    if (vec) {
+        *(unsigned*)out = fa_pack(y0, y1, (const T*)nullptr);
+    } else {
+        out[0] = from_f32<T>(y0);
+        out[1] = from_f32<T>(y1);
+    }
+}
+template <int D, typename T>
+__device__ inline void fa_merge_store(float* m, float* l, float (*acc)[4], T* o, int r_lo, int r_hi, int seq_q,
+                                      bool vec_o, float* smem, int rg, int kh, int lane, int tig) {
+    constexpr int NB = D / 8;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        l[h] += __shfl_xor(l[h], 1);
+        l[h] += __shfl_xor(l[h], 2);
+    }
+    constexpr int MW = NB * 4 + 4;
+    float* mine = smem + rg * MW * 32 + lane;
+    fa_copy_wait();  // (nothing is in flight after the last tile; this is cheap)
+    __syncthreads();  // the tiles are no longer read: the merge area takes their place
+    if (kh == 1) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                mine[(nb * 4 + e) * 32] = acc[nb][e];
+            }
+        }
+        mine[(NB * 4) * 32] = m[0];
+        mine[(NB * 4 + 1) * 32] = m[1];
+        mine[(NB * 4 + 2) * 32] = l[0];
+        mine[(NB * 4 + 3) * 32] = l[1];
+    }
+    __syncthreads();
+    if (kh == 0) {
+        float fa[2], fb[2], inv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float mb = mine[(NB * 4 + h) * 32], lb = mine[(NB * 4 + 2 + h) * 32];
+            const float mm = fmaxf(m[h], mb);
+            fa[h] = m[h] == NEG_INF ? 0.0f : exp2f(m[h] - mm);
+            fb[h] = mb == NEG_INF ? 0.0f : exp2f(mb - mm);
+            inv[h] = 1.0f / (l[h] * fa[h] + lb * fb[h]);
+        }
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = h ? r_hi : r_lo;
+                const float y0 = (acc[nb][2 * h] * fa[h] + mine[(nb * 4 + 2 * h) * 32] * fb[h]) * inv[h];
+                const float y1 = (acc[nb][2 * h + 1] * fa[h] + mine[(nb * 4 + 2 * h + 1) * 32] * fb[h]) * inv[h];
+                if (row < seq_q) {
+                    fa_store2(o + (index_t)row * D + nb * 8 + 2 * tig, y0, y1, vec_o);
+                }
+            }
+        }
+    }
+}
+
+// The online softmax of a warp's block of scores s[NK][4] (this lane: rows r_lo for e < 2 and
+// r_lo + 8, keys key0 + 8 nb + 2 tig + (e & 1), the mma's C layout), in base 2: the mask where
+// `masked` (a tile reaching past seq_k or, causal, past the diagonal: the others skip the index
+// arithmetic), each row's new max over its quad, the probabilities in place of the scores, the
+// running sums, and the output rescaled, unless no row of the warp got a larger max (most tiles
+// after the first few: 4 NB multiplies a lane saved).
+// 2^x by the MUFU instruction alone (exp2f adds a scaling for results below 2^-126, which only
+// flushes to 0 here, next to a running sum of at least 1).
+__device__ inline float fa_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+template <int NK, int NB>
+__device__ inline void fa_softmax(float (*s)[4], float* m, float* l, float (*acc)[4], int key0, int r_lo, int seq_k,
+                                  int causal, int shift, float c2, bool masked) {
+    const int tig = threadIdx.x % 4;
+    float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+    for (int nb = 0; nb < NK; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            float x = s[nb][e] * c2;
+            if (masked) {
+                const int key = key0 + nb * 8 + 2 * tig + (e & 1);
+                const int row = e < 2 ? r_lo : r_lo + 8;
+                if (key >= seq_k || (causal && key > row + shift)) {
+                    x = NEG_INF;
+                }
+            }
+            s[nb][e] = x;
+            mx[e / 2] = fmaxf(mx[e / 2], x);
+        }
+    }
+    float alpha[2], mr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float m_new = fmaxf(m[h], mx[h]);
+        alpha[h] = m_new == NEG_INF ? 1.0f : fa_exp2(m[h] - m_new);
+        m[h] = m_new;
+        mr[h] = m_new == NEG_INF ? 0.0f : m_new;  // a row with nothing yet: every p is 0
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nb = 0; nb < NK; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float p = fa_exp2(s[nb][e] - mr[e / 2]);
+            s[nb][e] = p;
+            sum[e / 2] += p;
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        l[h] = l[h] * alpha[h] + sum[h];
+    }
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            acc[nb][0] *= alpha[0];
+            acc[nb][1] *= alpha[0];
+            acc[nb][2] *= alpha[1];
+            acc[nb][3] *= alpha[1];
+        }
+    }
+}
+
 template <int D, typename T>
 __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scale,
                                     const T* q, const T* k, const T* v, T* o, float* smem) {
@@ -894,7 +1067,6 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
     constexpr int KP = D + 8;           // row stride of the K and V tiles (elements)
     constexpr int KS = D / 16;          // k-steps of q k^T
     constexpr int NB = D / 8;           // 8-column blocks of the output
-    constexpr int CH = D * 2 / 16;      // 16-byte chunks of a row
     const T* tag = nullptr;
     T* qs = (T*)smem;  // q's 64 rows; then the K and V tiles (all of KP-element rows)
     T* ks = qs + FA_BM * KP;
@@ -929,25 +1101,16 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
     }
     const int kv_end = causal ? min(seq_k, q0 + FA_BM + shift) : seq_k;
 
+    // FlashAttention-2's pipeline over one K and one V tile: K of tile j is waited for, V of
+    // tile j is asked for and arrives while the scores are computed, then K of tile j + 1 while
+    // P V is (cp.async: the copies run beside the MMAs). Two barriers a tile, as without it.
+    if (kv_end > 0) {
+        fa_copy_tile<D, BN, KP>(ks, k, 0, seq_k, vec);
+    }
     for (int k0 = 0; k0 < kv_end; k0 += BN) {
-        __syncthreads();  // the previous tiles are no longer read
-        for (int e = t; e < BN * CH; e += FA_THREADS) {
-            const int r = e / CH, c = (e % CH) * 8;
-            Pack<T, 8> kx, vx;
-            if (k0 + r < seq_k && vec) {
-                kx = *(const Pack<T, 8>*)(k + (index_t)(k0 + r) * D + c);
-                vx = *(const Pack<T, 8>*)(v + (index_t)(k0 + r) * D + c);
-            } else {
-                for (int i = 0; i < 8; ++i) {
-                    const bool in = k0 + r < seq_k;
-                    kx.v[i] = in ? k[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
-                    vx.v[i] = in ? v[(index_t)(k0 + r) * D + c + i] : from_f32<T>(0.0f);
-                }
-            }
-            *(Pack<T, 8>*)(ks + r * KP + c) = kx;
-            *(Pack<T, 8>*)(vs + r * KP + c) = vx;
-        }
-        __syncthreads();
+        fa_copy_wait();
+        __syncthreads();  // K's tile is here for all; every warp is done with the last V tile
+        fa_copy_tile<D, BN, KP>(vs, v, k0, seq_k, vec);
         // This warp's scores: rows r_lo, r_hi against 4 blocks of 8 keys.
         float s[4][4];
 #pragma unroll
@@ -969,49 +1132,12 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
                 fa_mma(s[nb + 1], qa, kb[2], kb[3], tag);
             }
         }
-        float mx[2] = {NEG_INF, NEG_INF};
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int key = k0 + kh * 32 + nb * 8 + 2 * tig + (e & 1);
-                const int row = e < 2 ? r_lo : r_hi;
-                float x = s[nb][e] * c2;
-                if (key >= seq_k || (causal && key > row + shift)) {
-                    x = NEG_INF;
-                }
-                s[nb][e] = x;
-                mx[e / 2] = fmaxf(mx[e / 2], x);
-            }
-        }
-        float alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor(mx[h], 2));
-            const float m_new = fmaxf(m[h], mx[h]);
-            alpha[h] = m_new == NEG_INF ? 1.0f : exp2f(m[h] - m_new);
-            m[h] = m_new;
-        }
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float p = m[e / 2] == NEG_INF ? 0.0f : exp2f(s[nb][e] - m[e / 2]);
-                s[nb][e] = p;
-                sum[e / 2] += p;
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            l[h] = l[h] * alpha[h] + sum[h];
-        }
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-            acc[nb][0] *= alpha[0];
-            acc[nb][1] *= alpha[0];
-            acc[nb][2] *= alpha[1];
-            acc[nb][3] *= alpha[1];
+        const bool masked = k0 + BN > seq_k || (causal && k0 + BN - 1 > q0 + shift);
+        fa_softmax<4, NB>(s, m, l, acc, k0 + kh * 32, r_lo, seq_k, causal, shift, c2, masked);
+        fa_copy_wait();
+        __syncthreads();  // V's tile is here for all; every warp is done with K's
+        if (k0 + BN < kv_end) {
+            fa_copy_tile<D, BN, KP>(ks, k, k0 + BN, seq_k, vec);
         }
         // o += p v, 16 keys a step; p's A fragment is the scores' own registers, rounded to T.
 #pragma unroll
@@ -1030,81 +1156,184 @@ __device__ void flash_attention_mma(int seq_q, int seq_k, int causal, float scal
             }
         }
     }
-    // Each row's sum over its quad; then the key halves merge: warps 4-7 leave their state in
-    // shared memory (per lane, as held), warps 0-3 combine and store.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        l[h] += __shfl_xor(l[h], 1);
-        l[h] += __shfl_xor(l[h], 2);
+    fa_merge_store<D>(m, l, acc, o, r_lo, r_hi, seq_q, vec_o, smem, rg, kh, lane, tig);
+}
+
+// The f32 kernels on the same tensor cores, at f32's accuracy: each f32 operand x is split into
+// two TF32 numbers, big = x rounded to TF32 (10-bit mantissa) and small = x - big rounded again,
+// and a product a b is summed as a_small b_big + a_big b_small + a_big b_big (three
+// mma.sync.m16n8k8 TF32 MMAs, f32 sums; the dropped a_small b_small is below f32's rounding:
+// "3xTF32", as in CUTLASS). Same launch, warps and online softmax as flash_attention_mma; the
+// fragment layouts of m16n8k8.tf32 (PTX ISA): lane 4 g + tig holds, of a 16 x 8 A, (g, tig),
+// (g + 8, tig), (g, tig + 4), (g + 8, tig + 4); of an 8 x 8 B, (tig, g), (tig + 4, g); the sums
+// as m16n8k16's. The scores' layout, (g, 2 tig), (g, 2 tig + 1), (g + 8, ..), is not P's A
+// layout, but P V may take the 8 keys of a block in any order if V's rows take the same: A's
+// columns tig, tig + 4 stand for keys 2 tig, 2 tig + 1, and B reads V's rows 2 tig, 2 tig + 1.
+// Shared memory: q's tile in a static array (it does not fit beside K and V in the 52 / 60 KiB
+// of dynamic memory attention_shared_bytes gives every backend), K's and V's tiles of BN keys
+// (rows of D + 4 floats: the lanes of a fragment load hit 32 different banks) in the dynamic.
+template <int D>
+struct FaTf32 {
+    // Keys a tile: K and V fit in the 52 / 60 KiB. (32 at head_dim 128 measured 5% slower on the
+    // H100, and one block a multiprocessor with more registers 8%.)
+    static constexpr int BN = D <= 64 ? 64 : 48;
+};
+
+__device__ inline void fa_split(float x, unsigned& big, unsigned& small) {
+    // Without conversions: big is x truncated to TF32 (its low 13 bits cleared), small = x - big
+    // exactly, passed as it is: the MMA reads a TF32 operand's upper 19 bits, so small is
+    // truncated there (relative error 2^-10 of small, 2^-20 of x). Rounding both with
+    // cvt.rna.tf32.f32 was as accurate on the checks and 1.4x slower on the H100: two
+    // conversions a split, at a quarter of the FP32 rate, were the kernel's bottleneck.
+    big = __float_as_uint(x) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big));
+}
+__device__ inline void fa_mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// c += a b in 3xTF32: a as (big, small) fragments, b as its big and small registers.
+__device__ inline void fa_mma3(float* c, const unsigned* ab, const unsigned* as, unsigned bb0, unsigned bb1,
+                               unsigned bs0, unsigned bs1) {
+    fa_mma_tf32(c, as, bb0, bb1);
+    fa_mma_tf32(c, ab, bs0, bs1);
+    fa_mma_tf32(c, ab, bb0, bb1);
+}
+
+template <int D>
+__device__ void flash_attention_tf32(int seq_q, int seq_k, int causal, float scale,
+                                     const float* q, const float* k, const float* v, float* o, float* smem) {
+    constexpr int BN = FaTf32<D>::BN;
+    constexpr int KW = BN / 2;  // keys a warp of each tile
+    constexpr int NK = KW / 8;  // its blocks of 8 keys
+    constexpr int DP = D + 4;   // row stride of the q, K and V tiles
+    constexpr int KS = D / 8;   // k-steps of q k^T
+    constexpr int NB = D / 8;   // 8-column blocks of the output
+    __shared__ float qs[FA_BM * DP];
+    float* ks = smem;
+    float* vs = ks + BN * DP;
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int g = lane / 4, tig = lane % 4;
+    const int rg = warp % 4, kh = warp / 4;
+    const int qb = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int q0 = qb * FA_BM;
+    const index_t head = blockIdx.y;
+    q += head * seq_q * D;
+    o += head * seq_q * D;
+    k += head * seq_k * D;
+    v += head * seq_k * D;
+    const int shift = seq_k - seq_q;
+    const bool vec = aligned_to(k, v, v, 16);
+    const bool vec_q = aligned_to(q, q, q, 16);
+    const bool vec_o = aligned_to(o, o, o, 8);
+    const float c2 = scale * 1.4426950408889634f;  // scores in base 2
+    const int r_lo = q0 + 16 * rg + g, r_hi = r_lo + 8;
+
+    for (int e = t; e < FA_BM * (D / 4); e += FA_THREADS) {
+        const int r = e / (D / 4), c = (e % (D / 4)) * 4;
+        float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (q0 + r < seq_q) {
+            x = load4(q + (index_t)(q0 + r) * D + c, vec_q);
+        }
+        *(float4*)(qs + r * DP + c) = x;
     }
-    constexpr int MW = NB * 4 + 4;
-    float* mine = smem + rg * MW * 32 + lane;
-    __syncthreads();  // the tiles are no longer read: the merge area takes their place
-    if (kh == 1) {
+    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+    float acc[NB][4];
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
+    for (int nb = 0; nb < NB; ++nb) {
+        acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    }
+    const int kv_end = causal ? min(seq_k, q0 + FA_BM + shift) : seq_k;
+    const float* qr = qs + (16 * rg + g) * DP + tig;  // this lane's q fragment elements
+
+    // The pipeline of flash_attention_mma: K of tile j waited for, V of tile j arriving during
+    // the scores, K of tile j + 1 during P V.
+    if (kv_end > 0) {
+        fa_copy_tile<D, BN, DP>(ks, k, 0, seq_k, vec);
+    }
+    for (int k0 = 0; k0 < kv_end; k0 += BN) {
+        fa_copy_wait();
+        __syncthreads();
+        fa_copy_tile<D, BN, DP>(vs, v, k0, seq_k, vec);
+        // This warp's scores: rows r_lo, r_hi against NK blocks of 8 keys.
+        float s[NK][4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                mine[(nb * 4 + e) * 32] = acc[nb][e];
+        for (int nb = 0; nb < NK; ++nb) {
+            s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.0f;
+        }
+        const float* kr = ks + (kh * KW + g) * DP + tig;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+            unsigned ab[4], as[4];
+            fa_split(qr[kk * 8], ab[0], as[0]);
+            fa_split(qr[8 * DP + kk * 8], ab[1], as[1]);
+            fa_split(qr[kk * 8 + 4], ab[2], as[2]);
+            fa_split(qr[8 * DP + kk * 8 + 4], ab[3], as[3]);
+#pragma unroll
+            for (int nb = 0; nb < NK; ++nb) {
+                unsigned bb0, bs0, bb1, bs1;
+                fa_split(kr[nb * 8 * DP + kk * 8], bb0, bs0);
+                fa_split(kr[nb * 8 * DP + kk * 8 + 4], bb1, bs1);
+                fa_mma3(s[nb], ab, as, bb0, bb1, bs0, bs1);
             }
         }
-        mine[(NB * 4) * 32] = m[0];
-        mine[(NB * 4 + 1) * 32] = m[1];
-        mine[(NB * 4 + 2) * 32] = l[0];
-        mine[(NB * 4 + 3) * 32] = l[1];
-    }
-    __syncthreads();
-    if (kh == 0) {
-        float fa[2], fb[2], inv[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const float mb = mine[(NB * 4 + h) * 32], lb = mine[(NB * 4 + 2 + h) * 32];
-            const float mm = fmaxf(m[h], mb);
-            fa[h] = m[h] == NEG_INF ? 0.0f : exp2f(m[h] - mm);
-            fb[h] = mb == NEG_INF ? 0.0f : exp2f(mb - mm);
-            inv[h] = 1.0f / (l[h] * fa[h] + lb * fb[h]);
+        const bool masked = k0 + BN > seq_k || (causal && k0 + BN - 1 > q0 + shift);
+        fa_softmax<NK, NB>(s, m, l, acc, k0 + kh * KW, r_lo, seq_k, causal, shift, c2, masked);
+        fa_copy_wait();
+        __syncthreads();
+        if (k0 + BN < kv_end) {
+            fa_copy_tile<D, BN, DP>(ks, k, k0 + BN, seq_k, vec);
         }
+        // o += p v, a block of 8 keys a step: A = (p of keys 2 tig, 2 tig + 1 of the block).
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
+        for (int nb = 0; nb < NK; ++nb) {
+            unsigned ab[4], as[4];
+            fa_split(s[nb][0], ab[0], as[0]);
+            fa_split(s[nb][2], ab[1], as[1]);
+            fa_split(s[nb][1], ab[2], as[2]);
+            fa_split(s[nb][3], ab[3], as[3]);
+            const float* vr = vs + (kh * KW + nb * 8 + 2 * tig) * DP + g;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = h ? r_hi : r_lo;
-                const float y0 = (acc[nb][2 * h] * fa[h] + mine[(nb * 4 + 2 * h) * 32] * fb[h]) * inv[h];
-                const float y1 = (acc[nb][2 * h + 1] * fa[h] + mine[(nb * 4 + 2 * h + 1) * 32] * fb[h]) * inv[h];
-                if (row < seq_q) {
-                    T* out = o + (index_t)row * D + nb * 8 + 2 * tig;
-                    if (vec_o) {
-                        *(unsigned*)out = fa_pack(y0, y1, tag);
-                    } else {
-                        out[0] = from_f32<T>(y0);
-                        out[1] = from_f32<T>(y1);
-                    }
-                }
+            for (int ob = 0; ob < NB; ++ob) {
+                unsigned bb0, bs0, bb1, bs1;
+                fa_split(vr[ob * 8], bb0, bs0);
+                fa_split(vr[DP + ob * 8], bb1, bs1);
+                fa_mma3(acc[ob], ab, as, bb0, bb1, bs0, bs1);
             }
         }
     }
+    fa_merge_store<D>(m, l, acc, o, r_lo, r_hi, seq_q, vec_o, smem, rg, kh, lane, tig);
 }
 #endif
 
 // One kernel per head dimension and element type, each over dynamic shared memory
 // (attention_shared_bytes in src/lib.rs: at most 64 KiB). On NVIDIA the half kernels (tensor
-// cores) ask for registers that let two blocks share a multiprocessor.
+// cores, f32 in 3xTF32) ask for registers that let two blocks share a multiprocessor.
 #if defined(__HIP_PLATFORM_NVIDIA__)
-#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS, 2)
+#define FA_MMA_BOUNDS __launch_bounds__(FA_THREADS, 2)
 #else
-#define FA_HALF_BOUNDS __launch_bounds__(FA_THREADS)
+#define FA_MMA_BOUNDS __launch_bounds__(FA_THREADS)
 #endif
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d64(int seq_q, int seq_k, int causal, float scale, const float* q,
-                                                  const float* k, const float* v, float* o) {
+__global__ void FA_MMA_BOUNDS flash_attention_d64(int seq_q, int seq_k, int causal, float scale, const float* q,
+                                           const float* k, const float* v, float* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_tf32<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
-__global__ void __launch_bounds__(FA_THREADS) flash_attention_d128(int seq_q, int seq_k, int causal, float scale, const float* q,
-                                                  const float* k, const float* v, float* o) {
+__global__ void FA_MMA_BOUNDS flash_attention_d128(int seq_q, int seq_k, int causal, float scale, const float* q,
+                                           const float* k, const float* v, float* o) {
     extern __shared__ float4 fa_smem[];
+#if FA_TENSOR_CORES
+    flash_attention_tf32<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#else
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
+#endif
 }
-__global__ void FA_HALF_BOUNDS flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+__global__ void FA_MMA_BOUNDS flash_attention_d64_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1113,7 +1342,7 @@ __global__ void FA_HALF_BOUNDS flash_attention_d64_f16(int seq_q, int seq_k, int
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void FA_HALF_BOUNDS flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
+__global__ void FA_MMA_BOUNDS flash_attention_d128_f16(int seq_q, int seq_k, int causal, float scale, const __half* q,
                                                   const __half* k, const __half* v, __half* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1122,7 +1351,7 @@ __global__ void FA_HALF_BOUNDS flash_attention_d128_f16(int seq_q, int seq_k, in
     flash_attention_block<128>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void FA_HALF_BOUNDS flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+__global__ void FA_MMA_BOUNDS flash_attention_d64_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
@@ -1131,7 +1360,7 @@ __global__ void FA_HALF_BOUNDS flash_attention_d64_bf16(int seq_q, int seq_k, in
     flash_attention_block<64>(seq_q, seq_k, causal, scale, q, k, v, o, (float*)fa_smem);
 #endif
 }
-__global__ void FA_HALF_BOUNDS flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
+__global__ void FA_MMA_BOUNDS flash_attention_d128_bf16(int seq_q, int seq_k, int causal, float scale, const __hip_bfloat16* q,
                                                   const __hip_bfloat16* k, const __hip_bfloat16* v, __hip_bfloat16* o) {
     extern __shared__ float4 fa_smem[];
 #if FA_TENSOR_CORES
