@@ -357,7 +357,9 @@ mod tests {
         );
         assert_eq!(o.forms.len(), 1, "{o:?}");
         let code = &o.forms[0].code;
-        assert!(code.contains("RK_ALL_LANES(rkr)"), "{code}");
+        // One lane loop (split at `i < n`, see codegen::split; the loop as written for the runs
+        // where the split does not apply).
+        assert!(code.contains("RK_RUN_LANES(rkr)"), "{code}");
         assert!(!code.contains("rkr.alloc"), "{code}");
         assert!(code.contains("int i = (rk_tidx).x;"), "{code}");
         // Where the rewrite does not apply, a kernel without barriers keeps the per-thread loop

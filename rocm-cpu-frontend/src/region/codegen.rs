@@ -36,6 +36,9 @@ struct Gen<'s, 'a> {
     /// Lane code reads the lane's coordinates from `rk_cur` (set for every lane), not from the
     /// lane loop's local copy: lambdas of the kernel read them.
     coordinates_from_tls: bool,
+    /// Lane code reads `warpSize` from a local copy (`rk_wsz`), not from thread-local storage
+    /// (reloaded after every store, as the coordinates were): no lambda of the kernel reads it.
+    wave_size_local: bool,
     /// Parameters the kernel never changes (they may appear in a recomputed variable's value).
     fixed_params: Vec<String>,
     /// Statements `x = value;` that give a recomputed variable (see [`REMAT`]) its next value:
@@ -247,10 +250,16 @@ impl Gen<'_, '_> {
         if self.coordinates_from_tls {
             return code.to_string();
         }
-        code.replace("(rk_cur.thread_idx)", "(rk_tidx)")
+        let code = code
+            .replace("(rk_cur.thread_idx)", "(rk_tidx)")
             .replace("(rk_cur.block_idx)", "(rk_bidx)")
             .replace("(rk_cur.block_dim)", "(rk_bdim)")
-            .replace("(rk_cur.grid_dim)", "(rk_gdim)")
+            .replace("(rk_cur.grid_dim)", "(rk_gdim)");
+        if self.wave_size_local {
+            code.replace("(rk_cur.wave_size)", "(rk_wsz)")
+        } else {
+            code
+        }
     }
 
     fn open_lanes(&mut self) -> usize {
@@ -1116,10 +1125,12 @@ impl Gen<'_, '_> {
                     stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
                     let width = match args.get(v + 2) {
                         Some(&(p, q)) => format!("static_cast<int>({})", src.text(p, q)),
-                        None => "warpSize".into(),
+                        None => "(static_cast<int>(rk_cur.wave_size))".into(),
                     };
+                    // Every lane of the wave active: no lane's source is skipped for being idle.
+                    let full = self.full();
                     format!(
-                        "rkr.shfl<std::decay_t<decltype({value})>>({x}, rk_t, {op}, static_cast<int>({}), {width})",
+                        "rkr.shfl<std::decay_t<decltype({value})>, {full}>({x}, rk_t, {op}, static_cast<int>({}), {width})",
                         arg(v + 1)?
                     )
                 }
@@ -1164,12 +1175,17 @@ fn redeclared(src: &Tokens, name: &str, a: usize, b: usize) -> bool {
 
 /// Whether a lambda defined in [a, b) reads the thread's coordinates.
 fn lambdas_read_coordinates(src: &Tokens, a: usize, b: usize) -> bool {
+    lambdas_read(src, a, b, "thread_idx")
+}
+
+/// Whether a lambda defined in [a, b) names `what`.
+fn lambdas_read(src: &Tokens, a: usize, b: usize, what: &str) -> bool {
     (a..b).any(|k| {
         src.is(k, "{")
             && lambda_body(src, k)
             && src
                 .close(k)
-                .is_some_and(|c| (k..c).any(|i| src.is(i, "thread_idx")))
+                .is_some_and(|c| (k..c).any(|i| src.is(i, what)))
     })
 }
 
@@ -1217,6 +1233,8 @@ pub fn block_function(
         returned: false,
         returned_here: false,
         coordinates_from_tls: lambdas_read_coordinates(src, ba, bb),
+        wave_size_local: !lambdas_read_coordinates(src, ba, bb)
+            && !lambdas_read(src, ba, bb, "wave_size"),
         fixed_params,
         remat_assign: BTreeMap::new(),
         uniform: Vec::new(),
@@ -1294,7 +1312,8 @@ pub fn block_function(
          auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
          constexpr bool RK_TLS = {tls}; (void)RK_TLS;\n\
          const auto rk_bidx = rk_cur.block_idx; const auto rk_bdim = rk_cur.block_dim; \
-         const auto rk_gdim = rk_cur.grid_dim; (void)rk_bidx; (void)rk_bdim; (void)rk_gdim;{}\n}};\n\
+         const auto rk_gdim = rk_cur.grid_dim; const auto rk_wsz = rk_cur.wave_size; \
+         (void)rk_bidx; (void)rk_bdim; (void)rk_gdim; (void)rk_wsz;{}\n}};\n\
          if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
         def.name, g.out
     ));

@@ -379,8 +379,10 @@ struct region {
         return from_bits<T>(x[t]);
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
-     * source lane outside the wave, the segment or not taking part gives the lane its own. */
-    template <class T>
+     * source lane outside the wave, the segment or not taking part gives the lane its own.
+     * FULL: every lane of the wave takes part (the generated code runs it where nothing is
+     * masked and no lane returned), so the active mask need not be read. */
+    template <class T, bool FULL = false>
     T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
         const uint32_t b = wave_begin(t);
         const uint32_t lane = t - b;
@@ -403,7 +405,7 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= ws || b + from >= e || (act && !act[b + from])) from = lane;
+        if (src < 0 || from >= ws || b + from >= e || (!FULL && act && !act[b + from])) from = lane;
         return from_bits<T>(x[b + from]);
     }
 };
