@@ -989,12 +989,28 @@ mod tests {
             (int_i, "if (i < n && y[i] > 0) y[i] = 1;", "reads memory"),
             (int_i, "if (i < n || n < 0) y[i] = 1;", "a disjunction"),
             (int_i, "if (i == n) y[i] = 1;", "not an interval"),
-            (int_i, "if (i < g) y[i] = 1;", "a global, which the body may change"),
-            (int_i, "if (i < n) y[i] = 1; else y[0] = 0;", "an else branch"),
-            (int_i, "y[0] = 0; if (i < n) y[i] = 1;", "a statement before"),
+            (
+                int_i,
+                "if (i < g) y[i] = 1;",
+                "a global, which the body may change",
+            ),
+            (
+                int_i,
+                "if (i < n) y[i] = 1; else y[0] = 0;",
+                "an else branch",
+            ),
+            (
+                int_i,
+                "y[0] = 0; if (i < n) y[i] = 1;",
+                "a statement before",
+            ),
             (int_i, "if (i < n) y[i] = 1; y[0] = 0;", "a statement after"),
             (int_i, "if (i < n) { y[i] = 1; return; }", "a lane leaving"),
-            (int_i, "if (i < n) { static int c; y[i] = c; }", "a static local"),
+            (
+                int_i,
+                "if (i < n) { static int c; y[i] = c; }",
+                "a static local",
+            ),
             (int_i, "if (i < m) y[i] = 1;", "an unsigned comparison"),
         ] {
             let o = kernel(decl, stmt);
@@ -1002,7 +1018,10 @@ mod tests {
             if why == "an unsigned comparison" {
                 // Split by the analysis, but rk::split_cmp refuses it by type (false: the run
                 // keeps the test), which the C++ side decides.
-                assert!(code.contains("rk::split_cmp<rk::SPLIT_LT>(rk_l, rk_h, i, (m))"), "{code}");
+                assert!(
+                    code.contains("rk::split_cmp<rk::SPLIT_LT>(rk_l, rk_h, i, (m))"),
+                    "{code}"
+                );
                 continue;
             }
             assert!(!code.contains("RK_RUN_SPAN"), "{why}: {code}");

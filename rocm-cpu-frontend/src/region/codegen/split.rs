@@ -82,9 +82,12 @@ fn mentions_lane_x(src: &Tokens, a: usize, b: usize) -> bool {
 /// Whether a number token is an integer literal (`12`, `0x1fu`, `3ll`), not a floating one.
 fn integer_literal(t: &str) -> bool {
     let hex = t.starts_with("0x") || t.starts_with("0X");
-    !t.contains('.')
-        && (hex || !t.contains(['e', 'E', 'f', 'F', 'p', 'P']))
-        && !(hex && t.contains(['p', 'P']))
+    let floating = if hex {
+        t.contains(['.', 'p', 'P'])
+    } else {
+        t.contains(['.', 'e', 'E', 'f', 'F'])
+    };
+    !floating
 }
 
 /// Indices of the tokens of [a, b) at bracket depth 0, `static_cast<...>` type lists skipped.
