@@ -357,7 +357,9 @@ mod tests {
         );
         assert_eq!(o.forms.len(), 1, "{o:?}");
         let code = &o.forms[0].code;
-        assert!(code.contains("RK_ALL_LANES(rkr)"), "{code}");
+        // One lane loop (split at `i < n`, see codegen::split; the loop as written for the runs
+        // where the split does not apply).
+        assert!(code.contains("RK_RUN_LANES(rkr)"), "{code}");
         assert!(!code.contains("rkr.alloc"), "{code}");
         assert!(code.contains("int i = (rk_tidx).x;"), "{code}");
         // Where the rewrite does not apply, a kernel without barriers keeps the per-thread loop
@@ -901,5 +903,128 @@ mod tests {
         // A `thread_group` could be either kind: its sync() stays a call.
         let why: BTreeMap<_, _> = o.fibers.iter().cloned().collect();
         assert!(why["b"].starts_with("it calls `g.sync()`"), "{why:?}");
+    }
+
+    #[test]
+    fn bounds_checks_affine_in_the_lane_split_the_lane_loop() {
+        // The tiled transpose's shape: `x` one more per lane, `y + j < h` the same in a run.
+        let o = form(
+            "__rk_kernel__ void t(const float* in, float* out, int w, int h) {\n\
+             thread_local float tile[32][33];\n\
+             int x = (rk_cur.block_idx).x * 32 + (rk_cur.thread_idx).x;\n\
+             int y = (rk_cur.block_idx).y * 32 + (rk_cur.thread_idx).y;\n\
+             for (int j = 0; j < 32; j += 8) if (x < w && y + j < h) tile[(rk_cur.thread_idx).y + j][(rk_cur.thread_idx).x] = in[(y + j) * w + x];\n\
+             __syncthreads();\n\
+             out[x] = tile[0][0];\n}",
+        );
+        let code = &o.forms[0].code;
+        assert!(code.contains("RK_RUN_SPAN(rkr, rk_lo"), "{code}");
+        assert!(
+            code.contains("rk::split_cmp<rk::SPLIT_LT>(rk_l, rk_h, x, (w))"),
+            "{code}"
+        );
+        // The invariant term, evaluated once per run and only while some lane passes.
+        assert!(
+            code.contains("if (rk_l < rk_h && !static_cast<bool>(y + j < h)) rk_h = rk_l;"),
+            "{code}"
+        );
+        // In the split loop x is the run's first value plus the lane's int counter, and the
+        // body runs without the test; the loop as written stays for the other runs.
+        assert!(code.contains("int x = rk_a"), "{code}");
+        assert!(code.contains("+ rk_jn;"), "{code}");
+        assert!(code.contains("RK_RUN_LANES(rkr)"), "{code}");
+        assert!(code.contains("!rk_pub && rkr.cols > 0"), "{code}");
+        assert!(
+            code.contains("x <= 2147483647 - static_cast<int>(rkr.cols - 1)"),
+            "{code}"
+        );
+
+        // A declaration before the test, the variable on either side, a lower bound, casts of
+        // `threadIdx.x` to a wide type.
+        let o = form(
+            "__rk_kernel__ void s(float* y, int lo, int n) {\n\
+             int i = (rk_cur.block_idx).x * (rk_cur.block_dim).x + static_cast<int>((rk_cur.thread_idx).x) - 1;\n\
+             if (n > i && i >= lo) y[i] = 2 * y[i];\n}",
+        );
+        let code = &o.forms[0].code;
+        assert!(
+            code.contains("rk::split_cmp<rk::SPLIT_LT>(rk_l, rk_h, i, (n))"),
+            "{code}"
+        );
+        assert!(
+            code.contains("rk::split_cmp<rk::SPLIT_GE>(rk_l, rk_h, i, (lo))"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn lane_loops_keep_their_test_where_a_split_would_not_be_exact() {
+        let kernel = |decl: &str, stmt: &str| {
+            form(&format!(
+                "int g;\n__rk_kernel__ void k(float* y, int n, unsigned m) {{\n{decl}\n{stmt}\n}}"
+            ))
+        };
+        let int_i = "int i = (rk_cur.block_idx).x * 256 + (rk_cur.thread_idx).x;";
+        for (decl, stmt, why) in [
+            (
+                "unsigned i = (rk_cur.thread_idx).x;",
+                "if (i < n) y[i] = 1;",
+                "unsigned index",
+            ),
+            (
+                "int i = 2 * (rk_cur.thread_idx).x;",
+                "if (i < n) y[i] = 1;",
+                "not one more per lane",
+            ),
+            (
+                "int i = (rk_cur.thread_idx).x + 1.5;",
+                "if (i < n) y[i] = 1;",
+                "floating arithmetic",
+            ),
+            (
+                "long i = (rk_cur.thread_idx).x;",
+                "if (i < n) y[i] = 1;",
+                "not an int",
+            ),
+            (int_i, "if (i < n && y[i] > 0) y[i] = 1;", "reads memory"),
+            (int_i, "if (i < n || n < 0) y[i] = 1;", "a disjunction"),
+            (int_i, "if (i == n) y[i] = 1;", "not an interval"),
+            (
+                int_i,
+                "if (i < g) y[i] = 1;",
+                "a global, which the body may change",
+            ),
+            (
+                int_i,
+                "if (i < n) y[i] = 1; else y[0] = 0;",
+                "an else branch",
+            ),
+            (
+                int_i,
+                "y[0] = 0; if (i < n) y[i] = 1;",
+                "a statement before",
+            ),
+            (int_i, "if (i < n) y[i] = 1; y[0] = 0;", "a statement after"),
+            (int_i, "if (i < n) { y[i] = 1; return; }", "a lane leaving"),
+            (
+                int_i,
+                "if (i < n) { static int c; y[i] = c; }",
+                "a static local",
+            ),
+            (int_i, "if (i < m) y[i] = 1;", "an unsigned comparison"),
+        ] {
+            let o = kernel(decl, stmt);
+            let code = &o.forms[0].code;
+            if why == "an unsigned comparison" {
+                // Split by the analysis, but rk::split_cmp refuses it by type (false: the run
+                // keeps the test), which the C++ side decides.
+                assert!(
+                    code.contains("rk::split_cmp<rk::SPLIT_LT>(rk_l, rk_h, i, (m))"),
+                    "{code}"
+                );
+                continue;
+            }
+            assert!(!code.contains("RK_RUN_SPAN"), "{why}: {code}");
+        }
     }
 }

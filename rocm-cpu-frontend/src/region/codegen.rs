@@ -14,6 +14,8 @@ use super::parse::{
 };
 use super::unit::KernelDef;
 
+mod split;
+
 /// The generator of one kernel's region form: the text so far and where it stands.
 struct Gen<'s, 'a> {
     src: &'s Tokens<'a>,
@@ -34,11 +36,17 @@ struct Gen<'s, 'a> {
     /// Lane code reads the lane's coordinates from `rk_cur` (set for every lane), not from the
     /// lane loop's local copy: lambdas of the kernel read them.
     coordinates_from_tls: bool,
+    /// Lane code reads `warpSize` from a local copy (`rk_wsz`), not from thread-local storage
+    /// (reloaded after every store, as the coordinates were): no lambda of the kernel reads it.
+    wave_size_local: bool,
     /// Parameters the kernel never changes (they may appear in a recomputed variable's value).
     fixed_params: Vec<String>,
     /// Statements `x = value;` that give a recomputed variable (see [`REMAT`]) its next value:
     /// statement start -> (name, the value as an expression that stands alone).
     remat_assign: BTreeMap<usize, (String, String)>,
+    /// Variables of the lockstep and uniform loops around the code being generated: the same in
+    /// every lane, and no lane changes them (see `split`).
+    uniform: Vec<String>,
 }
 
 /// Marks the storage of a lane variable that has no slot: one whose value is a function of the
@@ -242,10 +250,16 @@ impl Gen<'_, '_> {
         if self.coordinates_from_tls {
             return code.to_string();
         }
-        code.replace("(rk_cur.thread_idx)", "(rk_tidx)")
+        let code = code
+            .replace("(rk_cur.thread_idx)", "(rk_tidx)")
             .replace("(rk_cur.block_idx)", "(rk_bidx)")
             .replace("(rk_cur.block_dim)", "(rk_bdim)")
-            .replace("(rk_cur.grid_dim)", "(rk_gdim)")
+            .replace("(rk_cur.grid_dim)", "(rk_gdim)");
+        if self.wave_size_local {
+            code.replace("(rk_cur.wave_size)", "(rk_wsz)")
+        } else {
+            code
+        }
     }
 
     fn open_lanes(&mut self) -> usize {
@@ -386,7 +400,15 @@ impl Gen<'_, '_> {
     /// The tokens [a, b) as an expression that stands alone, if its value is a function of the
     /// lane's and block's coordinates, literals, parameters the kernel never changes and
     /// recomputed variables (their values put in) alone.
-    fn pure_value(&self, a: usize, b: usize, pending: &[(String, String)]) -> Option<String> {
+    /// With `uniform`, variables of the lockstep loops around count too (for a value used within
+    /// one lane loop only: a recomputed variable's value must not change between lane loops).
+    fn pure_value(
+        &self,
+        a: usize,
+        b: usize,
+        pending: &[(String, String)],
+        uniform: bool,
+    ) -> Option<String> {
         let src = self.src;
         if a >= b {
             return None;
@@ -434,6 +456,7 @@ impl Gen<'_, '_> {
                         reps.push((i, i + 1, format!("(static_cast<{ty}>({v}))")));
                     }
                     None if self.fixed_params.iter().any(|p| p == t) => {}
+                    None if uniform && self.is_uniform(t) && !src.is(i + 1, "(") => {}
                     None => return None,
                 }
                 i += 1;
@@ -495,7 +518,7 @@ impl Gen<'_, '_> {
         let Init::Expr(x, y) = v.init else {
             return None;
         };
-        let value = self.pure_value(x, y, pending)?;
+        let value = self.pure_value(x, y, pending, false)?;
         let name = v.name.as_str();
         let mut assigns = Vec::new();
         for i in decl_end..live_until.min(src.len()) {
@@ -523,7 +546,7 @@ impl Gen<'_, '_> {
                 return None;
             }
             // Pure with what is bound now (a variable recomputed only later does not count).
-            self.pure_value(i + 2, s.end - 1, pending)?;
+            self.pure_value(i + 2, s.end - 1, pending, false)?;
             assigns.push(i);
         }
         for i in assigns {
@@ -586,7 +609,12 @@ impl Gen<'_, '_> {
                 };
                 let head = self.for_head(*init, *cond, *inc);
                 self.push(&format!("\n{{ rk::scope rk_sc(rkr);{head}"));
-                self.branch(body)?;
+                let depth = self.uniform.len();
+                let vars = self.loop_vars(*init, body);
+                self.uniform.extend(vars);
+                let r = self.branch(body);
+                self.uniform.truncate(depth);
+                r?;
                 self.push("\n}\n}");
                 i += 1;
             } else {
@@ -598,6 +626,18 @@ impl Gen<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// The variables the header of a uniform loop declares (no lane changes them), less any the
+    /// body declares again.
+    fn loop_vars(&self, init: (usize, usize), body: &Stmt) -> Vec<String> {
+        let Ok(Decl::Lanes { vars, .. }) = self.classify(init.0, init.1) else {
+            return Vec::new();
+        };
+        vars.into_iter()
+            .map(|v| v.name)
+            .filter(|n| !redeclared(self.src, n, body.start, body.end))
+            .collect()
     }
 
     /// `for (init cond; inc) {` of a loop the wave runs once, opening the scope of one iteration.
@@ -670,6 +710,9 @@ impl Gen<'_, '_> {
                 storages.push(Vec::new());
             }
         }
+        let mark = self.out.len();
+        // Where the last statement's code lies (see `split`).
+        let mut last = (0, 0);
         self.open_lanes();
         let top = LaneCtx {
             in_loop: false,
@@ -684,7 +727,7 @@ impl Gen<'_, '_> {
                         continue;
                     };
                     let value = self
-                        .pure_value(*x, *y, &pending[..seen + k])
+                        .pure_value(*x, *y, &pending[..seen + k], false)
                         .ok_or_else(|| format!("the value of `{name}` changed meaning"))?;
                     *storage = format!("{REMAT}{ty}{REMAT}{value}");
                     if let Some(p) = pending.iter_mut().rev().find(|(n, _)| n == name) {
@@ -697,11 +740,13 @@ impl Gen<'_, '_> {
                 Decl::Renewed(code) => format!("\n{code}"),
                 _ => self.lane_stmt(s, top)?,
             };
+            last.0 = self.out.len();
             self.push_lane(&code);
+            last.1 = self.out.len();
             // A recomputed variable's next value: later lane loops start from it.
             if let Some((name, _)) = self.remat_assign.get(&s.start).cloned() {
                 let value = self
-                    .pure_value(s.start + 2, s.end - 1, &pending[..seen])
+                    .pure_value(s.start + 2, s.end - 1, &pending[..seen], false)
                     .ok_or_else(|| format!("the value of `{name}` changed meaning"))?;
                 let entry = pending
                     .iter_mut()
@@ -718,7 +763,21 @@ impl Gen<'_, '_> {
                 entry.1 = format!("{REMAT}{ty}{REMAT}{value}");
             }
         }
+        let label_used = self.labels.last().is_some_and(|l| l.1);
         self.close_lanes();
+        // A bounds check affine in the lane taken out of the loop, where that is exact.
+        if !label_used && !self.returned_here {
+            if let (Some(plan), Some((last_stmt, _))) =
+                (self.split_plan(&run, &pending), run.last())
+            {
+                if let St::If { then, .. } = &last_stmt.st {
+                    let before = self.out.clone();
+                    if self.emit_split(&plan, mark, last, then).is_none() {
+                        self.out = before;
+                    }
+                }
+            }
+        }
         if let Some(scope) = self.scopes.last_mut() {
             scope.extend(pending);
         }
@@ -825,7 +884,11 @@ impl Gen<'_, '_> {
                     self.masked += 1;
                 }
                 self.loops += 1;
+                let depth = self.uniform.len();
+                let vars = self.loop_vars(i, body);
+                self.uniform.extend(vars);
                 let r = self.branch(body);
+                self.uniform.truncate(depth);
                 self.loops -= 1;
                 if exits {
                     self.masked -= 1;
@@ -1062,10 +1125,12 @@ impl Gen<'_, '_> {
                     stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
                     let width = match args.get(v + 2) {
                         Some(&(p, q)) => format!("static_cast<int>({})", src.text(p, q)),
-                        None => "warpSize".into(),
+                        None => "(static_cast<int>(rk_cur.wave_size))".into(),
                     };
+                    // Every lane of the wave active: no lane's source is skipped for being idle.
+                    let full = self.full();
                     format!(
-                        "rkr.shfl<std::decay_t<decltype({value})>>({x}, rk_t, {op}, static_cast<int>({}), {width})",
+                        "rkr.shfl<std::decay_t<decltype({value})>, {full}>({x}, rk_t, {op}, static_cast<int>({}), {width})",
                         arg(v + 1)?
                     )
                 }
@@ -1096,14 +1161,31 @@ impl Gen<'_, '_> {
     }
 }
 
+/// Whether [a, b) may declare a variable `name` (as far as a glance at the tokens tells: the
+/// name after a type or a `*`/`&` after one).
+fn redeclared(src: &Tokens, name: &str, a: usize, b: usize) -> bool {
+    (a..b).any(|i| {
+        src.ident(i)
+            && src.tok(i) == name
+            && i > 0
+            && ((src.ident(i - 1) && !matches!(src.tok(i - 1), "return" | "case"))
+                || (matches!(src.tok(i - 1), "*" | "&" | "&&") && i > 1 && src.ident(i - 2)))
+    })
+}
+
 /// Whether a lambda defined in [a, b) reads the thread's coordinates.
 fn lambdas_read_coordinates(src: &Tokens, a: usize, b: usize) -> bool {
+    lambdas_read(src, a, b, "thread_idx")
+}
+
+/// Whether a lambda defined in [a, b) names `what`.
+fn lambdas_read(src: &Tokens, a: usize, b: usize, what: &str) -> bool {
     (a..b).any(|k| {
         src.is(k, "{")
             && lambda_body(src, k)
             && src
                 .close(k)
-                .is_some_and(|c| (k..c).any(|i| src.is(i, "thread_idx")))
+                .is_some_and(|c| (k..c).any(|i| src.is(i, what)))
     })
 }
 
@@ -1125,17 +1207,7 @@ pub fn block_function(
     let fixed_params: Vec<String> = params
         .iter()
         .filter(|(n, _)| !param_mutated(src, n, def.body))
-        .filter(|(n, _)| {
-            !(ba..bb).any(|i| {
-                src.ident(i)
-                    && src.tok(i) == n
-                    && i > 0
-                    && ((src.ident(i - 1) && !matches!(src.tok(i - 1), "return" | "case"))
-                        || (matches!(src.tok(i - 1), "*" | "&" | "&&")
-                            && i > 1
-                            && src.ident(i - 2)))
-            })
-        })
+        .filter(|(n, _)| !redeclared(src, n, ba, bb))
         .map(|(n, _)| n.clone())
         .collect();
     let mutated: Vec<(String, usize)> = params
@@ -1161,8 +1233,11 @@ pub fn block_function(
         returned: false,
         returned_here: false,
         coordinates_from_tls: lambdas_read_coordinates(src, ba, bb),
+        wave_size_local: !lambdas_read_coordinates(src, ba, bb)
+            && !lambdas_read(src, ba, bb, "wave_size"),
         fixed_params,
         remat_assign: BTreeMap::new(),
+        uniform: Vec::new(),
     };
     for (n, _) in &mutated {
         g.push(&format!(
@@ -1237,7 +1312,8 @@ pub fn block_function(
          auto rk_body = [=, &rkr](auto rk_pub_c) mutable {{ constexpr bool rk_pub = decltype(rk_pub_c)::value; (void)rk_pub;\n\
          constexpr bool RK_TLS = {tls}; (void)RK_TLS;\n\
          const auto rk_bidx = rk_cur.block_idx; const auto rk_bdim = rk_cur.block_dim; \
-         const auto rk_gdim = rk_cur.grid_dim; (void)rk_bidx; (void)rk_bdim; (void)rk_gdim;{}\n}};\n\
+         const auto rk_gdim = rk_cur.grid_dim; const auto rk_wsz = rk_cur.wave_size; \
+         (void)rk_bidx; (void)rk_bdim; (void)rk_gdim; (void)rk_wsz;{}\n}};\n\
          if (rkr.publish) rk_body(std::true_type{{}}); else rk_body(std::false_type{{}});\n}}\n",
         def.name, g.out
     ));

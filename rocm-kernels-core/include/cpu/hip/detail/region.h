@@ -379,8 +379,10 @@ struct region {
         return from_bits<T>(x[t]);
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
-     * source lane outside the wave, the segment or not taking part gives the lane its own. */
-    template <class T>
+     * source lane outside the wave, the segment or not taking part gives the lane its own.
+     * FULL: every lane of the wave takes part (the generated code runs it where nothing is
+     * masked and no lane returned), so the active mask need not be read. */
+    template <class T, bool FULL = false>
     T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
         const uint32_t b = wave_begin(t);
         const uint32_t lane = t - b;
@@ -403,10 +405,37 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= ws || b + from >= e || (act && !act[b + from])) from = lane;
+        if (src < 0 || from >= ws || b + from >= e || (!FULL && act && !act[b + from])) from = lane;
         return from_bits<T>(x[b + from]);
     }
 };
+
+/* The split lane loop (RK_RUN_SPAN): narrow the lanes [lo, hi) of a run to those where
+ * `x OP r` holds, x being an `int` lane variable worth x0 + j in lane j (no overflow: the caller
+ * checked x0 + cols - 1 <= INT_MAX) and r the same in every lane of the run. Exact only for a
+ * signed comparison of integers (x converted to the common type keeps its value): false for any
+ * other type, and the caller keeps the lane loop with its test. */
+enum { SPLIT_LT, SPLIT_LE, SPLIT_GT, SPLIT_GE };
+template <int OP, class R>
+inline bool split_cmp(long long &lo, long long &hi, int x0, const R &r) {
+    using C = decltype(x0 + r);
+    if constexpr (std::is_integral<R>::value && std::is_integral<C>::value && std::is_signed<C>::value) {
+        /* x0 + j OP r  <=>  j OP d */
+        const __int128 d = static_cast<__int128>(static_cast<C>(r)) - x0;
+        __int128 l = lo, h = hi;
+        if (OP == SPLIT_LT) h = d < h ? d : h;
+        else if (OP == SPLIT_LE) h = d + 1 < h ? d + 1 : h;
+        else if (OP == SPLIT_GT) l = d + 1 > l ? d + 1 : l;
+        else l = d > l ? d : l;
+        if (h < l) h = l;
+        lo = static_cast<long long>(l);
+        hi = static_cast<long long>(h);
+        return true;
+    } else {
+        (void)lo, (void)hi, (void)x0, (void)r;
+        return false;
+    }
+}
 
 /* Releases what a block of generated code took from the wave's arena segment. */
 struct scope {
@@ -436,17 +465,33 @@ struct scope {
 #define RK_UNROLL_4
 #endif
 #define RK_LANE_UNROLL
-#define RK_LANES_ALONG(r)                                                                        \
+/* The runs of a lane loop (RK_RUNS: rk_i, and rk_run, the coordinates of the run's first lane)
+ * and the lanes of one run (RK_RUN_LANES: rk_j, rk_t and rk_tidx). Split so that the region form
+ * can put code between them (see RK_RUN_SPAN). */
+#define RK_RUNS(r)                                                                               \
     for (uint32_t rk_ii = 0; rk_ii < (r).rows; ++rk_ii)                                          \
         if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii); false) {                   \
         } else if (const rk_uint3 rk_run = (r).run_coords(rk_i); false) {                        \
-        } else                                                                                   \
-            RK_LANE_UNROLL for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                   \
-                if (const uint32_t rk_j = (r).template step_of<rk_pub>(rk_jj),                   \
-                    rk_t = rk_i * (r).cols + rk_j;                                               \
-                    false) {                                                                     \
-                } else if (const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; false) {  \
-                } else
+        } else
+#define RK_RUN_LANES(r)                                                                          \
+    RK_LANE_UNROLL for (uint32_t rk_jj = 0; rk_jj < (r).cols; ++rk_jj)                           \
+        if (const uint32_t rk_j = (r).template step_of<rk_pub>(rk_jj),                           \
+            rk_t = rk_i * (r).cols + rk_j;                                                       \
+            false) {                                                                             \
+        } else if (const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; false) {          \
+        } else
+/* Lanes [lo, hi) of the current run, in order, with an `int` counter rk_jn: the region form's
+ * split lane loop (codegen/split.rs), where a bounds check affine in the lane was taken out of
+ * the loop and the lane's `int` indices are rk_jn plus a value of the run, so that the compiler
+ * sees affine indices and can vectorise. Only in the variant that does not publish (lanes in
+ * order). */
+#define RK_RUN_SPAN(r, lo, hi)                                                                   \
+    for (int rk_jn = (lo); rk_jn < (hi); ++rk_jn)                                                \
+        if (const uint32_t rk_j = static_cast<uint32_t>(rk_jn), rk_t = rk_i * (r).cols + rk_j;   \
+            false) {                                                                             \
+        } else if (const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; false) {          \
+        } else
+#define RK_LANES_ALONG(r) RK_RUNS(r) RK_RUN_LANES(r)
 #define RK_ALL_LANES(r) RK_LANES_ALONG(r)
 #define RK_LANES(r) RK_LANES_ALONG(r) if (!(r).act[rk_t]) continue; else
 
