@@ -18,7 +18,7 @@
 pub mod decode;
 pub mod vendor;
 
-use rocm_kernels::runtime::{DeviceInfo, LaunchConfig};
+use rocm_kernels::runtime::{Device, DeviceInfo, LaunchConfig, RuntimeError};
 use rocm_kernels::tuning::{Config, Param, Selected, TunedKernel};
 
 /// IEEE binary16 (HIP's `__half`) and bfloat16 (`__hip_bfloat16`): the element types of the half
@@ -498,6 +498,38 @@ impl MatmulPlan {
     }
 }
 
+/// `c = a·b` (c[m][n], a[m][k], b[k][n]) on `device` with [`MatmulPlan::select`]'s choice: the
+/// tuned configuration where the wisdom has one for this device, else the default; also says
+/// which ran and why. Copies in and out: a model's layers keep their tensors on the device and
+/// launch `plan.launch` on `plan.selected.library`'s `matmul` themselves.
+pub fn matmul_tuned(
+    device: &Device,
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+) -> Result<(Vec<f32>, Selected), RuntimeError> {
+    assert!(a.len() >= m * k && b.len() >= k * n, "a or b is too short");
+    let plan = MatmulPlan::select(device.info(), m, n, k)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let module = device.load(plan.selected.library)?;
+    let kernel = module.kernel("matmul")?;
+    let (da, db) = (device.upload(a)?, device.upload(b)?);
+    let mut dc = device.alloc::<f32>(m * n)?;
+    let stream = device.stream()?;
+    let (m32, n32, k32) = (m as i32, n as i32, k as i32);
+    kernel
+        .launch(plan.launch)
+        .arg(&m32)
+        .arg(&n32)
+        .arg(&k32)
+        .arg(&da)
+        .arg(&db)
+        .arg(&mut dc)
+        .run(&stream)?;
+    stream.synchronize()?;
+    Ok((dc.to_vec()?, plan.selected))
+}
+
 // ---------------------------------------------------------------------------------------------
 // References. Each says exactly what its kernel computes: in f64 on the exact input values,
 // rounded once to the element type at the end (the kernels compute in f32).
@@ -753,21 +785,37 @@ mod tests {
         }
     }
 
-    /// Where the wisdom has nothing for the device (the cpu backend: the committed entries are
-    /// the H100's), the plan is the default build with the default tiles; the tiles of a
-    /// configuration give the launch.
+    /// The plan is the wisdom's entry for this device where it has one (the committed entries
+    /// are the H100's), with its own library and tiles, else the default build with the
+    /// default tiles; either computes the product. The tiles of a configuration give the launch.
     #[test]
-    fn matmul_plan_is_the_default_without_wisdom_for_the_device() {
+    fn matmul_tuned_uses_the_wisdom_or_the_default() {
         let device = rocm_kernels::runtime::Device::default();
         let plan = MatmulPlan::select(device.info(), 300, 200, 100).unwrap();
-        if device.info().backend == rocm_kernels::Backend::Cpu {
-            assert!(!plan.selected.is_tuned(), "{}", plan.selected.why);
+        // Shown with `--nocapture`: which configuration runs on this device, and why.
+        eprintln!("matmul on {}: {}", device.info().name, plan.selected.why);
+        match plan.selected.tuned {
+            Some(entry) => {
+                assert!(!std::ptr::eq(plan.selected.library, KERNELS));
+                let tiles = MatmulTiles::of(|p| rocm_kernels::tuning::int(entry.config, p));
+                assert_eq!(plan.tiles, tiles);
+                assert_eq!(plan.launch, matmul_launch_with(tiles, 300, 200, 100).unwrap());
+            }
+            None => {
+                assert!(std::ptr::eq(plan.selected.library, KERNELS));
+                assert_eq!(plan.tiles, MatmulTiles::DEFAULT);
+                assert_eq!(plan.launch, matmul_launch(300, 200, 100).unwrap());
+            }
         }
-        if !plan.selected.is_tuned() {
-            assert!(std::ptr::eq(plan.selected.library, KERNELS));
-            assert_eq!(plan.tiles, MatmulTiles::DEFAULT);
-            assert_eq!(plan.launch, matmul_launch(300, 200, 100).unwrap());
-        }
+        // Small integers: every partial sum is exact in f32, whatever the tiles.
+        let (m, n, k) = (70, 45, 33);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let (c, chosen) = matmul_tuned(&device, &a, &b, (m, n, k)).unwrap();
+        assert_eq!(chosen.is_tuned(), plan.selected.is_tuned());
+        let mut want = vec![0.0; m * n];
+        matmul(m, n, k, &a, &b, &mut want);
+        assert_eq!(c, want);
         assert_eq!(
             MatmulTiles::of(|p| rocm_kernels::tuning::int(MATMUL_DEFAULT, p)),
             MatmulTiles::DEFAULT
