@@ -1,10 +1,10 @@
 // The template's tiled f32 matmul, c[m][n] = a[m][k] * b[k][n] (row-major), whose tile shapes are
-// compile-time parameters: `cargo rocm tune` searches them (the tunable in tests/kernels.rs,
-// scripts/h100/tune.sh with TUNE_CRATE=llm), build.rs compiles the best ones it found
-// (tune/wisdom.json) and src/lib.rs's `matmul_tuned` / `MatmulPlan` launch them. The defaults
-// below are what the crate's ordinary build (`KERNELS`) uses and must match MATMUL_DEFAULT in
-// src/lib.rs. A file of its own, so that a candidate's run-time compile (NVRTC, hipRTC, the host
-// compiler) and each tuned variant of the build compile this kernel alone.
+// compile-time parameters: `cargo rocm tune` searches them (the tunable in tests/kernels.rs),
+// build.rs compiles the best ones it found (tune/wisdom.json), and src/lib.rs's `MatmulPlan` and
+// `matmul_tuned` launch them. The defaults below are what the crate's ordinary build (`KERNELS`)
+// uses and must match MATMUL_DEFAULT in src/lib.rs. A file of its own, so that a candidate's
+// run-time compile (NVRTC, hipRTC, the host compiler) and each tuned variant of the build compile
+// this kernel alone.
 //
 // A block of MM_THREADS = (MM_BM / MM_TM) x (MM_BN / MM_TN) threads computes an MM_BM x MM_BN tile
 // of c; a thread an MM_TM x MM_TN grid of it, in 4 x 4 pieces spread over the tile: with
