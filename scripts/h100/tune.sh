@@ -56,7 +56,11 @@
 # Rust there, so a bench binary built before the tuning cannot run the configuration just found:
 # $OUT/table.txt sets the tuned configuration's time from the tune run beside cuBLAS's from the
 # bench, and the default configuration measured both ways (tune run and bench) shows how far the
-# two methods agree. Time limits: T_LLM_4096 (default 110 s), T_LLM_2048 (60), T_LLM_BENCH (80).
+# two methods agree. Once the wisdom is committed, `scripts/h100/llm.sh build` and
+# `PARTS=matmul scripts/h100/llm.sh` time the built-in tuned kernel (the bench's `matmul` row, with
+# `matmul_default` beside it) against cuBLAS directly, as docs/benchmarks.md's second call did.
+# Time limits: T_LLM_4096 (default 110 s), T_LLM_2048 (60), T_LLM_BENCH (80); the bench is cut off
+# after its matmul rows (the other groups of the binary set up their data even when filtered out).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 crate="${TUNE_CRATE:-basic}"
