@@ -258,19 +258,25 @@ fn matmul(c: &mut Criterion) {
             // device and size (tune/wisdom.json, built in), or the default; and the default
             // beside it when a tuned one runs.
             let plan = llm::MatmulPlan::select(b.device().info(), n, n, n).unwrap();
-            eprintln!("matmul {n}^3 on {}: {}", b.target.place(), plan.selected.why);
+            eprintln!(
+                "matmul {n}^3 on {}: {}",
+                b.target.place(),
+                plan.selected.why
+            );
             let tuned_module = plan
                 .selected
                 .is_tuned()
                 .then(|| b.device().load(plan.selected.library).unwrap());
-            let tuned = tuned_module
-                .as_ref()
-                .map(|m| m.kernel("matmul").unwrap());
+            let tuned = tuned_module.as_ref().map(|m| m.kernel("matmul").unwrap());
             // The default first, so that `out` ends with what the template launches (compared
             // with the vendor's below).
             let mut rows = Vec::new();
             if let Some(t) = &tuned {
-                rows.push(("matmul_default", &default, llm::matmul_launch(n, n, n).unwrap()));
+                rows.push((
+                    "matmul_default",
+                    &default,
+                    llm::matmul_launch(n, n, n).unwrap(),
+                ));
                 rows.push(("matmul", t, plan.launch));
             } else {
                 rows.push(("matmul", &default, plan.launch));

@@ -500,17 +500,27 @@ impl MatmulPlan {
 
 /// `c = a·b` (c[m][n], a[m][k], b[k][n]) on `device` with [`MatmulPlan::select`]'s choice: the
 /// tuned configuration where the wisdom has one for this device, else the default; also says
-/// which ran and why. Copies in and out: a model's layers keep their tensors on the device and
-/// launch `plan.launch` on `plan.selected.library`'s `matmul` themselves.
+/// which ran and why. A shape `matmul` refuses is an `InvalidLaunch` with the reason. Copies in
+/// and out: a model's layers keep their tensors on the device and launch `plan.launch` on
+/// `plan.selected.library`'s `matmul` themselves.
 pub fn matmul_tuned(
     device: &Device,
     a: &[f32],
     b: &[f32],
     (m, n, k): (usize, usize, usize),
 ) -> Result<(Vec<f32>, Selected), RuntimeError> {
-    assert!(a.len() >= m * k && b.len() >= k * n, "a or b is too short");
-    let plan = MatmulPlan::select(device.info(), m, n, k)
-        .unwrap_or_else(|e| panic!("{e}"));
+    if a.len() < m * k || b.len() < k * n {
+        return Err(RuntimeError::SizeMismatch(format!(
+            "matmul of {m}×{k} by {k}×{n}: a holds {} elements, b {}",
+            a.len(),
+            b.len()
+        )));
+    }
+    let plan =
+        MatmulPlan::select(device.info(), m, n, k).map_err(|e| RuntimeError::InvalidLaunch {
+            kernel: e.kernel,
+            message: e.reason,
+        })?;
     let module = device.load(plan.selected.library)?;
     let kernel = module.kernel("matmul")?;
     let (da, db) = (device.upload(a)?, device.upload(b)?);
@@ -746,7 +756,11 @@ pub fn matmul(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32])
     };
     let work = m as f64 * n as f64 * k as f64;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let threads = if work < 1e8 { 1 } else { cores.min(m.div_ceil(ROWS)) };
+    let threads = if work < 1e8 {
+        1
+    } else {
+        cores.min(m.div_ceil(ROWS))
+    };
     if threads <= 1 {
         rows(0, &mut c[..m * n]);
         return;
@@ -770,8 +784,12 @@ mod tests {
     #[test]
     fn matmul_reference_in_blocks_and_threads_is_the_triple_loop() {
         for (m, n, k) in [(1, 1, 1), (9, 7, 5), (470, 470, 470), (17, 1030, 9000)] {
-            let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 1999) as f32 / 999.0 - 1.0).collect();
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 104_729) % 1999) as f32 / 999.0 - 1.0)
+                .collect();
             let mut c = vec![f32::NAN; m * n];
             matmul(m, n, k, &a, &b, &mut c);
             for (i, j) in [(0, 0), (m - 1, n - 1), (m / 2, n / 3), (m - 1, 0)] {
@@ -799,7 +817,10 @@ mod tests {
                 assert!(!std::ptr::eq(plan.selected.library, KERNELS));
                 let tiles = MatmulTiles::of(|p| rocm_kernels::tuning::int(entry.config, p));
                 assert_eq!(plan.tiles, tiles);
-                assert_eq!(plan.launch, matmul_launch_with(tiles, 300, 200, 100).unwrap());
+                assert_eq!(
+                    plan.launch,
+                    matmul_launch_with(tiles, 300, 200, 100).unwrap()
+                );
             }
             None => {
                 assert!(std::ptr::eq(plan.selected.library, KERNELS));
