@@ -35,9 +35,40 @@
 #
 # Kernel Tuner 1.5 on the same kernels and spaces: scripts/h100/kt.sh (its scores are computed
 # over this script's brute-force tables by scripts/h100/kt_scores.py).
+#
+# TUNE_CRATE=llm: the llm template's matmul (examples/llm/kernels/matmul.hip, 240 valid
+# configurations of its tile shapes) instead, against cuBLAS SGEMM:
+#
+#   TUNE_CRATE=llm scripts/h100/tune.sh build   # here: .carry/h100/tune-llm/ (TUNE_BIN= elsewhere)
+#   TUNE_CRATE=llm scripts/h100/tune.sh         # there
+#
+# `build` writes cargo-rocm, examples/llm's harness (kernels-test, with the tune feature, its own
+# kernels as nvcc sm_90 cubins where nvcc is here, else CUDA source) and its bench (kernels-bench:
+# the matmul and cuBLAS SGEMM rows of benches/kernels.rs). The run, per size in LLM_TUNE_N
+# (default "4096 2048"): brute force over the space (each candidate compiled by NVRTC from
+# examples/llm/kernels/matmul.hip in the carried tree, checked against the Rust reference of the
+# `matmul_square` check at that size, timed with device events, ITERATIONS runs, default 7), into
+# $OUT/wisdom.json (copy it to examples/llm/tune/wisdom.json: `MatmulPlan::select` and the bench
+# then launch it); then the bench, filtered to `matmul|sgemm_vendor`: the kernel the bench binary
+# has built in (the default, or the tuned one if it was built with a wisdom file) and cuBLAS SGEMM
+# (libcublas.so.13 from /usr/local/cuda/lib64) at 2048^3 and 4096^3 with criterion, device
+# events around back-to-back launches. The wisdom is built in at compile time and there is no
+# Rust there, so a bench binary built before the tuning cannot run the configuration just found:
+# $OUT/table.txt sets the tuned configuration's time from the tune run beside cuBLAS's from the
+# bench, and the default configuration measured both ways (tune run and bench) shows how far the
+# two methods agree. Once the wisdom is committed, `scripts/h100/llm.sh build` and
+# `PARTS=matmul scripts/h100/llm.sh` time the built-in tuned kernel (the bench's `matmul` row, with
+# `matmul_default` beside it) against cuBLAS directly, as docs/benchmarks.md's second call did.
+# Time limits: T_LLM_4096 (default 110 s), T_LLM_2048 (60), T_LLM_BENCH (80); the bench is cut off
+# after its matmul rows (the other groups of the binary set up their data even when filtered out).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/.carry/h100/tune"
+crate="${TUNE_CRATE:-basic}"
+case "$crate" in
+  basic) bin="${TUNE_BIN:-$here/.carry/h100/tune}" ;;
+  llm) bin="${TUNE_BIN:-$here/.carry/h100/tune-llm}" ;;
+  *) echo "TUNE_CRATE=$crate: basic or llm" >&2; exit 2 ;;
+esac
 
 # shellcheck source=artifact.sh
 . "$here/scripts/h100/artifact.sh"
@@ -63,6 +94,28 @@ build() {
   ls -l "$bin"
   du -sh "$bin"
   echo "built; carry .carry/h100/tune/ with the tree and run scripts/h100/tune.sh on the GPU machine" >&2
+}
+
+build_llm() {
+  set -e
+  rm -rf "$bin"
+  mkdir -p "$bin"
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
+  cargo build --release --manifest-path "$here/Cargo.toml" -p cargo-rocm
+  cp "$CARGO_TARGET_DIR/release/cargo-rocm" "$bin/cargo-rocm"
+  export ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}"
+  local exe
+  exe="$(cargo test --release --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels \
+      --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
+  cp "$exe" "$bin/kernels-test"
+  exe="$(cargo bench --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels --bench kernels \
+      --message-format json | artifact kernels bench)"
+  cp "$exe" "$bin/kernels-bench"
+  strip "$bin"/*
+  gzip -9 -f "$bin"/*
+  ls -l "$bin"
+  du -sh "$bin"
+  echo "built; carry $bin with the tree and run TUNE_CRATE=llm scripts/h100/tune.sh on the GPU machine" >&2
 }
 
 # Print the summary of a `cargo rocm tune --message-format json` report: per run, the best
@@ -170,8 +223,120 @@ run() {
   [ -f "$out/wisdom.json" ] && echo "wisdom: $out/wisdom.json (copy to examples/basic/tune/wisdom.json)"
 }
 
-case "${1:-run}" in
-  build | --prepare) build ;;
-  run) run ;;
-  *) echo "usage: $0 [build|run]" >&2; exit 2 ;;
+run_llm() {
+  out="${OUT:-$PWD/h100-tune-llm}"
+  scratch="${TUNE_SCRATCH:-/tmp/rocm-tune-h100-llm}"
+  mkdir -p "$out" "$scratch/bin"
+  for b in cargo-rocm kernels-test kernels-bench; do
+    [ -f "$bin/$b.gz" ] || { echo "missing $bin/$b.gz: run 'TUNE_CRATE=llm scripts/h100/tune.sh build' on a machine with Rust first" >&2; exit 2; }
+    gunzip -c "$bin/$b.gz" > "$scratch/bin/$b" && chmod +x "$scratch/bin/$b"
+  done
+  local exe="$scratch/bin"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv,noheader \
+    | tee "$out/gpu.txt" | sed 's/^/gpu: /'
+  # cuBLAS for the bench (NVRTC is found there by the runtime itself).
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+  done
+  # The harness compiles the candidates from the kernels' sources in the carried tree.
+  export CARGO_MANIFEST_DIR="$here/examples/llm"
+  t="$scratch/target"
+  [ -f "$here/examples/llm/tune/wisdom.json" ] && [ ! -f "$out/wisdom.json" ] \
+    && cp "$here/examples/llm/tune/wisdom.json" "$out/wisdom.json"
+  for n in ${LLM_TUNE_N:-4096 2048}; do
+    local limit_var="T_LLM_$n"
+    local limit="${!limit_var:-$([ "$n" -ge 4096 ] && echo 110 || echo 60)}"
+    echo "==> matmul n=$n: brute force (at most $limit s)" >&2
+    # The run's own time budget ends it 15 s before `timeout` would, so that a brute force cut
+    # off still writes its report and the wisdom entry of the best it measured.
+    timeout "$limit" "$exe/cargo-rocm" tune --harness "$exe/kernels-test" --backend "${TUNE_BACKEND:-nvidia}" \
+        --problem "n=$n" --iterations "${ITERATIONS:-7}" --target-dir "$t" --message-format json \
+        --strategy brute_force --budget 100000 --time "$((limit > 30 ? limit - 15 : limit))s" \
+        --wisdom "$out/wisdom.json" -- matmul > "$out/brute-$n.json" 2> "$out/brute-$n.err"
+    local status=$?
+    echo "matmul n=$n brute force: exit $status" >&2
+    [ $status -eq 124 ] && echo "WARNING: n=$n cut off at $limit s: the best is of the part measured" | tee -a "$out/warning.txt"
+    summarize "$out/brute-$n.json" | tee "$out/brute-$n.txt"
+    find "$t/rocm/tune/matmul" -name "*n=$n*.jsonl" -exec cp {} "$out/cache-$n.jsonl" \; 2>/dev/null
+    [ -f "$out/cache-$n.jsonl" ] || find "$t/rocm/tune/matmul" -name '*.jsonl' -newer "$out/brute-$n.err" \
+      -exec cp {} "$out/cache-$n.jsonl" \; 2>/dev/null
+  done
+  cp "$t/rocm/tune/report.html" "$out/report.html" 2>/dev/null || true
+  echo "==> the bench's matmul and cuBLAS SGEMM rows" >&2
+  ROCM_BENCH_BACKEND="${TUNE_BACKEND:-nvidia}" ROCM_BENCH_EVENTS="$out/bench-events.jsonl" \
+    ROCM_BENCH_SAMPLES="${BENCH_SAMPLES:-10}" ROCM_BENCH_WARMUP_MS="${BENCH_WARMUP_MS:-300}" \
+    ROCM_BENCH_MEASURE_MS="${BENCH_MEASURE_MS:-1000}" \
+    timeout "${T_LLM_BENCH:-80}" "$exe/kernels-bench" --bench 'matmul|sgemm_vendor' > "$out/bench.txt" 2>&1
+  echo "bench: exit $?" | tee -a "$out/bench.txt" >&2
+  grep -i "vendor\|largest difference\|tuned\|default runs\|panicked" "$out/bench.txt" >&2
+  llm_table "$out" | tee "$out/table.txt"
+  [ -f "$out/wisdom.json" ] && echo "wisdom: $out/wisdom.json (copy to examples/llm/tune/wisdom.json)"
+}
+
+# The tuned matmul against cuBLAS: per size, the best configuration and the default as the tune
+# run timed them (median of ITERATIONS launches, each between two events), the bench's rows
+# (criterion, events around back-to-back launches), and the shares.
+llm_table() {
+  python3 - "$1" <<'PY'
+import glob, json, os, re, statistics, sys
+out = sys.argv[1]
+bench = {}
+try:
+    for l in open(os.path.join(out, "bench-events.jsonl")):
+        e = json.loads(l)
+        if e.get("type") == "summary" or not e.get("samples"):
+            continue
+        bench[e["id"]] = statistics.median(e["samples"]) / 1e6  # ms per launch
+except FileNotFoundError:
+    pass
+def bench_ms(group, n):
+    for id_, ms in bench.items():
+        if id_.startswith(group + "/") and id_.endswith(f"/{n}^3"):
+            return ms
+tf = lambda n, ms: 2 * n ** 3 / (ms * 1e-3) / 1e12 if ms else None
+fmt = lambda v, unit="": f"{v:.2f}{unit}" if v else "-"
+for path in sorted(glob.glob(os.path.join(out, "brute-*.json")), key=lambda p: -int(re.findall(r"\d+", p)[-1])):
+    n = int(re.findall(r"\d+", path)[-1])
+    try:
+        report = json.load(open(path))
+    except ValueError:
+        print(f"n={n}: no tune report"); continue
+    for r in report.get("runs", []):
+        best = r.get("best") or {}
+        t_best = best.get("time_ms")
+        t_def = (r.get("default") or {}).get("time_ms")
+        cublas = bench_ms("sgemm_vendor", n)
+        b_mm, b_def = bench_ms("matmul", n), bench_ms("matmul_default", n)
+        print(f"n={n}: {r.get('evaluations')} of {r.get('space')} configurations measured, "
+              f"{sum((r.get('failures') or {}).values())} failed")
+        print(f"  best    {json.dumps(best.get('config'))}")
+        print(f"  tune run  best {fmt(t_best, ' ms')} = {fmt(tf(n, t_best), ' TFLOP/s')}; "
+              f"default {fmt(t_def, ' ms')} = {fmt(tf(n, t_def), ' TFLOP/s')}")
+        print(f"  bench     matmul {fmt(b_mm, ' ms')} = {fmt(tf(n, b_mm), ' TFLOP/s')}"
+              + (f"; matmul_default {fmt(b_def, ' ms')}" if b_def else "")
+              + f"; cuBLAS SGEMM {fmt(cublas, ' ms')} = {fmt(tf(n, cublas), ' TFLOP/s')}")
+        if cublas and t_best:
+            print(f"  share of cuBLAS: tuned (tune-run time) {100 * cublas / t_best:.0f}%"
+                  + (f", default (tune-run time) {100 * cublas / t_def:.0f}%" if t_def else "")
+                  + (f", the bench's matmul {100 * cublas / b_mm:.0f}%" if b_mm else ""))
+        if t_def and b_mm and not b_def:
+            print(f"  the default both ways: bench / tune run = {b_mm / t_def:.3f}")
+        # The ten fastest configurations measured (the run's trace).
+        best_of = {}
+        for e in r.get("trace", []):
+            if e.get("outcome") == "ok" and e.get("time_ms"):
+                key = json.dumps(e["config"], sort_keys=True)
+                best_of[key] = min(best_of.get(key, float("inf")), e["time_ms"])
+        print("  fastest measured:")
+        for key, t in sorted(best_of.items(), key=lambda x: x[1])[:10]:
+            print(f"    {t:8.4f} ms {tf(n, t):6.2f} TFLOP/s  {key}")
+PY
+}
+
+case "$crate:${1:-run}" in
+  basic:build | basic:--prepare) build ;;
+  basic:run) run ;;
+  llm:build | llm:--prepare) build_llm ;;
+  llm:run) run_llm ;;
+  *) echo "usage: [TUNE_CRATE=basic|llm] $0 [build|run]" >&2; exit 2 ;;
 esac

@@ -79,7 +79,8 @@ const OWN_CRATES: [&str; 4] = [
 ];
 
 /// Every template, the default first. (The examples' other files, such as
-/// `examples/basic/tune/wisdom.json`, are not part of a new crate.)
+/// `examples/basic/tune/wisdom.json` and `examples/llm/tune/wisdom.json`, are not part of a new
+/// crate: its build finds no wisdom file and its tunable kernels run their defaults.)
 pub const TEMPLATES: &[Template] = &[
     Template {
         name: "basic",
@@ -112,6 +113,7 @@ pub const TEMPLATES: &[Template] = &[
             "build.rs",
             "kernels/llm.hip",
             "kernels/decode.hip",
+            "kernels/matmul.hip",
             "src/lib.rs",
             "src/decode.rs",
             "src/vendor.rs",

@@ -248,25 +248,57 @@ fn matmul(c: &mut Criterion) {
         if let Err(why) = &blas {
             eprintln!("{}: no vendor baseline: {why}", b.target.place());
         }
-        let matmul = b.module.kernel("matmul").unwrap();
+        let default = b.module.kernel("matmul").unwrap();
         for &n in sizes {
             let (a, bm) = (b.data::<f32>(n * n), b.data::<f32>(n * n));
             let mut out = b.buf::<f32>(n * n, 0.0);
             let flops = Throughput::Elements((2 * n * n * n) as u64);
-            let mut g = b.group(c, "matmul", flops.clone());
             let n32 = n as i32;
-            g.bench_launches(&format!("{n}^3"), &b.stream, |s| {
-                matmul
-                    .launch(llm::matmul_launch(n, n, n).unwrap())
-                    .arg(&n32)
-                    .arg(&n32)
-                    .arg(&n32)
-                    .arg(&a)
-                    .arg(&bm)
-                    .arg(&mut out)
-                    .run(s)
-            });
-            g.finish();
+            // What the template launches: the configuration `cargo rocm tune` found for this
+            // device and size (tune/wisdom.json, built in), or the default; and the default
+            // beside it when a tuned one runs.
+            let plan = llm::MatmulPlan::select(b.device().info(), n, n, n).unwrap();
+            eprintln!(
+                "matmul {n}^3 on {}: {}",
+                b.target.place(),
+                plan.selected.why
+            );
+            let tuned_module = plan
+                .selected
+                .is_tuned()
+                .then(|| b.device().load(plan.selected.library).unwrap());
+            let tuned = tuned_module.as_ref().map(|m| m.kernel("matmul").unwrap());
+            // The default first, so that `out` ends with what the template launches (compared
+            // with the vendor's below).
+            let mut rows = Vec::new();
+            if let Some(t) = &tuned {
+                rows.push((
+                    "matmul_default",
+                    &default,
+                    llm::matmul_launch(n, n, n).unwrap(),
+                ));
+                rows.push(("matmul", t, plan.launch));
+            } else {
+                rows.push(("matmul", &default, plan.launch));
+            }
+            for (group, kernel, launch) in rows {
+                let mut g = b.group(c, group, flops.clone());
+                if group == "matmul" {
+                    g.note(plan.selected.why.clone());
+                }
+                g.bench_launches(&format!("{n}^3"), &b.stream, |s| {
+                    kernel
+                        .launch(launch)
+                        .arg(&n32)
+                        .arg(&n32)
+                        .arg(&n32)
+                        .arg(&a)
+                        .arg(&bm)
+                        .arg(&mut out)
+                        .run(s)
+                });
+                g.finish();
+            }
             let Ok(blas) = &blas else { continue };
             let mine = out.to_vec().unwrap();
             let mut theirs = b.buf::<f32>(n * n, 0.0);

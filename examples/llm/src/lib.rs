@@ -18,7 +18,8 @@
 pub mod decode;
 pub mod vendor;
 
-use rocm_kernels::runtime::LaunchConfig;
+use rocm_kernels::runtime::{Device, DeviceInfo, LaunchConfig, RuntimeError};
+use rocm_kernels::tuning::{Config, Param, Selected, TunedKernel};
 
 /// IEEE binary16 (HIP's `__half`) and bfloat16 (`__hip_bfloat16`): the element types of the half
 /// variants, as the runtime's buffers hold them.
@@ -59,10 +60,63 @@ pub fn attention_shared_bytes(head_dim: usize) -> u32 {
     let floats = (FA_BM as usize + bn) * (head_dim + 4) + FA_BM as usize * (bn + 4);
     (floats * 4) as u32
 }
-/// Tile of `c` per block of `matmul` (`MM_TILE`).
-pub const MM_TILE: u32 = 128;
-/// Threads per block of `matmul` (`MM_THREADS`).
-pub const MM_THREADS: u32 = 256;
+/// The variants of `matmul` that `cargo rocm tune` found best (`tune/wisdom.json`, compiled by
+/// `build.rs`); [`MatmulPlan::select`] picks one for the device and the problem size.
+pub static MATMUL: &TunedKernel = rocm_kernels::include_tuned!("matmul");
+
+/// The configuration of `matmul` where nothing was tuned: the defaults of `kernels/matmul.hip`,
+/// which [`KERNELS`] was compiled with (128 × 128 tiles of c a block, 8 × 8 a thread, k steps of
+/// 8, 256 threads, registers for two blocks an SM).
+pub const MATMUL_DEFAULT: Config = &[
+    ("MM_BM", Param::Int(128)),
+    ("MM_BN", Param::Int(128)),
+    ("MM_BK", Param::Int(8)),
+    ("MM_TM", Param::Int(8)),
+    ("MM_TN", Param::Int(8)),
+    ("MM_MIN_BLOCKS", Param::Int(2)),
+];
+
+/// The tile shape of a configuration of `matmul`, which its launch depends on: a block computes
+/// `bm × bn` of c with `(bm / tm) · (bn / tn)` threads, each `tm × tn` of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatmulTiles {
+    /// Rows of c a block (`MM_BM`).
+    pub bm: u32,
+    /// Columns of c a block (`MM_BN`).
+    pub bn: u32,
+    /// Rows of c a thread (`MM_TM`).
+    pub tm: u32,
+    /// Columns of c a thread (`MM_TN`).
+    pub tn: u32,
+}
+
+impl MatmulTiles {
+    /// The tiles of [`MATMUL_DEFAULT`] (what [`KERNELS`]' `matmul` was compiled with).
+    pub const DEFAULT: MatmulTiles = MatmulTiles {
+        bm: 128,
+        bn: 128,
+        tm: 8,
+        tn: 8,
+    };
+
+    /// The tiles of a configuration, given as a lookup of its parameters (`|p| selected.int(p)`,
+    /// a tuning `Config`'s `int`); a parameter it lacks takes its default.
+    pub fn of(param: impl Fn(&str) -> Option<i64>) -> MatmulTiles {
+        let d = Self::DEFAULT;
+        let p = |name: &str, default: u32| param(name).map_or(default, |v| v as u32);
+        MatmulTiles {
+            bm: p("MM_BM", d.bm),
+            bn: p("MM_BN", d.bn),
+            tm: p("MM_TM", d.tm),
+            tn: p("MM_TN", d.tn),
+        }
+    }
+
+    /// Threads a block (`MM_THREADS`).
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+}
 
 mod sealed {
     pub trait Sealed {}
@@ -364,20 +418,126 @@ pub fn attention_launch<T: Dtype>(
     .shared_bytes(attention_shared_bytes(head_dim)))
 }
 
-/// Launch of `matmul` (f32) for c[m][n] = a[m][k] b[k][n].
+/// Launch of `matmul` (f32) for c[m][n] = a[m][k] b[k][n] as [`KERNELS`] has it (the default
+/// tiles, [`MATMUL_DEFAULT`]). [`MatmulPlan::select`] launches the tuned configuration instead,
+/// where the wisdom file has one for the device.
 pub fn matmul_launch(m: usize, n: usize, k: usize) -> Result<LaunchConfig, ShapeError> {
+    matmul_launch_with(MatmulTiles::DEFAULT, m, n, k)
+}
+
+/// Launch of `matmul` compiled with the tiles `tiles`: a grid of `(ceil(n / bn), ceil(m / bm))`
+/// blocks of [`MatmulTiles::threads`].
+pub fn matmul_launch_with(
+    tiles: MatmulTiles,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<LaunchConfig, ShapeError> {
     non_empty("matmul", &[("m", m), ("n", n), ("k", k)])?;
     for (what, rows, cols) in [("a", m, k), ("b", k, n), ("c", m, n)] {
         fits_int("matmul", &format!("{what}'s element count"), rows * cols)?;
     }
+    let blocks_y = (m as u32).div_ceil(tiles.bm);
+    if blocks_y > 65_535 {
+        return Err(refuse(
+            "matmul",
+            format!(
+                "m = {m}: {blocks_y} row blocks of {}, the grid's y dimension holds 65535",
+                tiles.bm
+            ),
+        ));
+    }
     Ok(LaunchConfig::new(
-        (
-            (n as u32).div_ceil(MM_TILE),
-            (m as u32).div_ceil(MM_TILE),
-            1,
-        ),
-        (MM_THREADS, 1, 1),
+        ((n as u32).div_ceil(tiles.bn), blocks_y, 1),
+        (tiles.threads(), 1, 1),
     ))
+}
+
+/// The problem size `matmul`'s wisdom is looked up by: `n` of the square product with as many
+/// multiply-adds (the cube root of m·n·k, rounded), as `cargo rocm tune` tunes n × n × n.
+pub fn matmul_problem(m: usize, n: usize, k: usize) -> i64 {
+    ((m as f64) * (n as f64) * (k as f64)).cbrt().round() as i64
+}
+
+/// Which `matmul` to launch on a device for c[m][n] = a[m][k] b[k][n]: the configuration that
+/// `cargo rocm tune` found best for this device and the nearest problem size
+/// ([`matmul_problem`]), compiled into its own library by `build.rs`, or the default in
+/// [`KERNELS`].
+///
+/// ```no_run
+/// let device = rocm_kernels::runtime::Device::default();
+/// let plan = llm_kernels::MatmulPlan::select(device.info(), 4096, 4096, 4096).unwrap();
+/// println!("{}", plan.selected.why); // "tuned on NVIDIA H100 ... for n=4096 (...)"
+/// let module = device.load(plan.selected.library)?;
+/// let kernel = module.kernel("matmul")?;
+/// // kernel.launch(plan.launch).arg(&m).arg(&n).arg(&k).arg(&a).arg(&b).arg(&mut c)...
+/// # Ok::<(), rocm_kernels::runtime::RuntimeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MatmulPlan {
+    /// The library to load (a tuned variant or [`KERNELS`]), the configuration, and why.
+    pub selected: Selected,
+    /// The configuration's tiles.
+    pub tiles: MatmulTiles,
+    /// Its launch for this shape.
+    pub launch: LaunchConfig,
+}
+
+impl MatmulPlan {
+    /// The plan for `device` and this shape; `Err` for a shape `matmul` refuses.
+    pub fn select(device: &DeviceInfo, m: usize, n: usize, k: usize) -> Result<Self, ShapeError> {
+        let problem = [("n", matmul_problem(m, n, k))];
+        let selected = MATMUL.select(device, &problem, KERNELS, MATMUL_DEFAULT);
+        let tiles = MatmulTiles::of(|p| selected.int(p));
+        let launch = matmul_launch_with(tiles, m, n, k)?;
+        Ok(MatmulPlan {
+            selected,
+            tiles,
+            launch,
+        })
+    }
+}
+
+/// `c = a·b` (c[m][n], a[m][k], b[k][n]) on `device` with [`MatmulPlan::select`]'s choice: the
+/// tuned configuration where the wisdom has one for this device, else the default; also says
+/// which ran and why. A shape `matmul` refuses is an `InvalidLaunch` with the reason. Copies in
+/// and out: a model's layers keep their tensors on the device and launch `plan.launch` on
+/// `plan.selected.library`'s `matmul` themselves.
+pub fn matmul_tuned(
+    device: &Device,
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+) -> Result<(Vec<f32>, Selected), RuntimeError> {
+    if a.len() < m * k || b.len() < k * n {
+        return Err(RuntimeError::SizeMismatch(format!(
+            "matmul of {m}×{k} by {k}×{n}: a holds {} elements, b {}",
+            a.len(),
+            b.len()
+        )));
+    }
+    let plan =
+        MatmulPlan::select(device.info(), m, n, k).map_err(|e| RuntimeError::InvalidLaunch {
+            kernel: e.kernel,
+            message: e.reason,
+        })?;
+    let module = device.load(plan.selected.library)?;
+    let kernel = module.kernel("matmul")?;
+    let (da, db) = (device.upload(a)?, device.upload(b)?);
+    let mut dc = device.alloc::<f32>(m * n)?;
+    let stream = device.stream()?;
+    let (m32, n32, k32) = (m as i32, n as i32, k as i32);
+    kernel
+        .launch(plan.launch)
+        .arg(&m32)
+        .arg(&n32)
+        .arg(&k32)
+        .arg(&da)
+        .arg(&db)
+        .arg(&mut dc)
+        .run(&stream)?;
+    stream.synchronize()?;
+    Ok((dc.to_vec()?, plan.selected))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -566,21 +726,133 @@ pub fn attention<T: Dtype>(s: AttentionShape, scale: f32, q: &[T], k: &[T], v: &
     }
 }
 
-/// Reference of `matmul`: `c[m][n] = a[m][k] b[k][n]`.
+/// Reference of `matmul`: `c[m][n] = a[m][k] b[k][n]` (each sum in f64, over l in order).
+/// Eight rows of c at a time, b read along its rows, and on every core for large products: the
+/// tunable checks each candidate against it at n = 4096 (7·10^10 multiply-adds).
 pub fn matmul(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
-    for i in 0..m {
-        for j in 0..n {
-            let acc: f64 = (0..k)
-                .map(|l| f64::from(a[i * k + l]) * f64::from(b[l * n + j]))
-                .sum();
-            c[i * n + j] = acc as f32;
-        }
+    const ROWS: usize = 8;
+    if m == 0 || n == 0 {
+        return;
     }
+    let rows = |first: usize, c: &mut [f32]| {
+        let mut acc = vec![0.0f64; ROWS * n];
+        for (block, out) in c.chunks_mut(ROWS * n).enumerate() {
+            let r0 = first + block * ROWS;
+            let count = out.len() / n;
+            acc.fill(0.0);
+            for l in 0..k {
+                let brow = &b[l * n..(l + 1) * n];
+                for (r, sums) in acc.chunks_mut(n).take(count).enumerate() {
+                    let x = f64::from(a[(r0 + r) * k + l]);
+                    for (s, &y) in sums.iter_mut().zip(brow) {
+                        *s += x * f64::from(y);
+                    }
+                }
+            }
+            for (o, s) in out.iter_mut().zip(&acc) {
+                *o = *s as f32;
+            }
+        }
+    };
+    let work = m as f64 * n as f64 * k as f64;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let threads = if work < 1e8 {
+        1
+    } else {
+        cores.min(m.div_ceil(ROWS))
+    };
+    if threads <= 1 {
+        rows(0, &mut c[..m * n]);
+        return;
+    }
+    // Whole blocks of ROWS rows a thread.
+    let per = m.div_ceil(ROWS).div_ceil(threads) * ROWS;
+    std::thread::scope(|s| {
+        for (t, part) in c[..m * n].chunks_mut(per * n).enumerate() {
+            let rows = &rows;
+            s.spawn(move || rows(t * per, part));
+        }
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The matmul reference on threads and in blocks of rows computes each sum as the plain
+    /// triple loop does (in f64, over l in order): the same f32 results, bit for bit.
+    #[test]
+    fn matmul_reference_in_blocks_and_threads_is_the_triple_loop() {
+        for (m, n, k) in [(1, 1, 1), (9, 7, 5), (470, 470, 470), (17, 1030, 9000)] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 104_729) % 1999) as f32 / 999.0 - 1.0)
+                .collect();
+            let mut c = vec![f32::NAN; m * n];
+            matmul(m, n, k, &a, &b, &mut c);
+            for (i, j) in [(0, 0), (m - 1, n - 1), (m / 2, n / 3), (m - 1, 0)] {
+                let mut sum = 0.0f64;
+                for l in 0..k {
+                    sum += f64::from(a[i * k + l]) * f64::from(b[l * n + j]);
+                }
+                assert_eq!(c[i * n + j], sum as f32, "{m}x{n}x{k} at ({i}, {j})");
+            }
+            assert!(c.iter().all(|v| v.is_finite()));
+        }
+    }
+
+    /// The plan is the wisdom's entry for this device where it has one (the committed entries
+    /// are the H100's), with its own library and tiles, else the default build with the
+    /// default tiles; either computes the product. The tiles of a configuration give the launch.
+    #[test]
+    fn matmul_tuned_uses_the_wisdom_or_the_default() {
+        let device = rocm_kernels::runtime::Device::default();
+        let plan = MatmulPlan::select(device.info(), 300, 200, 100).unwrap();
+        // Shown with `--nocapture`: which configuration runs on this device, and why.
+        eprintln!("matmul on {}: {}", device.info().name, plan.selected.why);
+        match plan.selected.tuned {
+            Some(entry) => {
+                assert!(!std::ptr::eq(plan.selected.library, KERNELS));
+                let tiles = MatmulTiles::of(|p| rocm_kernels::tuning::int(entry.config, p));
+                assert_eq!(plan.tiles, tiles);
+                assert_eq!(
+                    plan.launch,
+                    matmul_launch_with(tiles, 300, 200, 100).unwrap()
+                );
+            }
+            None => {
+                assert!(std::ptr::eq(plan.selected.library, KERNELS));
+                assert_eq!(plan.tiles, MatmulTiles::DEFAULT);
+                assert_eq!(plan.launch, matmul_launch(300, 200, 100).unwrap());
+            }
+        }
+        // Small integers: every partial sum is exact in f32, whatever the tiles.
+        let (m, n, k) = (70, 45, 33);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let (c, chosen) = matmul_tuned(&device, &a, &b, (m, n, k)).unwrap();
+        assert_eq!(chosen.is_tuned(), plan.selected.is_tuned());
+        let mut want = vec![0.0; m * n];
+        matmul(m, n, k, &a, &b, &mut want);
+        assert_eq!(c, want);
+        assert_eq!(
+            MatmulTiles::of(|p| rocm_kernels::tuning::int(MATMUL_DEFAULT, p)),
+            MatmulTiles::DEFAULT
+        );
+        assert_eq!(MatmulTiles::DEFAULT.threads(), 256);
+        let tiles = MatmulTiles::of(|p| match p {
+            "MM_BM" => Some(64),
+            "MM_TN" => Some(4),
+            _ => None,
+        });
+        let l = matmul_launch_with(tiles, 100, 300, 7).unwrap();
+        assert_eq!((l.grid.x, l.grid.y, l.block.x), (3, 2, 256));
+        assert_eq!(matmul_problem(4096, 4096, 4096), 4096);
+        assert_eq!(matmul_problem(1024, 4096, 2048), 2048);
+        assert!(matmul_launch(70_000 * 128, 1, 1).is_err());
+    }
 
     #[test]
     fn references_on_small_cases() {

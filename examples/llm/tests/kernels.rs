@@ -300,6 +300,57 @@ fn matmul_check(s: &mut Suite) {
             let (m, n, k) = (i.size("m"), i.size("n"), i.size("k"));
             llm::matmul(m, n, k, i.buf("a"), i.buf("b"), o.buf("c"))
         });
+
+    // Square products, n × n × n, launched with the default tiles: the check the tunable below
+    // verifies every candidate with, at the sizes it is tuned at (up to n = 4096, so k = 4096:
+    // 128 × 1e-5, see the top of this file).
+    let square = |i: &Inputs| i.size("n") * i.size("n");
+    s.check("matmul")
+        .named("matmul_square")
+        .size("n", 1..=70)
+        .scalar("m", gen::size::<i32>("n"))
+        .scalar("n", gen::size::<i32>("n"))
+        .scalar("k", gen::size::<i32>("n"))
+        .input("a", gen::vec(square, -1.0f32..1.0))
+        .input("b", gen::vec(square, -1.0f32..1.0))
+        .output::<f32>("c", square)
+        .launch_with(|i| launch(llm::matmul_launch(i.size("n"), i.size("n"), i.size("n"))))
+        .tolerance(Tolerance::close(1.28e-3, 1e-5))
+        .cases(8)
+        .reference(|i, o| {
+            let n = i.size("n");
+            llm::matmul(n, n, n, i.buf("a"), i.buf("b"), o.buf("c"))
+        });
+
+    // Its tile shapes, searched by `cargo rocm tune` (compile-time parameters of
+    // kernels/matmul.hip: each configuration is compiled with -DMM_BM=… and checked against the
+    // reference above): 240 configurations pass the restrictions (threads a block, the blocks an
+    // SM the registers must allow, 48 KiB of static shared memory: two buffers of a's tile, padded,
+    // and b's). Tuned on the H100 at n = 2048 and 4096 by `TUNE_CRATE=llm scripts/h100/tune.sh`;
+    // the best ones are in tune/wisdom.json, which `MatmulPlan::select` launches.
+    s.tune("matmul_square")
+        .named("matmul")
+        .define("MM_BM", [32, 64, 128, 256])
+        .define("MM_BN", [32, 64, 128, 256])
+        .define("MM_BK", [8, 16, 32])
+        .define("MM_TM", [4, 8])
+        .define("MM_TN", [4, 8])
+        .define("MM_MIN_BLOCKS", [1, 2])
+        .restrict("64 <= (MM_BM // MM_TM) * (MM_BN // MM_TN) <= 1024")
+        .restrict("(MM_BM // MM_TM) * (MM_BN // MM_TN) * MM_MIN_BLOCKS <= 2048")
+        .restrict("8 * MM_BK * (MM_BM + 4 + MM_BN) <= 49152")
+        .launch(|c, i| {
+            let n = i.size("n");
+            launch(llm::matmul_launch_with(
+                llm::MatmulTiles::of(|p| c.int(p)),
+                n,
+                n,
+                n,
+            ))
+        })
+        .problem(&[("n", 1024)])
+        .default_params(llm::MATMUL_DEFAULT)
+        .throughput("GFLOP/s", |i| 2.0 * (i.size("n") as f64).powi(3) / 1e9);
 }
 
 /// The memory-bound kernels in `T` at a large size on the GPUs (`scale_bandwidth`,
