@@ -92,6 +92,21 @@ impl Gen<'_, '_> {
         self.out.push_str(s);
     }
 
+    /// For the race variant only (compiled with `__SANITIZE_THREAD__`): a `#line` giving the
+    /// code after it token `i`'s line in the user's source, so that a race report names the
+    /// kernel's line rather than the generated file's. Empty where the token has no origin.
+    fn source_line(&self, i: usize) -> String {
+        match self.src.origin(i) {
+            // `#line` names the line after it, here the `#endif`'s.
+            Some((marker, line)) if line > 1 => format!(
+                "\n#ifdef __SANITIZE_THREAD__\n#line {} \"{}\"\n#endif",
+                line - 1,
+                marker.file
+            ),
+            _ => String::new(),
+        }
+    }
+
     fn sync(&self, s: &Stmt) -> bool {
         has_collective(self.src, s.start, s.end)
     }
@@ -304,6 +319,11 @@ impl Gen<'_, '_> {
             (s.start, String::new())
         };
         out.push_str(&pragma);
+        let line = self.source_line(start);
+        if !line.is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+        }
         let inner = cx;
         match &s.st {
             St::Simple | St::Case => out.push_str(src.text(start, s.end)),
@@ -622,13 +642,20 @@ impl Gen<'_, '_> {
             } = self.classify(s.start + 1, s.end)?
             {
                 if vars.iter().all(|v| matches!(v.init, Init::None)) {
-                    let mut out = String::new();
+                    // The race variant keeps the thread-local: the detector checks the
+                    // worker's TLS block as static shared memory and names the variable from
+                    // its symbol.
+                    let mut out = format!(
+                        "\n#ifdef __SANITIZE_THREAD__\n{}\n#else",
+                        src.text(s.start, s.end)
+                    );
                     for v in &vars {
                         out.push_str(&format!(
                             "\nauto &{} = rkr.shared<{ty}{}>();",
                             v.name, v.dims
                         ));
                     }
+                    out.push_str("\n#endif");
                     return Ok(out);
                 }
             }
@@ -693,8 +720,14 @@ impl Gen<'_, '_> {
                 }
             }
             let code = match d {
-                Decl::Lanes { vars, .. } => self.decl_lane_code(vars, st, &[]),
-                Decl::Renewed(code) => format!("\n{code}"),
+                Decl::Lanes { vars, .. } => {
+                    format!(
+                        "{}{}",
+                        self.source_line(s.start),
+                        self.decl_lane_code(vars, st, &[])
+                    )
+                }
+                Decl::Renewed(code) => format!("{}\n{code}", self.source_line(s.start)),
                 _ => self.lane_stmt(s, top)?,
             };
             self.push_lane(&code);
@@ -932,7 +965,8 @@ impl Gen<'_, '_> {
         let src = self.src;
         if src.text(s.start, s.end).replace(' ', "") == "__syncthreads();" {
             let code = self.barrier_call("0");
-            self.push(&format!("\n{code};"));
+            let line = self.source_line(s.start);
+            self.push(&format!("{line}\n{code};"));
             return Ok(());
         }
         let decl = self.classify(s.start, s.end)?;
@@ -1073,18 +1107,28 @@ impl Gen<'_, '_> {
             if !matches!(*name, "__syncthreads" | "__activemask" | "__syncwarp") {
                 self.push(&format!("\nuint64_t *{x} = rkr.xbuf();"));
             }
+            // The race variant counts the collectives each lane took part in (as the per-thread
+            // run does in rk_warp_op: readfirstlane is two there).
+            if !name.starts_with("__syncthreads") {
+                let count = if *name == "__rk_readfirstlane" { 2 } else { 1 };
+                after.push_str(&format!("\nrkr.collective({count});"));
+            }
             reps.push((*at, close + 1, rep));
         }
+        let line = self.source_line(a);
         if !stores.is_empty() {
             self.open_lanes();
+            self.push(&line);
             self.push("\n");
             self.push_lane(&stores);
             self.close_lanes();
         }
         // Phase 2: barriers checked, ballots reduced per wave.
+        self.push(&line);
         self.push(&after);
         // Phase 3: the statement per lane.
         self.open_lanes();
+        self.push(&line);
         let code = match decl {
             Some((vars, storage)) => self.decl_lane_code(vars, storage, &reps),
             None => format!("\n{}", wrap(self.text_with(a, b, &reps))),

@@ -24,6 +24,16 @@
  * transpose got 20% slower; so one plain x86-64 version.) */
 #define RK_REGION_FN __attribute__((flatten))
 
+/* The race variant of a region form (compiled with -fsanitize=thread, rocm-cpu-frontend's
+ * race.rs) tells the race detector (rocm-kernels' cpu-runtime/race.cpp) what a per-thread run
+ * tells it through rk_race_syncthreads and rk_race_warp_op: which lanes of a wave reach a barrier
+ * (before it, `leaving` 0: where; after it, 1: they passed it) and which take part in a
+ * collective (`count` of them). `act` null: all `n` lanes from linear thread `base`. */
+#ifdef __SANITIZE_THREAD__
+extern "C" void rk_race_wave_barrier(uint32_t base, uint32_t n, const uint8_t *act, uint32_t leaving);
+extern "C" void rk_race_wave_collective(uint32_t base, uint32_t n, const uint8_t *act, uint32_t count);
+#endif
+
 namespace rk {
 
 /* Lane states: running, returned from the kernel, or left the enclosing loop number d (counted
@@ -144,6 +154,10 @@ struct region {
             std::memset(st, LANE_RUN, n);
         }
         publish = rk_cur.checked != 0 || rk_cur.thread_order != 0;
+#ifdef __SANITIZE_THREAD__
+        /* The race detector takes each access's thread from rk_cur. */
+        publish = true;
+#endif
         reverse = rk_cur.thread_order != 0;
     }
     region(const region &) = delete;
@@ -266,6 +280,17 @@ struct region {
      * `value` (__syncthreads_count). */
     uint32_t sync(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
                   uint32_t first_active, uint32_t first_off, uint32_t value) {
+#ifdef __SANITIZE_THREAD__
+        /* The lanes at the barrier: all of the wave's, or the active ones. */
+        const uint8_t *at = active == n ? nullptr : act;
+        rk_race_wave_barrier(base, n, at, 0);
+        const uint32_t r = wait(site, active, returned, skipped, first_active, first_off, value);
+        rk_race_wave_barrier(base, n, at, 1);
+        return r;
+    }
+    uint32_t wait(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
+                  uint32_t first_active, uint32_t first_off, uint32_t value) {
+#endif
         rk_region_wait w{};
         w.site = site;
         w.active = active;
@@ -310,6 +335,15 @@ struct region {
     }
 
     /* ---- warp collectives: lanes grouped by wave (one wave, or all of the block's) ---- */
+    /* The active lanes took part in a collective (the generated code calls this between the
+     * operand and result loops; it counts for the race variant only, as `count` collectives). */
+    __attribute__((always_inline)) void collective(uint32_t count) const {
+#ifdef __SANITIZE_THREAD__
+        rk_race_wave_collective(base, n, act, count);
+#else
+        (void)count;
+#endif
+    }
     /* The first lane of lane t's wave (ws is a power of two), and the end of that wave's lanes. */
     __attribute__((always_inline)) uint32_t wave_begin(uint32_t t) const { return t & ~(ws - 1); }
     __attribute__((always_inline)) uint32_t wave_end(uint32_t b) const { return b + ws < n ? b + ws : n; }
