@@ -72,7 +72,37 @@ extern __thread rk_ctx rk_cur __attribute__((tls_model("initial-exec")));
 #define blockIdx (rk_cur.block_idx)
 #define blockDim (rk_cur.block_dim)
 #define gridDim (rk_cur.grid_dim)
+#ifdef __SANITIZE_THREAD__
+namespace rk {
+/* The race variant (-fsanitize=thread) reads and writes the runtime's own words (the coordinates
+ * it publishes, the wave size, the region form's lane masks and collective operands: never the
+ * kernel's memory) through an asm operand, out of the instrumentation's sight: a race detector
+ * call saved per lane and word. Plain accesses elsewhere. */
+template <class T>
+__attribute__((always_inline)) inline T raw(const T &p) {
+    T v;
+    __asm__("mov %1, %0" : "=r"(v) : "m"(p));
+    return v;
+}
+template <class T>
+__attribute__((always_inline)) inline void raw_set(T &p, T v) {
+    __asm__ volatile("mov %1, %0" : "=m"(p) : "r"(v));
+}
+}  // namespace rk
+#define warpSize (static_cast<int>(::rk::raw(rk_cur.wave_size)))
+#else
+namespace rk {
+template <class T>
+__attribute__((always_inline)) inline T raw(const T &p) {
+    return p;
+}
+template <class T>
+__attribute__((always_inline)) inline void raw_set(T &p, T v) {
+    p = v;
+}
+}  // namespace rk
 #define warpSize (static_cast<int>(rk_cur.wave_size))
+#endif
 #define hipThreadIdx_x (threadIdx.x)
 #define hipThreadIdx_y (threadIdx.y)
 #define hipThreadIdx_z (threadIdx.z)
