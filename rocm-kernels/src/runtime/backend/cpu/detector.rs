@@ -439,7 +439,7 @@ mod tests {
         );
         assert_eq!(
             variable_name(
-                "_ZZZN2ns17rk_block_kernelEPfENKUlT_E_clISt17integral_constantIbLb1EEEEDaS2_E4tile"
+                "_ZZZN2ns15rk_block_kernelEPfENKUlT_E_clISt17integral_constantIbLb1EEEEDaS2_E4tile"
             ),
             "`tile` of `ns::kernel`"
         );
