@@ -945,7 +945,7 @@ impl Gen<'_, '_> {
         let dst = dst.to_string();
         self.phased(a, b, None, &move |t| {
             format!(
-                "rk::raw_set({dst}[rk_t], static_cast<uint8_t>(static_cast<bool>({t}) ? 1 : 0));"
+                "RK_RAW_SET({dst}[rk_t], static_cast<uint8_t>(static_cast<bool>({t}) ? 1 : 0));"
             )
         })
     }
@@ -1034,7 +1034,7 @@ impl Gen<'_, '_> {
                 }
                 "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
                     stores.push_str(&format!(
-                        "rk::raw_set({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
+                        "RK_RAW_SET({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
                         arg(0)?
                     ));
                     // The block's count comes back from the barrier (summed over its waves).
@@ -1052,7 +1052,7 @@ impl Gen<'_, '_> {
                 "__syncwarp" => "(void)0".into(),
                 "__rk_readfirstlane" => {
                     let value = arg(0)?;
-                    stores.push_str(&format!("rk::raw_set({x}[rk_t], rk::bits({value})); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     after.push_str(&format!("\nrkr.reduce({x});"));
                     format!("rkr.first_active<std::decay_t<decltype({value})>>({x}, rk_t)")
                 }
@@ -1060,7 +1060,7 @@ impl Gen<'_, '_> {
                     // (value, operator, tile width): the tile's butterfly, computed once per
                     // tile by the first of its lanes the result loop reaches.
                     let value = arg(0)?;
-                    stores.push_str(&format!("rk::raw_set({x}[rk_t], rk::bits({value})); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     let done = format!("rk_done{id}_{k}");
                     after.push_str(&format!(
                         "\nuint8_t *{done} = rkr.bytes(); std::memset({done}, 0, rkr.n);"
@@ -1074,7 +1074,7 @@ impl Gen<'_, '_> {
                 "__ballot" | "__ballot64" | "__ballot_sync" | "__any" | "__any_sync" | "__all"
                 | "__all_sync" => {
                     stores.push_str(&format!(
-                        "rk::raw_set({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
+                        "RK_RAW_SET({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
                         arg(v)?
                     ));
                     after.push_str(&format!("\nrkr.reduce({x});"));
@@ -1095,7 +1095,7 @@ impl Gen<'_, '_> {
                         "__shfl_down" => "RK_WARP_SHFL_DOWN",
                         _ => "RK_WARP_SHFL_XOR",
                     };
-                    stores.push_str(&format!("rk::raw_set({x}[rk_t], rk::bits({value})); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     let width = match args.get(v + 2) {
                         Some(&(p, q)) => format!("static_cast<int>({})", src.text(p, q)),
                         None => "warpSize".into(),
@@ -1113,7 +1113,7 @@ impl Gen<'_, '_> {
             // run does in rk_warp_op: readfirstlane is two there).
             if !name.starts_with("__syncthreads") {
                 let count = if *name == "__rk_readfirstlane" { 2 } else { 1 };
-                after.push_str(&format!("\nrkr.collective({count});"));
+                after.push_str(&format!("\nRK_COLLECTIVE(rkr, {count});"));
             }
             reps.push((*at, close + 1, rep));
         }

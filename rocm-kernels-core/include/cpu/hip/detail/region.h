@@ -222,9 +222,9 @@ struct region {
     __attribute__((always_inline)) void lane(const rk_uint3 &i) {
         if (P || TLS) {
 #ifdef __SANITIZE_THREAD__
-            raw_set(rk_cur.thread_idx.x, i.x);
-            raw_set(rk_cur.thread_idx.y, i.y);
-            raw_set(rk_cur.thread_idx.z, i.z);
+            RK_RAW_SET(rk_cur.thread_idx.x, i.x);
+            RK_RAW_SET(rk_cur.thread_idx.y, i.y);
+            RK_RAW_SET(rk_cur.thread_idx.z, i.z);
 #else
             rk_cur.thread_idx = i;
 #endif
@@ -240,45 +240,45 @@ struct region {
     }
     bool any() const {
         for (uint32_t t = 0; t < n; ++t)
-            if (raw(act[t])) return true;
+            if (RK_RAW(act[t])) return true;
         return false;
     }
     /* Lanes of `m` whose condition `c` equals `want`. */
     void take_branch(const uint8_t *m, const uint8_t *c, uint8_t want) {
         for (uint32_t t = 0; t < n; ++t)
-            raw_set(act[t], uint8_t(raw(m[t]) && raw(c[t]) == want && raw(st[t]) == LANE_RUN));
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(c[t]) == want && RK_RAW(st[t]) == LANE_RUN));
     }
     void restore(const uint8_t *m) {
-        for (uint32_t t = 0; t < n; ++t) raw_set(act[t], uint8_t(raw(m[t]) && raw(st[t]) == LANE_RUN));
+        for (uint32_t t = 0; t < n; ++t) RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(st[t]) == LANE_RUN));
     }
     void keep_if(const uint8_t *c) {
-        for (uint32_t t = 0; t < n; ++t) raw_set(act[t], uint8_t(raw(act[t]) && raw(c[t])));
+        for (uint32_t t = 0; t < n; ++t) RK_RAW_SET(act[t], uint8_t(RK_RAW(act[t]) && RK_RAW(c[t])));
     }
     void end_iteration(const uint8_t *it, unsigned d) {
         const uint8_t c = lane_continued(d);
         for (uint32_t t = 0; t < n; ++t) {
-            if (raw(st[t]) == c) raw_set(st[t], uint8_t(LANE_RUN));
-            raw_set(act[t], uint8_t(raw(it[t]) && raw(st[t]) == LANE_RUN));
+            if (RK_RAW(st[t]) == c) RK_RAW_SET(st[t], uint8_t(LANE_RUN));
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(it[t]) && RK_RAW(st[t]) == LANE_RUN));
         }
     }
     void end_loop(const uint8_t *m, unsigned d) {
         const uint8_t b = lane_broke(d);
         for (uint32_t t = 0; t < n; ++t) {
-            if (raw(st[t]) == b) raw_set(st[t], uint8_t(LANE_RUN));
-            raw_set(act[t], uint8_t(raw(m[t]) && raw(st[t]) == LANE_RUN));
+            if (RK_RAW(st[t]) == b) RK_RAW_SET(st[t], uint8_t(LANE_RUN));
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(st[t]) == LANE_RUN));
         }
     }
     void ret(uint32_t t) {
-        raw_set(st[t], uint8_t(LANE_RETURNED));
-        raw_set(act[t], uint8_t(0));
+        RK_RAW_SET(st[t], uint8_t(LANE_RETURNED));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
     void brk(uint32_t t, unsigned d) {
-        raw_set(st[t], lane_broke(d));
-        raw_set(act[t], uint8_t(0));
+        RK_RAW_SET(st[t], lane_broke(d));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
     void cont(uint32_t t, unsigned d) {
-        raw_set(st[t], lane_continued(d));
-        raw_set(act[t], uint8_t(0));
+        RK_RAW_SET(st[t], lane_continued(d));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
 
     /* ---- barriers ---- */
@@ -325,9 +325,9 @@ struct region {
         uint32_t returned = 0, skipped = 0, active = 0;
         uint32_t first_returned = n, first_skipped = n, first_active = n;
         for (uint32_t t = 0; t < n; ++t) {
-            if (raw(act[t])) {
+            if (RK_RAW(act[t])) {
                 if (!active++) first_active = t;
-            } else if (raw(st[t]) == LANE_RETURNED) {
+            } else if (RK_RAW(st[t]) == LANE_RETURNED) {
                 if (!returned++) first_returned = t;
             } else if (!skipped++) {
                 first_skipped = t;
@@ -339,14 +339,14 @@ struct region {
     /* __syncthreads_count over the active lanes' predicates in x. */
     uint32_t count(const uint64_t *x) const {
         uint32_t c = 0;
-        for (uint32_t t = 0; t < n; ++t) c += (!act || raw(act[t])) && raw(x[t]);
+        for (uint32_t t = 0; t < n; ++t) c += (!act || RK_RAW(act[t])) && RK_RAW(x[t]);
         return c;
     }
 
     /* ---- warp collectives: lanes grouped by wave (one wave, or all of the block's) ---- */
     /* The active lanes took part in a collective (the generated code calls this between the
      * operand and result loops; it counts for the race variant only, as `count` collectives). */
-    __attribute__((always_inline)) void collective(uint32_t count) const {
+    void collective(uint32_t count) const {
 #ifdef __SANITIZE_THREAD__
         rk_race_wave_collective(base, n, act, count);
 #else
@@ -366,21 +366,21 @@ struct region {
             uint64_t ballot = 0, active = 0;
             const uint32_t e = wave_end(b);
             for (uint32_t t = b; t < e; ++t) {
-                if (act && !raw(act[t])) continue;
+                if (act && !RK_RAW(act[t])) continue;
                 active |= uint64_t(1) << (t - b);
-                if (raw(x[t])) ballot |= uint64_t(1) << (t - b);
+                if (RK_RAW(x[t])) ballot |= uint64_t(1) << (t - b);
             }
-            raw_set(x[wave_words(b)], ballot);
-            raw_set(x[wave_words(b) + 1], active);
+            RK_RAW_SET(x[wave_words(b)], ballot);
+            RK_RAW_SET(x[wave_words(b) + 1], active);
         }
     }
-    uint64_t ballot(const uint64_t *x, uint32_t t) const { return raw(x[wave_words(t)]); }
-    int all(const uint64_t *x, uint32_t t) const { return raw(x[wave_words(t)]) == raw(x[wave_words(t) + 1]); }
+    uint64_t ballot(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]); }
+    int all(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]) == RK_RAW(x[wave_words(t) + 1]); }
     uint64_t activemask(uint32_t t) const {
         const uint32_t b = wave_begin(t), e = wave_end(b);
         uint64_t m = 0;
         for (uint32_t l = b; l < e; ++l)
-            if (!act || raw(act[l])) m |= uint64_t(1) << (l - b);
+            if (!act || RK_RAW(act[l])) m |= uint64_t(1) << (l - b);
         return m;
     }
     /* Lane t's position in its wave (the lanes of a call start at a wave's first lane). */
@@ -388,8 +388,8 @@ struct region {
     /* The value of the first active lane of lane t's wave (readfirstlane), after reduce(x). */
     template <class T>
     T first_active(const uint64_t *x, uint32_t t) const {
-        const uint64_t active = raw(x[wave_words(t) + 1]);
-        return from_bits<T>(raw(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]));
+        const uint64_t active = RK_RAW(x[wave_words(t) + 1]);
+        return from_bits<T>(RK_RAW(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]));
     }
     /* Cooperative groups' reduce over lane t's tile of `width` lanes: the butterfly of
      * `v = op(v, shfl_xor(v, o, width))` for o = 1, 2, 4... that the header runs on fibers, with
@@ -402,24 +402,24 @@ struct region {
         const uint32_t w = static_cast<uint32_t>(width);
         const uint32_t b = wave_begin(t), e = wave_end(b);
         const uint32_t first = b + ((t - b) & ~(w - 1));
-        if (!raw(done[first])) {
-            raw_set(done[first], uint8_t(1));
+        if (!RK_RAW(done[first])) {
+            RK_RAW_SET(done[first], uint8_t(1));
             const uint32_t last = first + w < e ? first + w : e;
             uint64_t cur[64], next[64];
-            for (uint32_t l = first; l < last; ++l) cur[l - first] = raw(x[l]);
+            for (uint32_t l = first; l < last; ++l) cur[l - first] = RK_RAW(x[l]);
             for (uint32_t o = 1; o < w; o <<= 1) {
                 for (uint32_t l = first; l < last; ++l) {
                     next[l - first] = cur[l - first];
-                    if (act && !raw(act[l])) continue;
+                    if (act && !RK_RAW(act[l])) continue;
                     uint32_t from = ((l - first) ^ o) + first;
-                    if (from >= last || (act && !raw(act[from]))) from = l;
+                    if (from >= last || (act && !RK_RAW(act[from]))) from = l;
                     next[l - first] = bits(static_cast<T>(op(from_bits<T>(cur[l - first]), from_bits<T>(cur[from - first]))));
                 }
                 for (uint32_t l = first; l < last; ++l) cur[l - first] = next[l - first];
             }
-            for (uint32_t l = first; l < last; ++l) raw_set(x[l], cur[l - first]);
+            for (uint32_t l = first; l < last; ++l) RK_RAW_SET(x[l], cur[l - first]);
         }
-        return from_bits<T>(raw(x[t]));
+        return from_bits<T>(RK_RAW(x[t]));
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
      * source lane outside the wave, the segment or not taking part gives the lane its own. */
@@ -446,8 +446,8 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= ws || b + from >= e || (act && !raw(act[b + from]))) from = lane;
-        return from_bits<T>(raw(x[b + from]));
+        if (src < 0 || from >= ws || b + from >= e || (act && !RK_RAW(act[b + from]))) from = lane;
+        return from_bits<T>(RK_RAW(x[b + from]));
     }
 };
 
@@ -479,6 +479,13 @@ struct scope {
 #define RK_UNROLL_4
 #endif
 #define RK_LANE_UNROLL
+/* What the generated code calls after a collective's operand loop (rk::region::collective): the
+ * race variant's only; nothing at all in plain code. */
+#ifdef __SANITIZE_THREAD__
+#define RK_COLLECTIVE(r, count) (r).collective(count)
+#else
+#define RK_COLLECTIVE(r, count) (void)0
+#endif
 #define RK_LANES_ALONG(r)                                                                        \
     for (uint32_t rk_ii = 0; rk_ii < (r).rows; ++rk_ii)                                          \
         if (const uint32_t rk_i = (r).template run_of<rk_pub>(rk_ii); false) {                   \
@@ -491,6 +498,6 @@ struct scope {
                 } else if (const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; false) {  \
                 } else
 #define RK_ALL_LANES(r) RK_LANES_ALONG(r)
-#define RK_LANES(r) RK_LANES_ALONG(r) if (!::rk::raw((r).act[rk_t])) continue; else
+#define RK_LANES(r) RK_LANES_ALONG(r) if (!RK_RAW((r).act[rk_t])) continue; else
 
 #endif
