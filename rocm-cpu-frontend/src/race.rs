@@ -1,5 +1,6 @@
-//! The race variant of the cpu build: every kernel compiled once more, per thread (no region
-//! forms), with the host compiler's ThreadSanitizer instrumentation, for the cpu runtime's race
+//! The race variant of the cpu build: every kernel compiled once more, in its region form where
+//! it has one (else per thread; all per thread where the unit's region forms do not compile
+//! instrumented), with the host compiler's ThreadSanitizer instrumentation, for the cpu runtime's race
 //! detector (`rocm-kernels/cpu-runtime/race.cpp`, which says how it checks).
 //!
 //! The instrumented objects go into the same static library as the normal ones, so every name
@@ -146,18 +147,32 @@ pub fn build(req: &CpuBuildRequest, units: &[GeneratedUnit]) -> Result<Vec<PathB
             .flag("--param=tsan-distinguish-volatile=1")
             .flag_if_supported("-Wno-tsan");
     }
-    for u in units {
-        let file = u.file.with_extension("race.cpp");
-        std::fs::write(&file, u.text_with(|_| false))
-            .map_err(|e| format!("{}: {e}", file.display()))?;
-        build.file(&file);
-        if let Some(dir) = u.source.parent() {
-            build.include(dir);
+    // With the region forms (the kernels' waves as lane loops, switching only at barriers), or,
+    // where that does not compile, per thread alone.
+    let compile = |with_forms: bool| -> Result<Vec<PathBuf>, String> {
+        let mut build = build.clone();
+        for u in units {
+            let file = u.file.with_extension("race.cpp");
+            let text = if with_forms {
+                u.text_with(|f| u.forms[f].in_use)
+            } else {
+                u.text_with(|_| false)
+            };
+            std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+            build.file(&file);
+            if let Some(dir) = u.source.parent() {
+                build.include(dir);
+            }
         }
-    }
-    let objects = build
-        .try_compile_intermediates()
-        .map_err(|e| first_error_line(&e.to_string()))?;
+        build
+            .try_compile_intermediates()
+            .map_err(|e| first_error_line(&e.to_string()))
+    };
+    let objects = if units.iter().any(GeneratedUnit::uses_forms) {
+        compile(true).or_else(|_| compile(false))?
+    } else {
+        compile(false)?
+    };
     let map = rename_map(&objects)?;
     let map_file = dir.join("rename.map");
     std::fs::write(&map_file, map).map_err(|e| format!("{}: {e}", map_file.display()))?;

@@ -717,6 +717,33 @@ extern "C" uint64_t rk_race_warp_op(int op, uint64_t value, int32_t arg, int32_t
     return r;
 }
 
+// ---- The same for a region form's wave (detail/region.h): its lanes as loops, one call each -------
+// Lane t of the wave is linear thread base + t; `act` null: all n lanes take part.
+
+extern "C" void rk_race_wave_barrier(uint32_t base, uint32_t n, const uint8_t *act, uint32_t leaving) {
+    if (!S.armed) return;
+    if (!S.pending.empty()) flush_pending();
+    sync_block();
+    const uint32_t end = base + n < MAX_THREADS ? base + n : MAX_THREADS;
+    if (!leaving) {
+        const uint64_t pc = caller(__builtin_return_address(0));
+        for (uint32_t t = base; t < end; ++t)
+            if (!act || act[t - base]) S.barrier_pc[t] = pc;
+        return;
+    }
+    for (uint32_t t = base; t < end; ++t)
+        if (!act || act[t - base]) ++S.phase[t];
+}
+
+extern "C" void rk_race_wave_collective(uint32_t base, uint32_t n, const uint8_t *act, uint32_t count) {
+    if (!S.armed) return;
+    if (!S.pending.empty()) flush_pending();
+    sync_block();
+    const uint32_t end = base + n < MAX_THREADS ? base + n : MAX_THREADS;
+    for (uint32_t t = base; t < end; ++t)
+        if (!act || act[t - base]) S.wsync[t] += count;
+}
+
 // ---- The ThreadSanitizer instrumentation ABI, renamed __tsan_* -> rk_tsan_* by the build ----------
 // (the list the build accepts is rocm-kernels-build/src/cpu/race.rs's HOOKS).
 

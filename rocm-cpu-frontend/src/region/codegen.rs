@@ -100,6 +100,21 @@ impl Gen<'_, '_> {
         self.out.push_str(s);
     }
 
+    /// For the race variant only (compiled with `__SANITIZE_THREAD__`): a `#line` giving the
+    /// code after it token `i`'s line in the user's source, so that a race report names the
+    /// kernel's line rather than the generated file's. Empty where the token has no origin.
+    fn source_line(&self, i: usize) -> String {
+        match self.src.origin(i) {
+            // `#line` names the line after it, here the `#endif`'s.
+            Some((marker, line)) if line > 1 => format!(
+                "\n#ifdef __SANITIZE_THREAD__\n#line {} \"{}\"\n#endif",
+                line - 1,
+                marker.file
+            ),
+            _ => String::new(),
+        }
+    }
+
     fn sync(&self, s: &Stmt) -> bool {
         has_collective(self.src, s.start, s.end)
     }
@@ -318,6 +333,11 @@ impl Gen<'_, '_> {
             (s.start, String::new())
         };
         out.push_str(&pragma);
+        let line = self.source_line(start);
+        if !line.is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+        }
         let inner = cx;
         match &s.st {
             St::Simple | St::Case => out.push_str(src.text(start, s.end)),
@@ -662,13 +682,20 @@ impl Gen<'_, '_> {
             } = self.classify(s.start + 1, s.end)?
             {
                 if vars.iter().all(|v| matches!(v.init, Init::None)) {
-                    let mut out = String::new();
+                    // The race variant keeps the thread-local: the detector checks the
+                    // worker's TLS block as static shared memory and names the variable from
+                    // its symbol.
+                    let mut out = format!(
+                        "\n#ifdef __SANITIZE_THREAD__\n{}\n#else",
+                        src.text(s.start, s.end)
+                    );
                     for v in &vars {
                         out.push_str(&format!(
                             "\nauto &{} = rkr.shared<{ty}{}>();",
                             v.name, v.dims
                         ));
                     }
+                    out.push_str("\n#endif");
                     return Ok(out);
                 }
             }
@@ -736,8 +763,14 @@ impl Gen<'_, '_> {
                 }
             }
             let code = match d {
-                Decl::Lanes { vars, .. } => self.decl_lane_code(vars, st, &[]),
-                Decl::Renewed(code) => format!("\n{code}"),
+                Decl::Lanes { vars, .. } => {
+                    format!(
+                        "{}{}",
+                        self.source_line(s.start),
+                        self.decl_lane_code(vars, st, &[])
+                    )
+                }
+                Decl::Renewed(code) => format!("{}\n{code}", self.source_line(s.start)),
                 _ => self.lane_stmt(s, top)?,
             };
             last.0 = self.out.len();
@@ -974,7 +1007,9 @@ impl Gen<'_, '_> {
         }
         let dst = dst.to_string();
         self.phased(a, b, None, &move |t| {
-            format!("{dst}[rk_t] = static_cast<bool>({t}) ? 1 : 0;")
+            format!(
+                "RK_RAW_SET({dst}[rk_t], static_cast<uint8_t>(static_cast<bool>({t}) ? 1 : 0));"
+            )
         })
     }
 
@@ -995,7 +1030,8 @@ impl Gen<'_, '_> {
         let src = self.src;
         if src.text(s.start, s.end).replace(' ', "") == "__syncthreads();" {
             let code = self.barrier_call("0");
-            self.push(&format!("\n{code};"));
+            let line = self.source_line(s.start);
+            self.push(&format!("{line}\n{code};"));
             return Ok(());
         }
         let decl = self.classify(s.start, s.end)?;
@@ -1061,7 +1097,7 @@ impl Gen<'_, '_> {
                 }
                 "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
                     stores.push_str(&format!(
-                        "{x}[rk_t] = static_cast<uint64_t>(static_cast<int>({}) != 0); ",
+                        "RK_RAW_SET({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
                         arg(0)?
                     ));
                     // The block's count comes back from the barrier (summed over its waves).
@@ -1079,7 +1115,7 @@ impl Gen<'_, '_> {
                 "__syncwarp" => "(void)0".into(),
                 "__rk_readfirstlane" => {
                     let value = arg(0)?;
-                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     after.push_str(&format!("\nrkr.reduce({x});"));
                     format!("rkr.first_active<std::decay_t<decltype({value})>>({x}, rk_t)")
                 }
@@ -1087,7 +1123,7 @@ impl Gen<'_, '_> {
                     // (value, operator, tile width): the tile's butterfly, computed once per
                     // tile by the first of its lanes the result loop reaches.
                     let value = arg(0)?;
-                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     let done = format!("rk_done{id}_{k}");
                     after.push_str(&format!(
                         "\nuint8_t *{done} = rkr.bytes(); std::memset({done}, 0, rkr.n);"
@@ -1101,7 +1137,7 @@ impl Gen<'_, '_> {
                 "__ballot" | "__ballot64" | "__ballot_sync" | "__any" | "__any_sync" | "__all"
                 | "__all_sync" => {
                     stores.push_str(&format!(
-                        "{x}[rk_t] = static_cast<uint64_t>(static_cast<int>({}) != 0); ",
+                        "RK_RAW_SET({x}[rk_t], static_cast<uint64_t>(static_cast<int>({}) != 0)); ",
                         arg(v)?
                     ));
                     after.push_str(&format!("\nrkr.reduce({x});"));
@@ -1122,7 +1158,7 @@ impl Gen<'_, '_> {
                         "__shfl_down" => "RK_WARP_SHFL_DOWN",
                         _ => "RK_WARP_SHFL_XOR",
                     };
-                    stores.push_str(&format!("{x}[rk_t] = rk::bits({value}); "));
+                    stores.push_str(&format!("RK_RAW_SET({x}[rk_t], rk::bits({value})); "));
                     let width = match args.get(v + 2) {
                         Some(&(p, q)) => format!("static_cast<int>({})", src.text(p, q)),
                         None => "(static_cast<int>(rk_cur.wave_size))".into(),
@@ -1138,18 +1174,28 @@ impl Gen<'_, '_> {
             if !matches!(*name, "__syncthreads" | "__activemask" | "__syncwarp") {
                 self.push(&format!("\nuint64_t *{x} = rkr.xbuf();"));
             }
+            // The race variant counts the collectives each lane took part in (as the per-thread
+            // run does in rk_warp_op: readfirstlane is two there).
+            if !name.starts_with("__syncthreads") {
+                let count = if *name == "__rk_readfirstlane" { 2 } else { 1 };
+                after.push_str(&format!("\nRK_COLLECTIVE(rkr, {count});"));
+            }
             reps.push((*at, close + 1, rep));
         }
+        let line = self.source_line(a);
         if !stores.is_empty() {
             self.open_lanes();
+            self.push(&line);
             self.push("\n");
             self.push_lane(&stores);
             self.close_lanes();
         }
         // Phase 2: barriers checked, ballots reduced per wave.
+        self.push(&line);
         self.push(&after);
         // Phase 3: the statement per lane.
         self.open_lanes();
+        self.push(&line);
         let code = match decl {
             Some((vars, storage)) => self.decl_lane_code(vars, storage, &reps),
             None => format!("\n{}", wrap(self.text_with(a, b, &reps))),

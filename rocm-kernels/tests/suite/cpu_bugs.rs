@@ -542,6 +542,118 @@ fn the_race_detector_sees_barriers_missing_in_before_and_between_waves() {
     }
 }
 
+/// The bug corpus under the race detector with `exec` (the race variant's region forms, or its
+/// per-thread fibers with [`CpuExec::Fibers`]).
+fn detected_with(wave_size: u32, exec: CpuExec) -> Module {
+    module_with(CpuOptions {
+        wave_size,
+        race_check: true,
+        exec,
+        time_limit: Some(Duration::from_secs(20)),
+        ..CpuOptions::default()
+    })
+}
+
+#[testkit::test]
+fn the_race_detector_finds_the_same_races_in_region_form_as_with_fibers() {
+    let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
+    let ints: Vec<i32> = (1..=512).collect();
+    for wave in [32, 64] {
+        let mut reports: Vec<Vec<String>> = Vec::new();
+        for exec in [CpuExec::Regions, CpuExec::Fibers] {
+            let m = detected_with(wave, exec);
+            let d = m.device();
+            let s = d.stream().unwrap();
+            let inb = d.upload(&input).unwrap();
+            let intb = d.upload(&ints).unwrap();
+            let mut out = d.alloc::<f32>(512).unwrap();
+            let mut iout = d.alloc::<i32>(512).unwrap();
+            let mut found = Vec::new();
+            let mut one = |name: &str, result: rocm_kernels::runtime::Result<()>| match result {
+                Ok(()) => found.push(format!("{name}: clean")),
+                Err(err) => {
+                    let message = data_race(err, name);
+                    // What raced and at which lines: which pair of accesses is found first (and
+                    // so which threads the report names) depends on the order they ran in.
+                    let memory = message.split(" at byte offset").next().unwrap_or_default();
+                    let mut lines: Vec<&str> = message
+                        .split("bugs.hip:")
+                        .skip(1)
+                        .map(|l| {
+                            l.split(|c: char| !c.is_ascii_digit())
+                                .next()
+                                .unwrap_or_default()
+                        })
+                        .collect();
+                    lines.sort_unstable();
+                    lines.dedup();
+                    found.push(format!("{name}: {memory}, lines {lines:?}"));
+                }
+            };
+            let k = |name: &str| m.kernel(name).unwrap();
+            one(
+                "missing_barrier",
+                k("missing_barrier")
+                    .launch(LaunchConfig::new(2, 256))
+                    .arg(&intb)
+                    .arg(&mut iout)
+                    .run(&s),
+            );
+            one(
+                "reduce_missing_loop_barrier",
+                k("reduce_missing_loop_barrier")
+                    .launch(LaunchConfig::new(2, 256))
+                    .arg(&inb)
+                    .arg(&mut out)
+                    .run(&s),
+            );
+            one(
+                "missing_barrier_before_loop",
+                k("missing_barrier_before_loop")
+                    .launch(LaunchConfig::new(2, 64))
+                    .arg(&inb)
+                    .arg(&mut out)
+                    .run(&s),
+            );
+            one(
+                "shift_without_barrier",
+                k("shift_without_barrier")
+                    .launch(LaunchConfig::new(1, 128))
+                    .arg(&mut iout)
+                    .run(&s),
+            );
+            one(
+                "order_dependent",
+                k("order_dependent")
+                    .launch(LaunchConfig::new(8, 64))
+                    .arg(&mut iout)
+                    .run(&s),
+            );
+            // Correct at wave 64 only (it reduces with shuffles assuming 64 lanes).
+            if wave == 64 {
+                one(
+                    "reduce_assumes_wave64",
+                    k("reduce_assumes_wave64")
+                        .launch(LaunchConfig::new(2, 256))
+                        .arg(&inb)
+                        .arg(&mut out)
+                        .run(&s),
+                );
+            }
+            reports.push(found);
+        }
+        assert_eq!(
+            reports[0], reports[1],
+            "wave {wave}: region form, then fibers"
+        );
+        assert!(
+            reports[0][..5].iter().all(|r| !r.ends_with("clean")),
+            "{:?}",
+            reports[0]
+        );
+    }
+}
+
 #[testkit::test]
 fn the_race_detector_reports_blocks_that_depend_on_each_other() {
     let m = detected(64);

@@ -72,7 +72,32 @@ extern __thread rk_ctx rk_cur __attribute__((tls_model("initial-exec")));
 #define blockIdx (rk_cur.block_idx)
 #define blockDim (rk_cur.block_dim)
 #define gridDim (rk_cur.grid_dim)
+#ifdef __SANITIZE_THREAD__
+namespace rk {
+/* The race variant (-fsanitize=thread) reads and writes the runtime's own words (the coordinates
+ * it publishes, the wave size, the region form's lane masks and collective operands: never the
+ * kernel's memory) through an asm operand, out of the instrumentation's sight: a race detector
+ * call saved per lane and word. RK_RAW / RK_RAW_SET are plain accesses elsewhere (macros, so the
+ * plain code compiles exactly as written). */
+template <class T>
+__attribute__((always_inline)) inline T raw(const T &p) {
+    T v;
+    __asm__("mov %1, %0" : "=r"(v) : "m"(p));
+    return v;
+}
+template <class T>
+__attribute__((always_inline)) inline void raw_set(T &p, T v) {
+    __asm__ volatile("mov %1, %0" : "=m"(p) : "r"(v));
+}
+}  // namespace rk
+#define RK_RAW(e) (::rk::raw(e))
+#define RK_RAW_SET(p, v) (::rk::raw_set((p), (v)))
+#define warpSize (static_cast<int>(RK_RAW(rk_cur.wave_size)))
+#else
+#define RK_RAW(e) (e)
+#define RK_RAW_SET(p, v) ((p) = (v))
 #define warpSize (static_cast<int>(rk_cur.wave_size))
+#endif
 #define hipThreadIdx_x (threadIdx.x)
 #define hipThreadIdx_y (threadIdx.y)
 #define hipThreadIdx_z (threadIdx.z)

@@ -24,6 +24,16 @@
  * transpose got 20% slower; so one plain x86-64 version.) */
 #define RK_REGION_FN __attribute__((flatten))
 
+/* The race variant of a region form (compiled with -fsanitize=thread, rocm-cpu-frontend's
+ * race.rs) tells the race detector (rocm-kernels' cpu-runtime/race.cpp) what a per-thread run
+ * tells it through rk_race_syncthreads and rk_race_warp_op: which lanes of a wave reach a barrier
+ * (before it, `leaving` 0: where; after it, 1: they passed it) and which take part in a
+ * collective (`count` of them). `act` null: all `n` lanes from linear thread `base`. */
+#ifdef __SANITIZE_THREAD__
+extern "C" void rk_race_wave_barrier(uint32_t base, uint32_t n, const uint8_t *act, uint32_t leaving);
+extern "C" void rk_race_wave_collective(uint32_t base, uint32_t n, const uint8_t *act, uint32_t count);
+#endif
+
 namespace rk {
 
 /* Lane states: running, returned from the kernel, or left the enclosing loop number d (counted
@@ -144,6 +154,10 @@ struct region {
             std::memset(st, LANE_RUN, n);
         }
         publish = rk_cur.checked != 0 || rk_cur.thread_order != 0;
+#ifdef __SANITIZE_THREAD__
+        /* The race detector takes each access's thread from rk_cur. */
+        publish = true;
+#endif
         reverse = rk_cur.thread_order != 0;
     }
     region(const region &) = delete;
@@ -206,7 +220,15 @@ struct region {
      * may optimise across lanes (vectorise a loop over them). */
     template <bool P, bool TLS>
     __attribute__((always_inline)) void lane(const rk_uint3 &i) {
-        if (P || TLS) rk_cur.thread_idx = i;
+        if (P || TLS) {
+#ifdef __SANITIZE_THREAD__
+            RK_RAW_SET(rk_cur.thread_idx.x, i.x);
+            RK_RAW_SET(rk_cur.thread_idx.y, i.y);
+            RK_RAW_SET(rk_cur.thread_idx.z, i.z);
+#else
+            rk_cur.thread_idx = i;
+#endif
+        }
         if (P) RK_PUBLISH_THREAD_IDX();
     }
 
@@ -218,44 +240,45 @@ struct region {
     }
     bool any() const {
         for (uint32_t t = 0; t < n; ++t)
-            if (act[t]) return true;
+            if (RK_RAW(act[t])) return true;
         return false;
     }
     /* Lanes of `m` whose condition `c` equals `want`. */
     void take_branch(const uint8_t *m, const uint8_t *c, uint8_t want) {
-        for (uint32_t t = 0; t < n; ++t) act[t] = m[t] && c[t] == want && st[t] == LANE_RUN;
+        for (uint32_t t = 0; t < n; ++t)
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(c[t]) == want && RK_RAW(st[t]) == LANE_RUN));
     }
     void restore(const uint8_t *m) {
-        for (uint32_t t = 0; t < n; ++t) act[t] = m[t] && st[t] == LANE_RUN;
+        for (uint32_t t = 0; t < n; ++t) RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(st[t]) == LANE_RUN));
     }
     void keep_if(const uint8_t *c) {
-        for (uint32_t t = 0; t < n; ++t) act[t] = act[t] && c[t];
+        for (uint32_t t = 0; t < n; ++t) RK_RAW_SET(act[t], uint8_t(RK_RAW(act[t]) && RK_RAW(c[t])));
     }
     void end_iteration(const uint8_t *it, unsigned d) {
         const uint8_t c = lane_continued(d);
         for (uint32_t t = 0; t < n; ++t) {
-            if (st[t] == c) st[t] = LANE_RUN;
-            act[t] = it[t] && st[t] == LANE_RUN;
+            if (RK_RAW(st[t]) == c) RK_RAW_SET(st[t], uint8_t(LANE_RUN));
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(it[t]) && RK_RAW(st[t]) == LANE_RUN));
         }
     }
     void end_loop(const uint8_t *m, unsigned d) {
         const uint8_t b = lane_broke(d);
         for (uint32_t t = 0; t < n; ++t) {
-            if (st[t] == b) st[t] = LANE_RUN;
-            act[t] = m[t] && st[t] == LANE_RUN;
+            if (RK_RAW(st[t]) == b) RK_RAW_SET(st[t], uint8_t(LANE_RUN));
+            RK_RAW_SET(act[t], uint8_t(RK_RAW(m[t]) && RK_RAW(st[t]) == LANE_RUN));
         }
     }
     void ret(uint32_t t) {
-        st[t] = LANE_RETURNED;
-        act[t] = 0;
+        RK_RAW_SET(st[t], uint8_t(LANE_RETURNED));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
     void brk(uint32_t t, unsigned d) {
-        st[t] = lane_broke(d);
-        act[t] = 0;
+        RK_RAW_SET(st[t], lane_broke(d));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
     void cont(uint32_t t, unsigned d) {
-        st[t] = lane_continued(d);
-        act[t] = 0;
+        RK_RAW_SET(st[t], lane_continued(d));
+        RK_RAW_SET(act[t], uint8_t(0));
     }
 
     /* ---- barriers ---- */
@@ -266,6 +289,17 @@ struct region {
      * `value` (__syncthreads_count). */
     uint32_t sync(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
                   uint32_t first_active, uint32_t first_off, uint32_t value) {
+#ifdef __SANITIZE_THREAD__
+        /* The lanes at the barrier: all of the wave's, or the active ones. */
+        const uint8_t *at = active == n ? nullptr : act;
+        rk_race_wave_barrier(base, n, at, 0);
+        const uint32_t r = wait(site, active, returned, skipped, first_active, first_off, value);
+        rk_race_wave_barrier(base, n, at, 1);
+        return r;
+    }
+    uint32_t wait(uint32_t site, uint32_t active, uint32_t returned, uint32_t skipped,
+                  uint32_t first_active, uint32_t first_off, uint32_t value) {
+#endif
         rk_region_wait w{};
         w.site = site;
         w.active = active;
@@ -291,9 +325,9 @@ struct region {
         uint32_t returned = 0, skipped = 0, active = 0;
         uint32_t first_returned = n, first_skipped = n, first_active = n;
         for (uint32_t t = 0; t < n; ++t) {
-            if (act[t]) {
+            if (RK_RAW(act[t])) {
                 if (!active++) first_active = t;
-            } else if (st[t] == LANE_RETURNED) {
+            } else if (RK_RAW(st[t]) == LANE_RETURNED) {
                 if (!returned++) first_returned = t;
             } else if (!skipped++) {
                 first_skipped = t;
@@ -305,11 +339,20 @@ struct region {
     /* __syncthreads_count over the active lanes' predicates in x. */
     uint32_t count(const uint64_t *x) const {
         uint32_t c = 0;
-        for (uint32_t t = 0; t < n; ++t) c += (!act || act[t]) && x[t];
+        for (uint32_t t = 0; t < n; ++t) c += (!act || RK_RAW(act[t])) && RK_RAW(x[t]);
         return c;
     }
 
     /* ---- warp collectives: lanes grouped by wave (one wave, or all of the block's) ---- */
+    /* The active lanes took part in a collective (the generated code calls this between the
+     * operand and result loops; it counts for the race variant only, as `count` collectives). */
+    void collective(uint32_t count) const {
+#ifdef __SANITIZE_THREAD__
+        rk_race_wave_collective(base, n, act, count);
+#else
+        (void)count;
+#endif
+    }
     /* The first lane of lane t's wave (ws is a power of two), and the end of that wave's lanes. */
     __attribute__((always_inline)) uint32_t wave_begin(uint32_t t) const { return t & ~(ws - 1); }
     __attribute__((always_inline)) uint32_t wave_end(uint32_t b) const { return b + ws < n ? b + ws : n; }
@@ -323,21 +366,21 @@ struct region {
             uint64_t ballot = 0, active = 0;
             const uint32_t e = wave_end(b);
             for (uint32_t t = b; t < e; ++t) {
-                if (act && !act[t]) continue;
+                if (act && !RK_RAW(act[t])) continue;
                 active |= uint64_t(1) << (t - b);
-                if (x[t]) ballot |= uint64_t(1) << (t - b);
+                if (RK_RAW(x[t])) ballot |= uint64_t(1) << (t - b);
             }
-            x[wave_words(b)] = ballot;
-            x[wave_words(b) + 1] = active;
+            RK_RAW_SET(x[wave_words(b)], ballot);
+            RK_RAW_SET(x[wave_words(b) + 1], active);
         }
     }
-    uint64_t ballot(const uint64_t *x, uint32_t t) const { return x[wave_words(t)]; }
-    int all(const uint64_t *x, uint32_t t) const { return x[wave_words(t)] == x[wave_words(t) + 1]; }
+    uint64_t ballot(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]); }
+    int all(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]) == RK_RAW(x[wave_words(t) + 1]); }
     uint64_t activemask(uint32_t t) const {
         const uint32_t b = wave_begin(t), e = wave_end(b);
         uint64_t m = 0;
         for (uint32_t l = b; l < e; ++l)
-            if (!act || act[l]) m |= uint64_t(1) << (l - b);
+            if (!act || RK_RAW(act[l])) m |= uint64_t(1) << (l - b);
         return m;
     }
     /* Lane t's position in its wave (the lanes of a call start at a wave's first lane). */
@@ -345,8 +388,8 @@ struct region {
     /* The value of the first active lane of lane t's wave (readfirstlane), after reduce(x). */
     template <class T>
     T first_active(const uint64_t *x, uint32_t t) const {
-        const uint64_t active = x[wave_words(t) + 1];
-        return from_bits<T>(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]);
+        const uint64_t active = RK_RAW(x[wave_words(t) + 1]);
+        return from_bits<T>(RK_RAW(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]));
     }
     /* Cooperative groups' reduce over lane t's tile of `width` lanes: the butterfly of
      * `v = op(v, shfl_xor(v, o, width))` for o = 1, 2, 4... that the header runs on fibers, with
@@ -359,24 +402,24 @@ struct region {
         const uint32_t w = static_cast<uint32_t>(width);
         const uint32_t b = wave_begin(t), e = wave_end(b);
         const uint32_t first = b + ((t - b) & ~(w - 1));
-        if (!done[first]) {
-            done[first] = 1;
+        if (!RK_RAW(done[first])) {
+            RK_RAW_SET(done[first], uint8_t(1));
             const uint32_t last = first + w < e ? first + w : e;
             uint64_t cur[64], next[64];
-            for (uint32_t l = first; l < last; ++l) cur[l - first] = x[l];
+            for (uint32_t l = first; l < last; ++l) cur[l - first] = RK_RAW(x[l]);
             for (uint32_t o = 1; o < w; o <<= 1) {
                 for (uint32_t l = first; l < last; ++l) {
                     next[l - first] = cur[l - first];
-                    if (act && !act[l]) continue;
+                    if (act && !RK_RAW(act[l])) continue;
                     uint32_t from = ((l - first) ^ o) + first;
-                    if (from >= last || (act && !act[from])) from = l;
+                    if (from >= last || (act && !RK_RAW(act[from]))) from = l;
                     next[l - first] = bits(static_cast<T>(op(from_bits<T>(cur[l - first]), from_bits<T>(cur[from - first]))));
                 }
                 for (uint32_t l = first; l < last; ++l) cur[l - first] = next[l - first];
             }
-            for (uint32_t l = first; l < last; ++l) x[l] = cur[l - first];
+            for (uint32_t l = first; l < last; ++l) RK_RAW_SET(x[l], cur[l - first]);
         }
-        return from_bits<T>(x[t]);
+        return from_bits<T>(RK_RAW(x[t]));
     }
     /* The value lane t reads in a shuffle, as the fiber runtime resolves it (rk_warp_op): a
      * source lane outside the wave, the segment or not taking part gives the lane its own.
@@ -405,8 +448,8 @@ struct region {
             default: break;
         }
         uint32_t from = static_cast<uint32_t>(src);
-        if (src < 0 || from >= ws || b + from >= e || (!FULL && act && !act[b + from])) from = lane;
-        return from_bits<T>(x[b + from]);
+        if (src < 0 || from >= ws || b + from >= e || (!FULL && act && !RK_RAW(act[b + from]))) from = lane;
+        return from_bits<T>(RK_RAW(x[b + from]));
     }
 };
 
@@ -465,6 +508,13 @@ struct scope {
 #define RK_UNROLL_4
 #endif
 #define RK_LANE_UNROLL
+/* What the generated code calls after a collective's operand loop (rk::region::collective): the
+ * race variant's only; nothing at all in plain code. */
+#ifdef __SANITIZE_THREAD__
+#define RK_COLLECTIVE(r, count) (r).collective(count)
+#else
+#define RK_COLLECTIVE(r, count) (void)0
+#endif
 /* The runs of a lane loop (RK_RUNS: rk_i, and rk_run, the coordinates of the run's first lane)
  * and the lanes of one run (RK_RUN_LANES: rk_j, rk_t and rk_tidx). Split so that the region form
  * can put code between them (see RK_RUN_SPAN). */
@@ -493,6 +543,6 @@ struct scope {
         } else
 #define RK_LANES_ALONG(r) RK_RUNS(r) RK_RUN_LANES(r)
 #define RK_ALL_LANES(r) RK_LANES_ALONG(r)
-#define RK_LANES(r) RK_LANES_ALONG(r) if (!(r).act[rk_t]) continue; else
+#define RK_LANES(r) RK_LANES_ALONG(r) if (!RK_RAW((r).act[rk_t])) continue; else
 
 #endif

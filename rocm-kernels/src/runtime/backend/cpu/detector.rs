@@ -212,7 +212,15 @@ fn variable_name(symbol: &str) -> String {
         let variable = trailing_source_name(local)
             .or_else(|| without_discriminator.and_then(trailing_source_name));
         if let Some(variable) = variable {
-            return match leading_name(local) {
+            // A kernel's region form declares it in a lambda of `rk_block_<kernel>` (`_ZZZ...`).
+            let function =
+                leading_name(local.trim_start_matches('Z')).map(|f| match f.rsplit_once("::") {
+                    Some((ns, last)) => {
+                        format!("{ns}::{}", last.strip_prefix("rk_block_").unwrap_or(last))
+                    }
+                    None => f.strip_prefix("rk_block_").map(str::to_string).unwrap_or(f),
+                });
+            return match function {
                 Some(function) => format!("`{variable}` of `{function}`"),
                 None => format!("`{variable}`"),
             };
@@ -422,6 +430,19 @@ mod tests {
             "`tile` of `ns::kernel`"
         );
         assert_eq!(variable_name("_ZZ1kPfE3t_2"), "`t_2` of `k`");
+        // In a kernel's region form (a lambda of its block function).
+        assert_eq!(
+            variable_name(
+                "rkrace__ZZZ24rk_block_bench_transposePKfPfiiENKUlT_E_clISt17integral_constantIbLb1EEEEDaS4_E4tile"
+            ),
+            "`tile` of `bench_transpose`"
+        );
+        assert_eq!(
+            variable_name(
+                "_ZZZN2ns15rk_block_kernelEPfENKUlT_E_clISt17integral_constantIbLb1EEEEDaS2_E4tile"
+            ),
+            "`tile` of `ns::kernel`"
+        );
         assert_eq!(variable_name("_ZN2ns3bufE"), "`ns::buf`");
         assert_eq!(variable_name("rkrace_buf"), "`buf`");
     }

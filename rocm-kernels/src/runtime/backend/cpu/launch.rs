@@ -14,8 +14,11 @@ use crate::runtime::{CpuExec, FaultSite, LaunchConfig, RaceMethod, Result, Runti
 pub(super) struct CpuFunction {
     pub(super) name: String,
     pub(super) entry: ffi::RkEntry,
-    /// The kernel's race variant (instrumented, per thread), for the race detector.
+    /// The kernel's race variant (instrumented), for the race detector.
     pub(super) race_entry: Option<ffi::RkEntry>,
+    /// What the race variant's region form runs per call (as `region_form`; `RK_ENTRY_THREADS`
+    /// where it runs per thread).
+    pub(super) race_region_form: u32,
     /// The library's `__constant__`/`__device__` variables: (plain address, race variant's
     /// copy, bytes). A race-checked launch copies them in and back out.
     pub(super) globals: Vec<(DevicePtr, DevicePtr, usize, &'static str)>,

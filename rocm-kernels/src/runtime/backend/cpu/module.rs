@@ -77,6 +77,24 @@ impl ModuleBackend for CpuModule {
         let race_entry = cpu
             .race
             .map(|race| unsafe { std::mem::transmute::<*const (), ffi::RkEntry>(race) });
+        // The race variant's own region form: the build may have compiled it per thread where
+        // the plain entry has one. Asked while no launch is race-checked: its instrumented code
+        // would otherwise feed the armed detector from this thread.
+        let race_region_form = match race_entry {
+            Some(race) => {
+                let _armed = super::detector::ARMED
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                describe(race)
+                    .map_err(|message| RuntimeError::Api {
+                        backend: Backend::Cpu,
+                        call: format!("describe the race variant of `{name}`"),
+                        message,
+                    })?
+                    .1
+            }
+            None => ffi::RK_ENTRY_THREADS,
+        };
         // The library's variables, as the plain code and the race variant each have them.
         let globals = self
             .library
@@ -92,6 +110,7 @@ impl ModuleBackend for CpuModule {
             name: name.to_string(),
             entry,
             race_entry,
+            race_region_form,
             globals,
             param_types,
             layout,

@@ -7,13 +7,17 @@ use std::ffi::c_void;
 use super::device::Shared;
 use super::launch::CpuFunction;
 use super::{detector, ffi, race};
-use crate::runtime::{FaultSite, Result, RuntimeError};
+use crate::runtime::{CpuExec, FaultSite, Result, RuntimeError};
 
 impl CpuFunction {
     /// [`CpuOptions::race_check`] with the kernel's race variant: one run of the instrumented
-    /// entry, per-thread fibers on a fresh one-worker pool, with the race detector armed over the
-    /// device's memory (`detector`, `cpu-runtime/race.cpp`). A fault of the run comes first; else
-    /// any race found fails the launch.
+    /// entry on a fresh one-worker pool, with the race detector armed over the device's memory
+    /// (`detector`, `cpu-runtime/race.cpp`): the region form where the variant has one (a
+    /// block's waves switching only at barriers, as in a plain launch), else (or with
+    /// [`CpuExec::Fibers`]) per-thread fibers. A fault of the run comes first; else any race
+    /// found fails the launch.
+    ///
+    /// [`CpuExec::Fibers`]: crate::runtime::CpuExec::Fibers
     ///
     /// # Safety
     /// As [`FunctionBackend::launch`].
@@ -29,9 +33,14 @@ impl CpuFunction {
             .new_pool(1)
             .map_err(|reason| Shared::pool_error(&reason))?;
         desc.entry = race_entry;
-        desc.exec_fibers = 1;
-        desc.region_waves = 0;
-        desc.whole_blocks = 0;
+        let form = if self.shared.options.exec == CpuExec::Fibers {
+            ffi::RK_ENTRY_THREADS
+        } else {
+            self.race_region_form
+        };
+        desc.exec_fibers = u32::from(form == ffi::RK_ENTRY_THREADS);
+        desc.region_waves = u32::from(form == ffi::RK_ENTRY_WAVES);
+        desc.whole_blocks = u32::from(form == ffi::RK_ENTRY_WHOLE_BLOCKS);
         desc.exec_blocks = 0;
         let allocations = self
             .shared
