@@ -73,6 +73,9 @@ esac
 # shellcheck source=artifact.sh
 . "$here/scripts/h100/artifact.sh"
 
+# The binaries a run needs, stripped and gzipped into $bin: cargo-rocm, then per crate the test
+# harness with tune mode (basic: examples/basic's, and rocm-tune's `score` example; llm:
+# examples/llm's, and its bench for the cuBLAS rows).
 build() {
   set -e
   rm -rf "$bin"
@@ -80,42 +83,34 @@ build() {
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
   cargo build --release --manifest-path "$here/Cargo.toml" -p cargo-rocm
   cp "$CARGO_TARGET_DIR/release/cargo-rocm" "$bin/cargo-rocm"
-  local exe
-  exe="$(cargo build --release --manifest-path "$here/Cargo.toml" -p rocm-tune --example score \
-    --message-format json | artifact score example)"
-  cp "$exe" "$bin/score"
-  exe="$(ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}" \
-    cargo test --release --no-run --manifest-path "$here/examples/basic/Cargo.toml" \
-      --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
-  cp "$exe" "$bin/kernels-test"
+  export ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}"
+  local exe run_hint
+  case "$crate" in
+    basic)
+      exe="$(cargo build --release --manifest-path "$here/Cargo.toml" -p rocm-tune --example score \
+        --message-format json | artifact score example)"
+      cp "$exe" "$bin/score"
+      exe="$(cargo test --release --no-run --manifest-path "$here/examples/basic/Cargo.toml" \
+        --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
+      cp "$exe" "$bin/kernels-test"
+      run_hint="scripts/h100/tune.sh"
+      ;;
+    llm)
+      exe="$(cargo test --release --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels \
+        --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
+      cp "$exe" "$bin/kernels-test"
+      exe="$(cargo bench --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels --bench kernels \
+        --message-format json | artifact kernels bench)"
+      cp "$exe" "$bin/kernels-bench"
+      run_hint="TUNE_CRATE=llm scripts/h100/tune.sh"
+      ;;
+  esac
   strip "$bin"/*
   # Compressed: the carried tree has a size limit (gunzipped into $OUT/bin by the run).
   gzip -9 -f "$bin"/*
   ls -l "$bin"
   du -sh "$bin"
-  echo "built; carry .carry/h100/tune/ with the tree and run scripts/h100/tune.sh on the GPU machine" >&2
-}
-
-build_llm() {
-  set -e
-  rm -rf "$bin"
-  mkdir -p "$bin"
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
-  cargo build --release --manifest-path "$here/Cargo.toml" -p cargo-rocm
-  cp "$CARGO_TARGET_DIR/release/cargo-rocm" "$bin/cargo-rocm"
-  export ROCM_BACKENDS=cpu,nvidia ROCM_NVIDIA_ARCH="${ROCM_NVIDIA_ARCH:-sm_90}"
-  local exe
-  exe="$(cargo test --release --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels \
-      --test kernels --features rocm-test/tune --message-format json | artifact kernels test)"
-  cp "$exe" "$bin/kernels-test"
-  exe="$(cargo bench --no-run --manifest-path "$here/Cargo.toml" -p llm-kernels --bench kernels \
-      --message-format json | artifact kernels bench)"
-  cp "$exe" "$bin/kernels-bench"
-  strip "$bin"/*
-  gzip -9 -f "$bin"/*
-  ls -l "$bin"
-  du -sh "$bin"
-  echo "built; carry $bin with the tree and run TUNE_CRATE=llm scripts/h100/tune.sh on the GPU machine" >&2
+  echo "built; carry $bin with the tree and run $run_hint on the GPU machine" >&2
 }
 
 # Print the summary of a `cargo rocm tune --message-format json` report: per run, the best
@@ -334,9 +329,8 @@ PY
 }
 
 case "$crate:${1:-run}" in
-  basic:build | basic:--prepare) build ;;
+  *:build | *:--prepare) build ;;
   basic:run) run ;;
-  llm:build | llm:--prepare) build_llm ;;
   llm:run) run_llm ;;
   *) echo "usage: [TUNE_CRATE=basic|llm] $0 [build|run]" >&2; exit 2 ;;
 esac
