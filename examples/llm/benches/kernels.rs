@@ -15,7 +15,7 @@ use llm::vendor::{HalfType, Operand, VendorBlas};
 use llm::{bf16, f16, Dtype};
 use llm_kernels as llm;
 use rocm_bench::{BenchTarget, DeviceGroup};
-use rocm_kernels::runtime::{Backend, Buffer, Device, Module, Stream};
+use rocm_kernels::runtime::{Backend, Buffer, Device, Kernel, LaunchConfig, Module, Stream};
 
 /// One device's kernels and stream.
 struct Bench {
@@ -254,6 +254,19 @@ fn matmul(c: &mut Criterion) {
             let mut out = b.buf::<f32>(n * n, 0.0);
             let flops = Throughput::Elements((2 * n * n * n) as u64);
             let n32 = n as i32;
+            // One launch of a matmul kernel (a configuration's) with c = a bm into `out`.
+            let launch_mm =
+                |kernel: &Kernel, launch: LaunchConfig, out: &mut Buffer<f32>, s: &Stream| {
+                    kernel
+                        .launch(launch)
+                        .arg(&n32)
+                        .arg(&n32)
+                        .arg(&n32)
+                        .arg(&a)
+                        .arg(&bm)
+                        .arg(out)
+                        .run(s)
+                };
             // What the template launches: the configuration `cargo rocm tune` found for this
             // device and size (tune/wisdom.json, built in), or the default; and the default
             // beside it when a tuned one runs.
@@ -286,15 +299,7 @@ fn matmul(c: &mut Criterion) {
                     g.note(plan.selected.why.clone());
                 }
                 g.bench_launches(&format!("{n}^3"), &b.stream, |s| {
-                    kernel
-                        .launch(launch)
-                        .arg(&n32)
-                        .arg(&n32)
-                        .arg(&n32)
-                        .arg(&a)
-                        .arg(&bm)
-                        .arg(&mut out)
-                        .run(s)
+                    launch_mm(kernel, launch, &mut out, s)
                 });
                 g.finish();
             }
@@ -302,18 +307,13 @@ fn matmul(c: &mut Criterion) {
             // What the template launches, once more here: with a filter that skips the rows above
             // (`--bench paged_decode`), `out` would still hold zeros, and the comparison below
             // reported the vendor's largest element as the difference.
-            tuned
-                .as_ref()
-                .unwrap_or(&default)
-                .launch(plan.launch)
-                .arg(&n32)
-                .arg(&n32)
-                .arg(&n32)
-                .arg(&a)
-                .arg(&bm)
-                .arg(&mut out)
-                .run(&b.stream)
-                .unwrap_or_else(|e| panic!("{e}"));
+            launch_mm(
+                tuned.as_ref().unwrap_or(&default),
+                plan.launch,
+                &mut out,
+                &b.stream,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
             b.stream.synchronize().unwrap();
             let mine = out.to_vec().unwrap();
             let mut theirs = b.buf::<f32>(n * n, 0.0);
