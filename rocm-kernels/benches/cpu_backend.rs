@@ -28,12 +28,12 @@ fn process_cpu_time() -> Duration {
 }
 
 /// Best wall time and best CPU time over `RUNS` runs after a warm-up.
-fn best(f: impl FnMut()) -> (Duration, Duration) {
-    best_of(RUNS, f)
+fn best(mut f: impl FnMut()) -> (Duration, Duration) {
+    best_of(RUNS, &mut f)
 }
 
 /// Best (wall, CPU) of `runs` runs of `f` after one to warm up.
-fn best_of(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+fn best_of<F: FnMut() + ?Sized>(runs: usize, f: &mut F) -> (Duration, Duration) {
     f();
     let mut wall = Duration::MAX;
     let mut cpu = Duration::MAX;
@@ -69,8 +69,18 @@ fn kernel_times(
     let mut y = device.upload(host).expect("upload");
     let mut out = device.alloc::<f32>(n).expect("alloc");
     let mut times = Vec::new();
+    // BENCH_ONLY=name: time that kernel alone (the others read 0), e.g. under a profiler.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let skip = |name: &str| only.as_deref().is_some_and(|o| o != name);
+    let best_of = |name: &str, runs: usize, f: &mut dyn FnMut()| {
+        if skip(name) {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            best_of(runs, f)
+        }
+    };
     let saxpy = module.kernel("bench_saxpy").expect("kernel");
-    times.push(best_of(runs, || {
+    times.push(best_of("bench_saxpy", runs, &mut || {
         saxpy
             .launch(LaunchConfig::cover(n, 256))
             .arg(&2.0f32)
@@ -86,7 +96,7 @@ fn kernel_times(
         "bench_warp_reduce_helper",
     ] {
         let k = module.kernel(name).expect("kernel");
-        times.push(best_of(runs, || {
+        times.push(best_of(name, runs, &mut || {
             k.launch(LaunchConfig::cover(n, 256))
                 .arg(&x)
                 .arg(&mut out)
@@ -97,7 +107,7 @@ fn kernel_times(
     }
     let transpose = module.kernel("bench_transpose").expect("kernel");
     let blocks = (side / 32) as u32;
-    times.push(best_of(runs, || {
+    times.push(best_of("bench_transpose", runs, &mut || {
         transpose
             .launch(LaunchConfig::new((blocks, blocks), (32, 8)))
             .arg(&x)

@@ -53,6 +53,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -75,6 +76,13 @@ struct Access {
 };
 static_assert(sizeof(Access) == 24, "four accesses per granule");
 
+// Who makes an access: its block's serial, its thread, and where that thread stands (barriers
+// passed, collectives taken part in). The hooks take it from the running thread; replaying a
+// summary (below) from the summary.
+struct Who {
+    uint32_t serial, phase, wsync, tid;
+};
+
 constexpr unsigned SLOTS = 4;
 struct Cell {
     Access a[SLOTS];
@@ -92,6 +100,9 @@ struct Shadow {
 constexpr unsigned L2_BITS = 18;
 constexpr unsigned L1_BITS = 47 - PAGE_BITS - L2_BITS;
 constexpr uintptr_t SPACE_MASK = 3;
+// Set where summaries (rk_race_sum_add) cover part of the page; the rest of an entry's low bits.
+constexpr uintptr_t SUM_BIT = 4;
+constexpr uintptr_t LOW_MASK = 7;
 uintptr_t *l1[uintptr_t(1) << L1_BITS];
 
 uintptr_t *entry_of(uintptr_t addr, bool create) {
@@ -136,6 +147,24 @@ struct PageCache {
 };
 
 constexpr uint32_t MAX_THREADS = 1024;
+
+// A summary: what the lanes of one run of a lane loop (or several, merged) accessed at one place
+// of the source, told ahead by code the region form generated (rk_race_sum_add) instead of one
+// hook call per access: lane j touched `size` bytes at a0 + s * j, as thread g0 + j (global
+// memory: the launch's linear thread, block * threads + thread; shared memory: the thread in the
+// block).
+struct Summary {
+    uintptr_t lo, hi;  // the bytes between the first and last lane's
+    uintptr_t a0;
+    intptr_t s;  // 0 when n == 1
+    uint64_t g0;
+    uint64_t lin0;  // the block of lane 0 (global memory), and its serial
+    uint32_t serial0;
+    uint32_t n, size;
+    uint32_t phase, wsync;
+    uint64_t pc;
+    uint8_t flags, space;
+};
 constexpr unsigned CACHED_PAGE_BITS = 9;
 constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
 // Shadow pages kept between launches: up to MAX_SPARE of them as they are (a launch over two
@@ -145,6 +174,22 @@ constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
 constexpr size_t MAX_SPARE = (size_t(2048) << 20) / sizeof(Shadow);
 constexpr size_t MAX_KEPT = (size_t(4096) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
+
+struct PageList {
+    uint32_t phase = 0;
+    std::vector<uint32_t> w, r;
+    // The bytes the writes and the reads span: a summary beyond them meets none of them
+    // (rows of a tile written in order).
+    uintptr_t w_lo = ~uintptr_t(0), w_hi = 0, r_lo = ~uintptr_t(0), r_hi = 0;
+    void clear(uint32_t ph) {
+        w.clear();
+        r.clear();
+        w_lo = r_lo = ~uintptr_t(0);
+        w_hi = r_hi = 0;
+        phase = ph;
+    }
+};
+PageList **plist_slot(uintptr_t addr);
 
 struct State {
     bool armed = false;
@@ -197,9 +242,79 @@ struct State {
         size_t used;
     };
     std::vector<Chunk> chunks;
+    // Summaries (rk_race_sum_*): on for the launch until one conflicts with another or meets a
+    // hooked access, when all of them are replayed as hooked accesses (materialize) and the rest
+    // of the launch is checked access by access. Global memory's for the launch, shared memory's
+    // for the current block; by page, the summaries that touch it.
+    bool sum_on = false;
+    bool sum_allowed = true;
+    std::vector<Summary> grecs, srecs, stage;
+    // By page, the summaries that touch it, writes and reads apart (a read need not be checked
+    // against reads); for shared memory, of one phase (earlier phases are ordered before it).
+    // Page lists by page (a radix table like the page table's, `plists`), from a pool kept
+    // between launches (their vectors keep their capacity); `touched` the pages that have one.
+    struct Pages {
+        std::vector<uintptr_t> touched;
+        std::deque<PageList> pool;
+        size_t used = 0;
+        PageList *find(uintptr_t p) { return *plist_slot(p); }
+        PageList &get(uintptr_t p, bool &created) {
+            PageList **slot = plist_slot(p);
+            created = *slot == nullptr;
+            if (created) {
+                if (used == pool.size()) pool.emplace_back();
+                PageList *l = &pool[used++];
+                l->clear(0);
+                *slot = l;
+                touched.push_back(p);
+            }
+            return **slot;
+        }
+        void clear() {
+            for (uintptr_t p : touched) *plist_slot(p) = nullptr;
+            touched.clear();
+            used = 0;
+        }
+    };
+    Pages gpages, spages;
+    // The summary each place of the source added last (to extend it): few places, a short list.
+    std::vector<std::pair<uint64_t, uint32_t>> glast, slast;
+    // The block whose threads last made a hooked access to shared memory (such a block takes no
+    // shared-memory summaries: they would not be checked against those accesses).
+    uint32_t gen_shared_serial = 0;
+    // Some barrier or collective of the current block counted only some lanes of a wave.
+    bool nonuniform = false;
+    // This launch's summaries taken (rk_race_sum_add calls committed), and whether they were
+    // replayed as hooked accesses (rk_race_summary_stats).
+    uint64_t sum_taken = 0;
+    uint32_t sum_replayed = 0;
 };
 
 constexpr size_t CHUNK_BYTES = size_t(64) << 20;
+
+// The summaries' page lists by page: the page table's shape, one pointer per page.
+PageList **plists[uintptr_t(1) << L1_BITS];
+PageList *no_plist = nullptr;
+
+PageList **plist_slot(uintptr_t addr) {
+    const uintptr_t page = addr >> PAGE_BITS;
+    const uintptr_t i1 = page >> L2_BITS;
+    if (i1 >= (uintptr_t(1) << L1_BITS)) {
+        no_plist = nullptr;
+        return &no_plist;
+    }
+    PageList **l2 = plists[i1];
+    if (!l2) {
+        void *m = mmap(nullptr, sizeof(void *) << L2_BITS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            no_plist = nullptr;
+            return &no_plist;
+        }
+        l2 = plists[i1] = static_cast<PageList **>(m);
+    }
+    return &l2[page & ((uintptr_t(1) << L2_BITS) - 1)];
+}
 
 State S;
 
@@ -265,6 +380,17 @@ void register_locals() {
     set_space(S.dyn_lo, S.dyn_hi, RK_RACE_SHARED);
 }
 
+// Shared memory's summaries belong to one block.
+void drop_shared_summaries() {
+    for (uintptr_t pg : S.spages.touched) {
+        uintptr_t *e = entry_of(pg, false);
+        if (e) *e &= ~SUM_BIT;
+    }
+    S.spages.clear();
+    S.srecs.clear();
+    S.slast.clear();
+}
+
 __attribute__((noinline)) void new_block(uint64_t linear) {
     S.cur_block = linear;
     S.cur_serial = S.next_serial++;
@@ -278,6 +404,8 @@ __attribute__((noinline)) void new_block(uint64_t linear) {
     memset(S.fenced, 0, n);
     memset(S.barrier_pc, 0, n * sizeof S.barrier_pc[0]);
     S.acquired.clear();
+    drop_shared_summaries();
+    S.nonuniform = false;
     if (!S.locals_registered) register_locals();
 }
 
@@ -335,8 +463,8 @@ bool acquired_from(uint32_t serial, uint32_t phase) {
 
 // Check one granule's access against what it remembers, then remember it.
 void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t flags, uint64_t pc,
-                uint32_t tid) {
-    const uint32_t phase = S.phase[tid], wsync = S.wsync[tid];
+                const Who &who) {
+    const uint32_t phase = who.phase, wsync = who.wsync, tid = who.tid, serial = who.serial;
     const uint32_t ws = S.wave_size;
     const bool write = flags & F_WRITE;
     const uint8_t sync_like = F_ATOMIC | F_VOLATILE;
@@ -344,12 +472,12 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
     for (unsigned i = 0; i < SLOTS; ++i) {
         Access &r = c.a[i];
         const bool live = r.serial >= S.first_serial && r.serial != 0 &&
-                          (space == RK_RACE_GLOBAL || r.serial == S.cur_serial);
+                          (space == RK_RACE_GLOBAL || r.serial == serial);
         if (!live) {
             if (rank < 3) rank = 3, reuse = int(i);
             continue;
         }
-        const bool same_block = r.serial == S.cur_serial;
+        const bool same_block = r.serial == serial;
         if (same_block && r.tid == tid) {
             // This thread's own earlier access: one that covers this one and is at least as strong
             // was already checked against everything this one would be.
@@ -381,7 +509,7 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
         race.address = granule + __builtin_ctz(unsigned(r.mask & mask));
         race.space = space;
         race.earlier = r;
-        race.later = Access{S.cur_serial, phase, wsync, uint16_t(tid), mask, flags, pc};
+        race.later = Access{serial, phase, wsync, uint16_t(tid), mask, flags, pc};
         race.count = 0;
         if (write && r_write) {
             S.pending.push_back(Pending{granule, uint8_t(r.mask & mask), space, granule_bytes(granule), race});
@@ -390,12 +518,12 @@ void check_cell(Cell &c, uintptr_t granule, uint8_t mask, uint8_t space, uint8_t
         }
     }
     if (reuse < 0) reuse = int(S.rotor++ % SLOTS);
-    c.a[reuse] = Access{S.cur_serial, phase, wsync, uint16_t(tid), mask, flags, pc};
+    c.a[reuse] = Access{serial, phase, wsync, uint16_t(tid), mask, flags, pc};
 }
 
 Shadow *shadow_of(uintptr_t *e) {
     uintptr_t v = *e;
-    if (v & ~SPACE_MASK) return reinterpret_cast<Shadow *>(v & ~SPACE_MASK);
+    if (v & ~LOW_MASK) return reinterpret_cast<Shadow *>(v & ~LOW_MASK);
     // A page of an earlier launch needs no clearing: its accesses have serials below
     // first_serial, which check_cell takes for empty slots.
     void *mem = nullptr;
@@ -413,13 +541,14 @@ Shadow *shadow_of(uintptr_t *e) {
         mem = c.base + c.used;
         c.used += sizeof(Shadow);
     }
-    *e = reinterpret_cast<uintptr_t>(mem) | (v & SPACE_MASK);
+    *e = reinterpret_cast<uintptr_t>(mem) | (v & LOW_MASK);
     return static_cast<Shadow *>(mem);
 }
 
 // Check [lo, stop), within one page whose shadow is `sh`, granule by granule.
 inline void check_in_page(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t space, uint8_t flags, uint64_t pc,
-                          uint32_t tid) {
+                          const Who &tid) {
+    if (space != RK_RACE_GLOBAL) S.gen_shared_serial = tid.serial;
     for (uintptr_t a = lo; a < stop;) {
         const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
         const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
@@ -471,20 +600,25 @@ Window window_of(uintptr_t page, uintptr_t *e) {
 
 // An access to a bounded buffer's pages outside it (the first byte outside at `address`).
 __attribute__((noinline, cold)) void note_out_of_bounds(uintptr_t address, uintptr_t size, uint8_t flags, uint64_t pc,
-                                                        uint32_t tid) {
+                                                        const Who &who) {
     if (S.oob_count++ == 0) {
         S.oob_address = address;
         S.oob_size = size;
-        S.oob = Access{S.cur_serial, S.phase[tid], S.wsync[tid], uint16_t(tid), 0, flags, pc};
+        S.oob = Access{who.serial, who.phase, who.wsync, uint16_t(who.tid), 0, flags, pc};
     }
 }
 
-void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, uint32_t tid) {
+void materialize();
+
+void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, const Who &tid) {
     while (addr < end) {
         const uintptr_t page = addr & ~(PAGE - 1);
         const uintptr_t page_end = page + PAGE;
         uintptr_t stop = end < page_end ? end : page_end;
         uintptr_t *e = entry_of(addr, false);
+        // Summaries cover this page: they become shadow first, then this access is checked
+        // against them like any other.
+        if (e && (*e & SUM_BIT)) materialize();
         const Window w = window_of(page, e);
         if (w.bounded && (addr < w.lo || stop > w.hi)) note_out_of_bounds(addr < w.lo ? addr : w.hi, end - addr, flags, pc, tid);
         uintptr_t lo = addr;
@@ -509,8 +643,9 @@ __attribute__((noinline)) void access_checked(uintptr_t addr, uintptr_t size, ui
     if (__builtin_expect(!S.pending.empty(), 0)) flush_pending();
     sync_block();
     const uintptr_t end = addr + size;
-    uint32_t tid = cur_tid();
-    if (tid >= MAX_THREADS) tid = MAX_THREADS - 1;
+    uint32_t t = cur_tid();
+    if (t >= MAX_THREADS) t = MAX_THREADS - 1;
+    const Who tid{S.cur_serial, S.phase[t], S.wsync[t], t};
     // Fast path: a page accessed lately, checked wholly inside its window.
     const PageCache &c = cached(addr & ~(PAGE - 1));
     if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page && c.shadow && addr >= c.lo &&
@@ -536,6 +671,290 @@ __attribute__((always_inline)) inline void on_access(const volatile void *p, uin
     if ((addr & ~(PAGE - 1)) == c.page && ((addr + size - 1) & ~(PAGE - 1)) == c.page && !c.shadow) return;
     access_checked(addr, size, flags, pc);
 }
+
+// ---- Summaries ---------------------------------------------------------------------------------
+// The race variant's region form tells the detector, before a lane loop whose memory accesses
+// it can describe (rocm-cpu-frontend's region/codegen/summary.rs: subscripts affine in the lane
+// of kernel pointers and __shared__ arrays, under conditions that read no memory), what each run
+// of lanes will access, and then runs that loop uninstrumented. The summaries are checked against
+// each other as they come: no two threads' bytes may meet with a write between them unless a
+// barrier orders them (shared memory, different phases). What cannot be shown that way (the
+// first conflict, a hooked access to memory summaries cover) turns every summary into the hooked
+// accesses it stands for, in order (materialize), and the launch goes on hook by hook: the result
+// is what hooks alone would have found, since no two summaries had met.
+
+inline uint64_t caller(void *ra);
+
+inline uint64_t sum_thread(const Summary &r, uint32_t j) { return r.g0 + j; }
+
+// Lanes of `y` whose bytes meet [a, a + size).
+inline bool lanes_meeting(const Summary &y, uintptr_t a, uint32_t size, uint32_t &klo, uint32_t &khi) {
+    if (y.n == 1 || y.s == 0) {
+        if (y.a0 < a + size && y.a0 + y.size > a) {
+            klo = 0, khi = y.n - 1;
+            return true;
+        }
+        return false;
+    }
+    // Lane k's bytes: [y.a0 + s k, + y.size). Work with the lanes in increasing address order.
+    const bool down = y.s < 0;
+    const intptr_t st = down ? -y.s : y.s;
+    const intptr_t base = intptr_t(down ? y.a0 + y.s * intptr_t(y.n - 1) : y.a0);
+    // k with base + st k < a + size and base + st k + y.size > a.
+    const intptr_t lo_num = intptr_t(a) - intptr_t(y.size) - base;  // st k > lo_num
+    const intptr_t hi_num = intptr_t(a) + intptr_t(size) - base;    // st k < hi_num
+    intptr_t k0 = lo_num < 0 ? 0 : lo_num / st + 1;
+    intptr_t k1 = hi_num <= 0 ? -1 : (hi_num - 1) / st;
+    if (k1 > intptr_t(y.n) - 1) k1 = intptr_t(y.n) - 1;
+    if (k0 > k1) return false;
+    if (down) {
+        klo = uint32_t(intptr_t(y.n) - 1 - k1), khi = uint32_t(intptr_t(y.n) - 1 - k0);
+    } else {
+        klo = uint32_t(k0), khi = uint32_t(k1);
+    }
+    return true;
+}
+
+// Whether two summaries of the same kind of memory may race: some byte both touch, by two
+// threads, one writing, and (shared memory) in the same phase. Exact, or true where too costly.
+bool sum_conflict(const Summary &a, const Summary &b) {
+    if (!((a.flags | b.flags) & F_WRITE)) return false;
+    if (a.hi <= b.lo || b.hi <= a.lo) return false;
+    if (a.space != RK_RACE_GLOBAL && a.phase != b.phase) return false;
+    // The same place for the same thread in both: only a thread meets itself.
+    if (a.n > 1 && b.n > 1 && a.s == b.s && a.size == b.size && (a.s >= intptr_t(a.size) || -a.s >= intptr_t(a.size)) &&
+        a.a0 - uintptr_t(a.s) * a.g0 == b.a0 - uintptr_t(b.s) * b.g0)
+        return false;
+    const Summary &x = a.n <= b.n ? a : b;
+    const Summary &y = a.n <= b.n ? b : a;
+    if (x.n > 4096) return true;
+    for (uint32_t j = 0; j < x.n; ++j) {
+        uint32_t klo, khi;
+        if (!lanes_meeting(y, x.a0 + uintptr_t(x.s) * j, x.size, klo, khi)) continue;
+        const uint64_t t = sum_thread(x, j);
+        for (uint32_t k = klo; k <= khi; ++k)
+            if (sum_thread(y, k) != t) return true;
+    }
+    return false;
+}
+
+// The pages [lo, hi) touches, and whether each satisfies `ok`.
+template <class F>
+bool pages_all(uintptr_t lo, uintptr_t hi, F ok) {
+    for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE)
+        if (!ok(p)) return false;
+    return true;
+}
+
+// Replay summary `r` as the hooked accesses it stands for.
+void replay(const Summary &r) {
+    const uint64_t nb = uint64_t(S.block.x) * S.block.y * S.block.z;
+    for (uint32_t j = 0; j < r.n; ++j) {
+        const uintptr_t a = r.a0 + uintptr_t(r.s) * j;
+        Who who{S.cur_serial, r.phase, r.wsync, uint32_t(sum_thread(r, j))};
+        if (r.space == RK_RACE_GLOBAL) {
+            const uint64_t g = sum_thread(r, j), lin = nb ? g / nb : 0;
+            who.tid = uint32_t(nb ? g % nb : 0);
+            who.serial = uint32_t(r.serial0 + (lin - r.lin0));
+        }
+        check_range(a, a + r.size, r.flags, r.pc, who);
+    }
+}
+
+void materialize() {
+    S.sum_on = false;
+    S.sum_replayed = 1;
+    for (auto *pages : {&S.gpages, &S.spages})
+        for (uintptr_t pg : pages->touched) {
+            uintptr_t *e = entry_of(pg, false);
+            if (e) *e &= ~SUM_BIT;
+        }
+    S.gpages.clear();
+    S.spages.clear();
+    S.glast.clear();
+    S.slast.clear();
+    forget_pages();
+    std::vector<Summary> g = std::move(S.grecs), sh = std::move(S.srecs);
+    S.grecs.clear();
+    S.srecs.clear();
+    for (const Summary &r : g) replay(r);
+    for (const Summary &r : sh) replay(r);
+}
+
+// Whether [lo, hi) lies in device memory the summaries may describe: inside one bounded buffer
+// (or allocations without bounds), on pages no hooked access has touched this launch.
+bool global_ok(uintptr_t lo, uintptr_t hi) {
+    if (!S.bounds.empty()) {
+        auto it = std::upper_bound(S.bounds.begin(), S.bounds.end(), std::make_pair(lo, ~uintptr_t(0)));
+        if (it != S.bounds.begin() && std::prev(it)->first <= lo && lo < std::prev(it)->second) {
+            if (hi > std::prev(it)->second) return false;
+        } else {
+            uintptr_t *e = entry_of(lo, false);
+            if (window_of(lo & ~(PAGE - 1), e).bounded) return false;
+        }
+    }
+    return pages_all(lo, hi, [](uintptr_t p) {
+        uintptr_t *e = entry_of(p, false);
+        return e && (*e & SPACE_MASK) == RK_RACE_GLOBAL && !(*e & ~LOW_MASK);
+    });
+}
+
+}  // namespace
+
+extern "C" uint32_t rk_race_sum_on(void) { return S.armed && S.sum_on; }
+
+extern "C" void rk_race_sum_abort(void) { S.stage.clear(); }
+
+// One run of lanes' accesses at the caller's place: `n` lanes from linear thread `tid0`, lane j
+// at a_lo + (a_next - a_lo) j (a_last the last lane's, to check that), `size_flags` the bytes
+// accessed and F_WRITE << 16. Returns 0 where it cannot be taken (then the lane loop runs hooked).
+extern "C" uint32_t rk_race_sum_add(uint64_t size_flags, uintptr_t a_lo, uintptr_t a_next, uintptr_t a_last, uint32_t n,
+                                    uint32_t tid0) {
+    if (!S.armed || !S.sum_on) return 0;
+    if (!S.pending.empty()) flush_pending();
+    sync_block();
+    if (n == 0) return 1;
+    const uint32_t size = uint32_t(size_flags & 0xffff);
+    const uint8_t flags = uint8_t((size_flags >> 16) & F_WRITE);
+    if (size == 0 || size > PAGE || tid0 + uint64_t(n) > MAX_THREADS) return 0;
+    const intptr_t s = n > 1 ? intptr_t(a_next - a_lo) : 0;
+    if (n > 1 && a_last != a_lo + uintptr_t(s) * (n - 1)) return 0;
+    if ((flags & F_WRITE) && n > 1 && (s < intptr_t(size) && -s < intptr_t(size))) return 0;
+    Summary r{};
+    r.lo = s >= 0 ? a_lo : a_last;
+    r.hi = (s >= 0 ? a_last : a_lo) + size;
+    if (r.hi < r.lo) return 0;
+    r.a0 = a_lo, r.s = s, r.n = n, r.size = size, r.flags = flags;
+    r.phase = S.phase[tid0], r.wsync = S.wsync[tid0];
+    if (S.nonuniform)
+        for (uint32_t j = 1; j < n; ++j)
+            if (S.phase[tid0 + j] != r.phase || S.wsync[tid0 + j] != r.wsync) return 0;
+    r.pc = caller(__builtin_return_address(0));
+    uintptr_t *e = entry_of(r.lo, false);
+    const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+    if (!space) {
+        // Memory nobody checks (a local array): nothing to tell, if none of it is checked.
+        return pages_all(r.lo, r.hi, [](uintptr_t p) {
+            uintptr_t *pe = entry_of(p, false);
+            return !pe || !(*pe & SPACE_MASK);
+        });
+    }
+    r.space = space;
+    const uint64_t nb = uint64_t(S.block.x) * S.block.y * S.block.z;
+    if (space == RK_RACE_GLOBAL) {
+        if (!global_ok(r.lo, r.hi)) return 0;
+        r.g0 = S.cur_block * nb + tid0;
+        r.lin0 = S.cur_block;
+        r.serial0 = S.cur_serial;
+    } else {
+        const uintptr_t lo = space == RK_RACE_SHARED ? S.dyn_lo : S.tls_lo;
+        const uintptr_t hi = space == RK_RACE_SHARED ? S.dyn_hi : S.tls_hi;
+        const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
+        if (r.lo < lo || r.hi > hi || (r.lo < cur + sizeof rk_cur && r.hi > cur)) return 0;
+        if (S.gen_shared_serial == S.cur_serial) return 0;
+        r.g0 = tid0;
+        r.lin0 = S.cur_block;
+        r.serial0 = S.cur_serial;
+    }
+    S.stage.push_back(r);
+    return 1;
+}
+
+// Check the staged summaries and keep them (1), or (0) leave them: the lane loop then runs hooked.
+extern "C" uint32_t rk_race_sum_commit(void) {
+    if (!S.armed || !S.sum_on) {
+        S.stage.clear();
+        return 0;
+    }
+    bool conflict = false;
+    for (size_t i = 0; i < S.stage.size() && !conflict; ++i) {
+        Summary &r = S.stage[i];
+        for (size_t k = 0; k < i && !conflict; ++k)
+            if (S.stage[k].space == r.space || (S.stage[k].space != RK_RACE_GLOBAL) == (r.space != RK_RACE_GLOBAL))
+                conflict = sum_conflict(S.stage[k], r);
+        const bool global = r.space == RK_RACE_GLOBAL;
+        auto &pages = global ? S.gpages : S.spages;
+        const auto &recs = global ? S.grecs : S.srecs;
+        for (uintptr_t p = r.lo & ~(PAGE - 1); p < r.hi && !conflict; p += PAGE) {
+            PageList *l = pages.find(p);
+            if (!l) continue;
+            // Earlier phases of the block are ordered before this one.
+            if (!global && l->phase != r.phase) l->clear(r.phase);
+            if (r.lo < l->w_hi && r.hi > l->w_lo)
+                for (uint32_t id : l->w)
+                    if (sum_conflict(recs[id], r)) {
+                        conflict = true;
+                        break;
+                    }
+            if (!conflict && (r.flags & F_WRITE) && r.lo < l->r_hi && r.hi > l->r_lo)
+                for (uint32_t id : l->r)
+                    if (sum_conflict(recs[id], r)) {
+                        conflict = true;
+                        break;
+                    }
+        }
+    }
+    if (conflict) {
+        S.stage.clear();
+        materialize();
+        return 0;
+    }
+    S.sum_taken += S.stage.size();
+    for (const Summary &r : S.stage) {
+        const bool global = r.space == RK_RACE_GLOBAL;
+        auto &recs = global ? S.grecs : S.srecs;
+        auto &pages = global ? S.gpages : S.spages;
+        auto &last = global ? S.glast : S.slast;
+        uint32_t id;
+        auto lt = std::find_if(last.begin(), last.end(), [&](const std::pair<uint64_t, uint32_t> &e) { return e.first == r.pc; });
+        bool merged = false;
+        if (lt != last.end()) {
+            Summary &p = recs[lt->second];
+            const intptr_t st = p.n > 1 ? p.s : intptr_t(r.a0 - p.a0);
+            if (p.flags == r.flags && p.size == r.size && p.space == r.space && p.phase == r.phase &&
+                p.wsync == r.wsync && (r.n == 1 || r.s == st) && r.a0 == p.a0 + uintptr_t(st) * p.n &&
+                r.g0 == p.g0 + p.n && (!(r.flags & F_WRITE) || st >= intptr_t(r.size) || -st >= intptr_t(r.size))) {
+                p.s = st;
+                p.n += r.n;
+                if (r.lo < p.lo) p.lo = r.lo;
+                if (r.hi > p.hi) p.hi = r.hi;
+                id = lt->second;
+                merged = true;
+            }
+        }
+        if (!merged) {
+            id = uint32_t(recs.size());
+            recs.push_back(r);
+            if (lt != last.end())
+                lt->second = id;
+            else
+                last.emplace_back(r.pc, id);
+        }
+        for (uintptr_t p = r.lo & ~(PAGE - 1); p < r.hi; p += PAGE) {
+            bool created;
+            PageList &l = pages.get(p, created);
+            if (created) {
+                uintptr_t *e = entry_of(p, false);
+                if (e) *e |= SUM_BIT;
+                // A hooked access to the page must see the bit (pages it has cached skip it).
+                if (!global) cached(p) = PageCache{};
+                l.phase = r.phase;
+            } else if (!global && l.phase != r.phase) {
+                l.clear(r.phase);
+            }
+            const bool w = r.flags & F_WRITE;
+            auto &ids = w ? l.w : l.r;
+            if (ids.empty() || ids.back() != id) ids.push_back(id);
+            uintptr_t &blo = w ? l.w_lo : l.r_lo, &bhi = w ? l.w_hi : l.r_hi;
+            if (r.lo < blo) blo = r.lo;
+            if (r.hi > bhi) bhi = r.hi;
+        }
+    }
+    S.stage.clear();
+    return 1;
+}
+
+namespace {
 
 // An atomic (or volatile) access to `p`: after a fence (or with release order) it releases what
 // the block wrote before; any such access acquires what others released to the same address.
@@ -597,6 +1016,18 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.release_seq = 0;
     S.bounds.clear();
     S.oob_count = 0;
+    S.grecs.clear();
+    S.srecs.clear();
+    S.stage.clear();
+    S.gpages.clear();
+    S.spages.clear();
+    S.glast.clear();
+    S.slast.clear();
+    S.gen_shared_serial = 0;
+    S.nonuniform = false;
+    S.sum_taken = 0;
+    S.sum_replayed = 0;
+    S.sum_on = S.sum_allowed;
     forget_pages();
     for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
     S.armed = true;
@@ -604,6 +1035,13 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
 }
 
 extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
+
+extern "C" void rk_race_set_summaries(uint32_t on) { S.sum_allowed = on != 0; }
+
+extern "C" uint64_t rk_race_summary_stats(uint32_t *replayed) {
+    if (replayed) *replayed = S.sum_replayed;
+    return S.sum_taken;
+}
 
 extern "C" void rk_race_bound(const rk_race_range *ranges, uint32_t count) {
     S.bounds.clear();
@@ -627,6 +1065,14 @@ extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *out) {
 extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
+    S.sum_on = false;
+    S.grecs.clear();
+    S.srecs.clear();
+    S.stage.clear();
+    S.gpages.clear();
+    S.spages.clear();
+    S.glast.clear();
+    S.slast.clear();
     forget_pages();
     for (uintptr_t *e : S.entries) *e = 0;
     S.entries.clear();
@@ -725,6 +1171,7 @@ extern "C" void rk_race_wave_barrier(uint32_t base, uint32_t n, const uint8_t *a
     if (!S.pending.empty()) flush_pending();
     sync_block();
     const uint32_t end = base + n < MAX_THREADS ? base + n : MAX_THREADS;
+    if (act) S.nonuniform = true;
     if (!leaving) {
         const uint64_t pc = caller(__builtin_return_address(0));
         for (uint32_t t = base; t < end; ++t)
@@ -740,6 +1187,7 @@ extern "C" void rk_race_wave_collective(uint32_t base, uint32_t n, const uint8_t
     if (!S.pending.empty()) flush_pending();
     sync_block();
     const uint32_t end = base + n < MAX_THREADS ? base + n : MAX_THREADS;
+    if (act) S.nonuniform = true;
     for (uint32_t t = base; t < end; ++t)
         if (!act || act[t - base]) S.wsync[t] += count;
 }
@@ -913,6 +1361,11 @@ extern "C" uint32_t rk_race_end(rk_race_report *, uint32_t, uint64_t *total) {
 }
 extern "C" uint64_t rk_race_barrier_pc(uint32_t) { return 0; }
 extern "C" void rk_race_set_strict(uint32_t) {}
+extern "C" void rk_race_set_summaries(uint32_t) {}
+extern "C" uint64_t rk_race_summary_stats(uint32_t *replayed) {
+    if (replayed) *replayed = 0;
+    return 0;
+}
 extern "C" void rk_race_bound(const rk_race_range *, uint32_t) {}
 extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *) { return 0; }
 

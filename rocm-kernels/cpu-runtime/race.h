@@ -64,6 +64,12 @@ uint32_t rk_race_out_of_bounds(rk_race_report *out);
 /* Strict mode for the launches armed after it (nonzero): a plain read racing another thread's
  * atomic write is reported too (by default it is not: race.cpp says why). */
 void rk_race_set_strict(uint32_t strict);
+/* Whether the launches armed after it take summaries from the region form's lane loops
+ * (rk_race_sum_add in detail/region.h; nonzero, the default) or check every access hooked. */
+void rk_race_set_summaries(uint32_t on);
+/* How many summaries the launch armed last took, and (in *replayed, 1 or 0) whether they were
+ * replayed as hooked accesses (a conflict, or a hooked access to memory they covered). */
+uint64_t rk_race_summary_stats(uint32_t *replayed);
 /* Disarm it and take the races found: up to `max` distinct pairs of places into `out`; returns
  * how many were written, and the number of racing access pairs seen in all in *total. */
 uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total);

@@ -15,6 +15,7 @@ use super::parse::{
 use super::unit::KernelDef;
 
 mod split;
+mod summary;
 
 /// The generator of one kernel's region form: the text so far and where it stands.
 struct Gen<'s, 'a> {
@@ -47,6 +48,14 @@ struct Gen<'s, 'a> {
     /// Variables of the lockstep and uniform loops around the code being generated: the same in
     /// every lane, and no lane changes them (see `split`).
     uniform: Vec<String>,
+    /// Kernel pointer parameters (never changed, not `volatile`) and static `__shared__`
+    /// arrays: the memory a race-variant summary may describe (see `summary`).
+    arrays: Vec<String>,
+    /// The kernel template's parameter names (lane-independent values).
+    template_names: Vec<String>,
+    /// Names the kernel declares (its parameters and, as far as a glance at the tokens tells,
+    /// its local variables): any other name in lane code may be a variable in device memory.
+    locals: BTreeSet<String>,
 }
 
 /// Marks the storage of a lane variable that has no slot: one whose value is a function of the
@@ -811,6 +820,10 @@ impl Gen<'_, '_> {
                 }
             }
         }
+        // The race variant's summary of the lane loop (see `summary`).
+        if !label_used && !self.returned_here {
+            self.summarize(&run, mark);
+        }
         if let Some(scope) = self.scopes.last_mut() {
             scope.extend(pending);
         }
@@ -1183,17 +1196,24 @@ impl Gen<'_, '_> {
             reps.push((*at, close + 1, rep));
         }
         let line = self.source_line(a);
+        // Lane loops that touch lane variables alone run uninstrumented in the race variant.
+        let fast = self.lane_storage_only(a, b);
         if !stores.is_empty() {
+            let mark = self.out.len();
             self.open_lanes();
             self.push(&line);
             self.push("\n");
             self.push_lane(&stores);
             self.close_lanes();
+            if fast {
+                self.uninstrumented(mark);
+            }
         }
         // Phase 2: barriers checked, ballots reduced per wave.
         self.push(&line);
         self.push(&after);
         // Phase 3: the statement per lane.
+        let mark = self.out.len();
         self.open_lanes();
         self.push(&line);
         let code = match decl {
@@ -1201,7 +1221,11 @@ impl Gen<'_, '_> {
             None => format!("\n{}", wrap(self.text_with(a, b, &reps))),
         };
         self.push_lane(&code);
+        let label_used = self.labels.last().is_some_and(|l| l.1);
         self.close_lanes();
+        if fast && !label_used {
+            self.uninstrumented(mark);
+        }
         self.push("\n}");
         Ok(())
     }
@@ -1233,6 +1257,89 @@ fn lambdas_read(src: &Tokens, a: usize, b: usize, what: &str) -> bool {
                 .close(k)
                 .is_some_and(|c| (k..c).any(|i| src.is(i, what)))
     })
+}
+
+/// The names kernel `def` declares: its parameters, and each name in its body right after a name
+/// (`float v`, `int i`) or after a `*` or `&` that follows one (`float *p`).
+fn declared_names(src: &Tokens, def: &KernelDef) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = param_names(src, def.params)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let (a, b) = def.body;
+    for i in a + 1..b {
+        if !src.ident(i) || matches!(src.tok(i - 1), "." | "->") {
+            continue;
+        }
+        let prev_name = |k: usize| {
+            src.ident(k) && !matches!(src.tok(k), "return" | "case" | "else" | "do" | "goto")
+        };
+        if prev_name(i - 1)
+            || (matches!(src.tok(i - 1), "*" | "&") && i >= a + 2 && prev_name(i - 2))
+        {
+            out.insert(src.tok(i).to_string());
+        }
+    }
+    out
+}
+
+/// Whether the body assigns `name`, takes its address, or declares another `name` (member
+/// accesses `.name` and `->name` are other things).
+fn changed_or_shadowed(src: &Tokens, name: &str, (a, b): (usize, usize)) -> bool {
+    (a..b).any(|i| {
+        if !src.is(i, name) || !src.ident(i) {
+            return false;
+        }
+        let prev = if i > a { src.tok(i - 1) } else { "" };
+        if matches!(prev, "." | "->") {
+            return false;
+        }
+        let next = src.tok(i + 1);
+        ASSIGN_OPS.contains(&next)
+            || matches!(next, "++" | "--")
+            || matches!(prev, "++" | "--" | "&")
+            || (i > a && src.ident(i - 1) && !matches!(prev, "return" | "case" | "else" | "do"))
+            || (matches!(prev, "*" | "&")
+                && i > a + 2
+                && src.ident(i - 2)
+                && matches!(src.tok(i - 3), ";" | "{" | "}" | "const" | "("))
+    })
+}
+
+/// The kernel's pointer parameters that it never changes and that are not `volatile`, and its
+/// static `__shared__` arrays (`thread_local` in the preprocessed body): see `summary`.
+fn summary_arrays(src: &Tokens, def: &KernelDef) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, at) in param_names(src, def.params) {
+        let start = (def.params.0..at)
+            .rev()
+            .find(|&i| src.is(i, ",") || src.is(i, "("))
+            .map_or(def.params.0, |i| i + 1);
+        let words = (start..at).map(|i| src.tok(i));
+        let (mut pointer, mut volatile) = (false, false);
+        for w in words {
+            pointer |= w == "*";
+            volatile |= w == "volatile";
+        }
+        if pointer && !volatile && !changed_or_shadowed(src, &name, def.body) {
+            out.push(name);
+        }
+    }
+    let (ba, bb) = def.body;
+    let mut i = ba;
+    while i < bb {
+        if src.is(i, "thread_local") {
+            let end = (i..bb).find(|&k| src.is(k, ";")).unwrap_or(bb);
+            if !(i..end).any(|k| matches!(src.tok(k), "volatile" | "extern" | "=" | ",")) {
+                if let Some(k) = (i..end).find(|&k| src.ident(k) && src.is(k + 1, "[")) {
+                    out.push(src.tok(k).to_string());
+                }
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    out
 }
 
 /// The region form of kernel `def` (a function definition, in the kernel's namespaces), and
@@ -1281,6 +1388,17 @@ pub fn block_function(
         coordinates_from_tls: lambdas_read_coordinates(src, ba, bb),
         wave_size_local: !lambdas_read_coordinates(src, ba, bb)
             && !lambdas_read(src, ba, bb, "wave_size"),
+        arrays: summary_arrays(src, def),
+        locals: declared_names(src, def),
+        template_names: def
+            .template_head
+            .map(|(x, y)| {
+                (x..y)
+                    .filter(|&i| src.ident(i) && matches!(src.tok(i + 1), "," | ">" | "="))
+                    .map(|i| src.tok(i).to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
         fixed_params,
         remat_assign: BTreeMap::new(),
         uniform: Vec::new(),

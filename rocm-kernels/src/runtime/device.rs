@@ -54,6 +54,12 @@ pub struct CpuOptions {
     /// [`RaceMethod::Detector`]). Off by default; [`CpuOptions::from_env`] reads
     /// `ROCM_RACE_STRICT` (`1` for strict).
     pub race_strict: bool,
+    /// Whether the race detector takes summaries from the race variant's lane loops that it can
+    /// describe (each run of lanes' accesses told once, the loop then running uninstrumented;
+    /// what they cannot show race-free is replayed access by access, so the findings are the
+    /// same) rather than one hook call per access. On by default; [`CpuOptions::from_env`]
+    /// reads `ROCM_RACE_SUMMARIES` (`0` for off).
+    pub race_summaries: bool,
     /// Stack size of each kernel thread (fiber), in bytes.
     pub stack_size: usize,
     /// How the threads of a block run ([`CpuExec`]); [`CpuExec::Regions`] by default,
@@ -161,6 +167,7 @@ impl CpuOptions {
     pub fn from_env() -> CpuOptions {
         CpuOptions {
             race_strict: std::env::var("ROCM_RACE_STRICT").is_ok_and(|v| v == "1"),
+            race_summaries: std::env::var("ROCM_RACE_SUMMARIES").map_or(true, |v| v != "0"),
             exec: CpuExec::from_env(),
             ..CpuOptions::default()
         }
@@ -180,6 +187,7 @@ impl Default for CpuOptions {
             race_check: false,
             race_method: RaceMethod::Detector,
             race_strict: false,
+            race_summaries: true,
             stack_size: 128 * 1024,
             exec: CpuExec::Regions,
         }

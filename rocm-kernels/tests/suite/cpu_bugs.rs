@@ -543,25 +543,60 @@ fn the_race_detector_sees_barriers_missing_in_before_and_between_waves() {
 }
 
 /// The bug corpus under the race detector with `exec` (the race variant's region forms, or its
-/// per-thread fibers with [`CpuExec::Fibers`]).
-fn detected_with(wave_size: u32, exec: CpuExec) -> Module {
+/// per-thread fibers with [`CpuExec::Fibers`]), with or without the summaries of lane loops
+/// ([`CpuOptions::race_summaries`]).
+fn detected_with_summaries(wave_size: u32, exec: CpuExec, summaries: bool) -> Module {
     module_with(CpuOptions {
         wave_size,
         race_check: true,
         exec,
+        race_summaries: summaries,
         time_limit: Some(Duration::from_secs(20)),
         ..CpuOptions::default()
     })
 }
 
+/// A launch's result as the race equivalence test compares it: clean, or the memory and the
+/// source lines of the race (which pair of accesses is found first, and so which threads the
+/// report names, depends on the order they ran in).
+fn one_report(found: &mut Vec<String>, name: &str, result: rocm_kernels::runtime::Result<()>) {
+    match result {
+        Ok(()) => found.push(format!("{name}: clean")),
+        Err(err) => {
+            let message = data_race(err, name);
+            let memory = message.split(" at byte offset").next().unwrap_or_default();
+            let mut lines: Vec<&str> = message
+                .split("bugs.hip:")
+                .skip(1)
+                .map(|l| {
+                    l.split(|c: char| !c.is_ascii_digit())
+                        .next()
+                        .unwrap_or_default()
+                })
+                .collect();
+            lines.sort_unstable();
+            lines.dedup();
+            found.push(format!("{name}: {memory}, lines {lines:?}"));
+        }
+    }
+}
+
+/// Region form with the summaries of lane loops, region form hooking every access, and
+/// per-thread fibers: the same races (memory and source lines) in all three, and summaries taken
+/// in the first.
 #[testkit::test]
 fn the_race_detector_finds_the_same_races_in_region_form_as_with_fibers() {
     let input: Vec<f32> = (0..512).map(|i| (i % 7) as f32).collect();
     let ints: Vec<i32> = (1..=512).collect();
     for wave in [32, 64] {
         let mut reports: Vec<Vec<String>> = Vec::new();
-        for exec in [CpuExec::Regions, CpuExec::Fibers] {
-            let m = detected_with(wave, exec);
+        let mut summaries = 0;
+        for (exec, with_summaries) in [
+            (CpuExec::Regions, true),
+            (CpuExec::Regions, false),
+            (CpuExec::Fibers, true),
+        ] {
+            let m = detected_with_summaries(wave, exec, with_summaries);
             let d = m.device();
             let s = d.stream().unwrap();
             let inb = d.upload(&input).unwrap();
@@ -569,26 +604,11 @@ fn the_race_detector_finds_the_same_races_in_region_form_as_with_fibers() {
             let mut out = d.alloc::<f32>(512).unwrap();
             let mut iout = d.alloc::<i32>(512).unwrap();
             let mut found = Vec::new();
-            let mut one = |name: &str, result: rocm_kernels::runtime::Result<()>| match result {
-                Ok(()) => found.push(format!("{name}: clean")),
-                Err(err) => {
-                    let message = data_race(err, name);
-                    // What raced and at which lines: which pair of accesses is found first (and
-                    // so which threads the report names) depends on the order they ran in.
-                    let memory = message.split(" at byte offset").next().unwrap_or_default();
-                    let mut lines: Vec<&str> = message
-                        .split("bugs.hip:")
-                        .skip(1)
-                        .map(|l| {
-                            l.split(|c: char| !c.is_ascii_digit())
-                                .next()
-                                .unwrap_or_default()
-                        })
-                        .collect();
-                    lines.sort_unstable();
-                    lines.dedup();
-                    found.push(format!("{name}: {memory}, lines {lines:?}"));
+            let mut one = |name: &str, result: rocm_kernels::runtime::Result<()>| {
+                if exec == CpuExec::Regions && with_summaries {
+                    summaries += rocm_kernels::runtime::race_summary_stats().0;
                 }
+                one_report(&mut found, name, result)
             };
             let k = |name: &str| m.kernel(name).unwrap();
             one(
@@ -644,8 +664,13 @@ fn the_race_detector_finds_the_same_races_in_region_form_as_with_fibers() {
         }
         assert_eq!(
             reports[0], reports[1],
+            "wave {wave}: region form with summaries, then hooking every access"
+        );
+        assert_eq!(
+            reports[0], reports[2],
             "wave {wave}: region form, then fibers"
         );
+        assert!(summaries > 0, "wave {wave}: no summaries taken");
         assert!(
             reports[0][..5].iter().all(|r| !r.ends_with("clean")),
             "{:?}",

@@ -115,6 +115,14 @@ pub(crate) fn signal_handlers_first() {
     unsafe { ffi::rk_signal_handlers_first() }
 }
 
+/// The race detector's summaries in the last race-detected launch this thread made (for tests
+/// and benchmarks): how many it took (each run of lanes' accesses at one place of the source,
+/// told once instead of hooked per access), and whether they were replayed as hooked accesses
+/// (one conflicted with another, or a hooked access reached memory they covered).
+pub fn race_summary_stats() -> (u64, bool) {
+    detector::last_summaries()
+}
+
 /// Cost of one fiber switch of the cpu runtime, in nanoseconds (for benchmarks and reports).
 pub fn fiber_switch_ns(iterations: u64) -> f64 {
     // Safety: a self-contained measurement in the runtime.

@@ -32,6 +32,38 @@
 #ifdef __SANITIZE_THREAD__
 extern "C" void rk_race_wave_barrier(uint32_t base, uint32_t n, const uint8_t *act, uint32_t leaving);
 extern "C" void rk_race_wave_collective(uint32_t base, uint32_t n, const uint8_t *act, uint32_t count);
+/* Summaries (race.cpp): before a lane loop whose accesses the region form can describe (subscripts
+ * affine in the lane, under conditions that read no memory), it tells the detector each run of
+ * lanes' accesses at each place (rk_race_sum_add: `n` lanes from linear thread `tid0`, lane j at
+ * a_lo + (a_next - a_lo) j, `size_flags` the bytes and 1 << 16 for a write), then commits them
+ * and runs the loop uninstrumented (RK_SUMMARY_FN); any 0 returned: the loop runs hooked. */
+extern "C" uint32_t rk_race_sum_on(void);
+extern "C" uint32_t rk_race_sum_add(uint64_t size_flags, uintptr_t a_lo, uintptr_t a_next, uintptr_t a_last,
+                                    uint32_t n, uint32_t tid0);
+extern "C" void rk_race_sum_abort(void);
+extern "C" uint32_t rk_race_sum_commit(void);
+namespace rk {
+/* The first lane from `j` on whose byte in `g` (0 or 1 per lane) is `want`, or `n`: eight lanes a
+ * step where they are alike (the summaries' runs of lanes, per condition). */
+__attribute__((always_inline)) inline uint32_t sum_skip(const uint8_t *g, uint32_t j, uint32_t n, uint8_t want) {
+    const uint64_t all = want ? 0x0101010101010101ull : 0;
+    while (j + 8 <= n) {
+        uint64_t w;
+        std::memcpy(&w, g + j, 8);
+        if (w != all) break;
+        j += 8;
+    }
+    while (j < n && g[j] == want) ++j;
+    return j;
+}
+}  // namespace rk
+#if defined(__clang__)
+#define RK_SUMMARY_FN __attribute__((no_sanitize("thread")))
+#else
+/* GCC: also the optimisation of plain code (the race variant is built at -O1), keeping the
+ * build's -fno-strict-aliasing. */
+#define RK_SUMMARY_FN __attribute__((no_sanitize("thread"), optimize("O3", "no-strict-aliasing")))
+#endif
 #endif
 
 namespace rk {
@@ -54,8 +86,11 @@ constexpr std::size_t MAX_WAVES = 32;
                   "CpuExec::Fibers or ROCM_CPU_EXEC=fibers)");
 }
 
+/* Helpers the lane code calls are inlined always: the race variant runs lane loops that touch
+ * lane storage alone uninstrumented (RK_SUMMARY_FN), and only an always-inline function is
+ * inlined into it from the instrumented unit (compiled without the instrumentation there). */
 template <class T>
-inline uint64_t bits(const T &v) {
+__attribute__((always_inline)) inline uint64_t bits(const T &v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
                   "warp shuffles move values of at most 8 bytes");
     uint64_t b = 0;
@@ -64,7 +99,7 @@ inline uint64_t bits(const T &v) {
 }
 
 template <class T>
-inline T from_bits(uint64_t b) {
+__attribute__((always_inline)) inline T from_bits(uint64_t b) {
     T out;
     std::memcpy(&out, &b, sizeof(T));
     return out;
@@ -374,9 +409,9 @@ struct region {
             RK_RAW_SET(x[wave_words(b) + 1], active);
         }
     }
-    uint64_t ballot(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]); }
-    int all(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]) == RK_RAW(x[wave_words(t) + 1]); }
-    uint64_t activemask(uint32_t t) const {
+    __attribute__((always_inline)) uint64_t ballot(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]); }
+    __attribute__((always_inline)) int all(const uint64_t *x, uint32_t t) const { return RK_RAW(x[wave_words(t)]) == RK_RAW(x[wave_words(t) + 1]); }
+    __attribute__((always_inline)) uint64_t activemask(uint32_t t) const {
         const uint32_t b = wave_begin(t), e = wave_end(b);
         uint64_t m = 0;
         for (uint32_t l = b; l < e; ++l)
@@ -387,7 +422,7 @@ struct region {
     __attribute__((always_inline)) uint32_t lane_in_wave(uint32_t t) const { return (base + t) & (ws - 1); }
     /* The value of the first active lane of lane t's wave (readfirstlane), after reduce(x). */
     template <class T>
-    T first_active(const uint64_t *x, uint32_t t) const {
+    __attribute__((always_inline)) T first_active(const uint64_t *x, uint32_t t) const {
         const uint64_t active = RK_RAW(x[wave_words(t) + 1]);
         return from_bits<T>(RK_RAW(x[wave_begin(t) + (active ? __builtin_ctzll(active) : t - wave_begin(t))]));
     }
@@ -426,7 +461,7 @@ struct region {
      * FULL: every lane of the wave takes part (the generated code runs it where nothing is
      * masked and no lane returned), so the active mask need not be read. */
     template <class T, bool FULL = false>
-    T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
+    __attribute__((always_inline)) T shfl(const uint64_t *x, uint32_t t, int op, int arg, int width) const {
         const uint32_t b = wave_begin(t);
         const uint32_t lane = t - b;
         const uint32_t e = wave_end(b);

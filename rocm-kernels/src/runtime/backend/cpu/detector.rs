@@ -32,18 +32,23 @@ pub(super) struct Found {
 /// Arm the detector over the device's `allocations` (start → bytes) for a launch at `wave_size`,
 /// `strict` reporting plain reads that race atomic writes too ([`CpuOptions::race_strict`]).
 /// `bounded` are the checked buffers, each alone on its pages: an access to those pages outside
-/// the buffer is out of bounds ([`Found::out_of_bounds`]). Returns false when another launch
+/// the buffer is out of bounds ([`Found::out_of_bounds`]). `summaries`: take the race variant's
+/// summaries of lane loops ([`CpuOptions::race_summaries`]). Returns false when another launch
 /// holds it (cannot happen while [`ARMED`] is held).
 ///
 /// [`CpuOptions::race_strict`]: crate::runtime::CpuOptions::race_strict
+/// [`CpuOptions::race_summaries`]: crate::runtime::CpuOptions::race_summaries
 pub(super) fn arm(
     allocations: &BTreeMap<u64, u64>,
     bounded: &BTreeMap<u64, u64>,
     wave_size: u32,
     strict: bool,
+    summaries: bool,
 ) -> bool {
     // Safety: sets a flag of the detector, which is not armed (ARMED is held by the caller).
     unsafe { ffi::rk_race_set_strict(u32::from(strict)) };
+    // Safety: likewise.
+    unsafe { ffi::rk_race_set_summaries(u32::from(summaries)) };
     let ranges = |map: &BTreeMap<u64, u64>| -> Vec<ffi::RkRaceRange> {
         map.iter()
             .map(|(&start, &len)| ffi::RkRaceRange { start, len })
@@ -60,8 +65,24 @@ pub(super) fn arm(
     true
 }
 
+thread_local! {
+    /// What the summaries did in the last race-detected launch this thread made (see
+    /// [`race_summary_stats`](crate::runtime::race_summary_stats)).
+    static LAST_SUMMARIES: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
+}
+
+/// How many summaries the last race-detected launch of this thread took, and whether they were
+/// replayed as hooked accesses.
+pub fn last_summaries() -> (u64, bool) {
+    LAST_SUMMARIES.with(|c| c.get())
+}
+
 /// Disarm the detector and take its reports.
 pub(super) fn disarm() -> Found {
+    let mut replayed = 0u32;
+    // Safety: one u32 to write; reads counters of the launch armed last.
+    let taken = unsafe { ffi::rk_race_summary_stats(&mut replayed) };
+    LAST_SUMMARIES.with(|c| c.set((taken, replayed != 0)));
     let mut reports = vec![ffi::RkRaceReport::default(); MAX_REPORTS];
     let mut total = 0u64;
     let mut oob = ffi::RkRaceReport::default();

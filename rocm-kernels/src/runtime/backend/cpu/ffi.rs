@@ -167,6 +167,8 @@ extern "C" {
     pub fn rk_signal_handlers_first();
     pub fn rk_race_begin(ranges: *const RkRaceRange, count: u32, wave_size: u32) -> u32;
     pub fn rk_race_set_strict(strict: u32);
+    pub fn rk_race_set_summaries(on: u32);
+    pub fn rk_race_summary_stats(replayed: *mut u32) -> u64;
     pub fn rk_race_bound(ranges: *const RkRaceRange, count: u32);
     pub fn rk_race_out_of_bounds(out: *mut RkRaceReport) -> u32;
     pub fn rk_race_end(out: *mut RkRaceReport, max: u32, total: *mut u64) -> u32;

@@ -28,6 +28,7 @@ impl CpuFunction {
         args: &[*mut c_void],
         strict: bool,
     ) -> Result<()> {
+        let summaries = self.shared.options.race_summaries;
         let pool = self
             .shared
             .new_pool(1)
@@ -64,7 +65,7 @@ impl CpuFunction {
         } else {
             &no_bounds
         };
-        if !detector::arm(&checked, bounded, desc.wave_size, strict) {
+        if !detector::arm(&checked, bounded, desc.wave_size, strict, summaries) {
             return Err(self.invalid("the race detector is in use by another launch".into()));
         }
         let run = self.run(pool.0, &desc);
