@@ -698,7 +698,7 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
     }
     if !generated.is_empty() {
         let race_objects = if req.race_variant {
-            match race::build(req, &generated) {
+            match race::build(req, &generated, &mut warnings) {
                 Ok(objects) => {
                     for k in &mut kernels {
                         k.race_symbol = Some(race::entry_symbol(&k.symbol));
@@ -772,6 +772,37 @@ mod tests {
             opt_level: Some(0),
             cargo_metadata: false,
             race_variant: true,
+        }
+    }
+
+    /// The race variants of the kernel corpora and the LLM template compile with their region
+    /// forms (and so their summaries: see region/codegen/summary.rs): a form the instrumented
+    /// build rejected would fall back to per-thread fibers, said only as a warning.
+    #[test]
+    fn race_variants_of_the_corpora_compile_with_their_region_forms() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let corpus = root.join("rocm-kernels/tests/corpus/kernels");
+        let llm = root.join("examples/llm/kernels");
+        for (dir, names) in [
+            (
+                &corpus,
+                &["bench.hip", "bugs.hip", "warp.hip", "shapes.hip"][..],
+            ),
+            (&llm, &["llm.hip", "decode.hip", "matmul.hip"][..]),
+        ] {
+            for name in names {
+                let tmp = tempfile::tempdir().unwrap();
+                let mut req = request(tmp.path(), vec![dir.join(name)]);
+                req.crate_root = dir.clone();
+                req.defines.clear();
+                let out = build_cpu(&req).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                let fallback: Vec<&String> = out
+                    .warnings
+                    .iter()
+                    .filter(|w| w.contains("race variant"))
+                    .collect();
+                assert!(fallback.is_empty(), "{name}: {fallback:?}");
+            }
         }
     }
 

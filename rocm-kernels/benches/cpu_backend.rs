@@ -14,6 +14,11 @@ use rocm_kernels_corpus::BENCH;
 
 const RUNS: usize = 5;
 
+thread_local! {
+    /// The race detector's summaries per timed kernel, in order (see `kernel_times`).
+    static SUMMARIES: std::cell::RefCell<Vec<(u64, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// CPU time of the whole process (all threads). On a shared machine wall time mostly measures
 /// the other tenants; CPU time measures the work. The cpu backend's workers sleep when idle, so
 /// it adds nothing of its own.
@@ -76,7 +81,13 @@ fn kernel_times(
         if skip(name) {
             (Duration::ZERO, Duration::ZERO)
         } else {
-            best_of(runs, f)
+            let t = best_of(runs, f);
+            // What the race detector's summaries did in the last launch (race-checked only).
+            SUMMARIES.with(|s| {
+                s.borrow_mut()
+                    .push(rocm_kernels::runtime::race_summary_stats())
+            });
+            t
         }
     };
     let saxpy = module.kernel("bench_saxpy").expect("kernel");
@@ -195,8 +206,10 @@ fn main() {
     // detector over the kernels' instrumented variants), on the same kernels, with its ratio to
     // the unchecked launch above (CPU time).
     if std::env::var_os("BENCH_RACE_CHECK").is_some() {
+        // BENCH_RACE_CHECKED=1: with checked allocations (guard pages, bounds), as `cargo rocm
+        // test` runs its race checks.
         let detected = Device::cpu(CpuOptions {
-            checked: false,
+            checked: std::env::var_os("BENCH_RACE_CHECKED").is_some(),
             race_check: true,
             threads,
             ..CpuOptions::from_env()
@@ -206,16 +219,22 @@ fn main() {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(2);
+        SUMMARIES.with(|s| s.borrow_mut().clear());
         let raced = kernel_times(&detected, &host, n, side, runs);
+        let summaries = SUMMARIES.with(|s| s.borrow().clone());
         println!(
-            "{:<44} {:>12} {:>12} {:>8}",
-            "race-checked", "wall ms", "cpu ms", "cpu/plain"
+            "{:<44} {:>12} {:>12} {:>9} {:>10}",
+            "race-checked", "wall ms", "cpu ms", "cpu/plain", "summaries"
         );
         for (k, label) in labels.iter().enumerate() {
+            // How many summaries the detector took (`*`: replayed as hooked accesses).
+            let (taken, replayed) = summaries.get(k).copied().unwrap_or_default();
             println!(
-                "{label:<44} {} {:8.2}x",
+                "{label:<44} {} {:8.2}x {:>9}{}",
                 ms(raced[k]),
-                raced[k].1.as_secs_f64() / plain[k].1.as_secs_f64()
+                raced[k].1.as_secs_f64() / plain[k].1.as_secs_f64(),
+                taken,
+                if replayed { "*" } else { " " }
             );
         }
     }

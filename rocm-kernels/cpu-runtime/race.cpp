@@ -34,6 +34,10 @@
 // count, bytes, read/write/atomic, place), as ThreadSanitizer keeps four; older or superseded ones
 // give way first.
 //
+// Summaries: lane loops of the race variant's region form that the build can describe tell the
+// detector their accesses run of lanes by run ahead, and then run uninstrumented (see "Summaries"
+// below, and rocm-cpu-frontend's region/codegen/summary.rs).
+//
 // Why not ThreadSanitizer's own runtime: it must be linked into the executable (the Rust test
 // binary, which is not built with it), intercepts malloc and every libc call of the process, reports
 // in its own format without GPU notions (blocks, waves, barriers, shared vs device memory), and
@@ -153,17 +157,23 @@ constexpr uint32_t MAX_THREADS = 1024;
 // hook call per access: lane j touched `size` bytes at a0 + s * j, as thread g0 + j (global
 // memory: the launch's linear thread, block * threads + thread; shared memory: the thread in the
 // block).
+// Runs of the same lanes of consecutive rows of one lane loop merge into one summary of `m`
+// rows: lane j of row k touched a0 + s * j + s2 * k as thread g0 + j + gs2 * k.
 struct Summary {
     uintptr_t lo, hi;  // the bytes between the first and last lane's
     uintptr_t a0;
     intptr_t s;  // 0 when n == 1
+    intptr_t s2;
     uint64_t g0;
     uint64_t lin0;  // the block of lane 0 (global memory), and its serial
     uint32_t serial0;
-    uint32_t n, size;
+    uint32_t n, m, gs2, size;
     uint32_t phase, wsync;
     uint64_t pc;
     uint8_t flags, space;
+    // The bytes of one row: [row_lo(k), row_lo(k) + row_bytes()).
+    uintptr_t row_lo(uint32_t k) const { return a0 + uintptr_t(s2) * k + (s < 0 ? uintptr_t(s) * (n - 1) : 0); }
+    uintptr_t row_bytes() const { return uintptr_t(s < 0 ? -s : s) * (n - 1) + size; }
 };
 constexpr unsigned CACHED_PAGE_BITS = 9;
 constexpr unsigned CACHED_PAGES = 1u << CACHED_PAGE_BITS;
@@ -685,30 +695,32 @@ __attribute__((always_inline)) inline void on_access(const volatile void *p, uin
 
 inline uint64_t caller(void *ra);
 
-inline uint64_t sum_thread(const Summary &r, uint32_t j) { return r.g0 + j; }
+inline uint64_t sum_thread(const Summary &r, uint32_t j, uint32_t k = 0) { return r.g0 + j + uint64_t(r.gs2) * k; }
 
-// Lanes of `y` whose bytes meet [a, a + size).
-inline bool lanes_meeting(const Summary &y, uintptr_t a, uint32_t size, uint32_t &klo, uint32_t &khi) {
-    if (y.n == 1 || y.s == 0) {
-        if (y.a0 < a + size && y.a0 + y.size > a) {
-            klo = 0, khi = y.n - 1;
+// Of `count` intervals [base + st k, + size) (k from 0), those that meet [a, a + len): k in
+// [klo, khi]. Any stride, overlapping intervals included.
+inline bool meeting(uintptr_t base, intptr_t st, uintptr_t size, uint32_t count, uintptr_t a, uintptr_t len,
+                    uint32_t &klo, uint32_t &khi) {
+    if (count == 1 || st == 0) {
+        if (base < a + len && base + size > a) {
+            klo = 0, khi = count - 1;
             return true;
         }
         return false;
     }
-    // Lane k's bytes: [y.a0 + s k, + y.size). Work with the lanes in increasing address order.
-    const bool down = y.s < 0;
-    const intptr_t st = down ? -y.s : y.s;
-    const intptr_t base = intptr_t(down ? y.a0 + y.s * intptr_t(y.n - 1) : y.a0);
-    // k with base + st k < a + size and base + st k + y.size > a.
-    const intptr_t lo_num = intptr_t(a) - intptr_t(y.size) - base;  // st k > lo_num
-    const intptr_t hi_num = intptr_t(a) + intptr_t(size) - base;    // st k < hi_num
-    intptr_t k0 = lo_num < 0 ? 0 : lo_num / st + 1;
-    intptr_t k1 = hi_num <= 0 ? -1 : (hi_num - 1) / st;
-    if (k1 > intptr_t(y.n) - 1) k1 = intptr_t(y.n) - 1;
+    // Work with the intervals in increasing address order.
+    const bool down = st < 0;
+    const intptr_t step = down ? -st : st;
+    const intptr_t b = intptr_t(down ? base + uintptr_t(st) * (count - 1) : base);
+    // k with b + step k < a + len and b + step k + size > a.
+    const intptr_t lo_num = intptr_t(a) - intptr_t(size) - b;  // step k > lo_num
+    const intptr_t hi_num = intptr_t(a) + intptr_t(len) - b;   // step k < hi_num
+    intptr_t k0 = lo_num < 0 ? 0 : lo_num / step + 1;
+    intptr_t k1 = hi_num <= 0 ? -1 : (hi_num - 1) / step;
+    if (k1 > intptr_t(count) - 1) k1 = intptr_t(count) - 1;
     if (k0 > k1) return false;
     if (down) {
-        klo = uint32_t(intptr_t(y.n) - 1 - k1), khi = uint32_t(intptr_t(y.n) - 1 - k0);
+        klo = uint32_t(intptr_t(count) - 1 - k1), khi = uint32_t(intptr_t(count) - 1 - k0);
     } else {
         klo = uint32_t(k0), khi = uint32_t(k1);
     }
@@ -721,21 +733,63 @@ bool sum_conflict(const Summary &a, const Summary &b) {
     if (!((a.flags | b.flags) & F_WRITE)) return false;
     if (a.hi <= b.lo || b.hi <= a.lo) return false;
     if (a.space != RK_RACE_GLOBAL && a.phase != b.phase) return false;
-    // The same place for the same thread in both: only a thread meets itself.
-    if (a.n > 1 && b.n > 1 && a.s == b.s && a.size == b.size && (a.s >= intptr_t(a.size) || -a.s >= intptr_t(a.size)) &&
+    // The same place for the same thread in both: only a thread meets itself (a write summary's
+    // lanes never meet each other, rk_race_sum_add checks).
+    const bool wide = a.s >= intptr_t(a.size) || -a.s >= intptr_t(a.size);
+    if (a.m == 1 && b.m == 1 && a.n > 1 && b.n > 1 && a.s == b.s && a.size == b.size && wide &&
         a.a0 - uintptr_t(a.s) * a.g0 == b.a0 - uintptr_t(b.s) * b.g0)
         return false;
-    const Summary &x = a.n <= b.n ? a : b;
-    const Summary &y = a.n <= b.n ? b : a;
-    if (x.n > 4096) return true;
-    for (uint32_t j = 0; j < x.n; ++j) {
-        uint32_t klo, khi;
-        if (!lanes_meeting(y, x.a0 + uintptr_t(x.s) * j, x.size, klo, khi)) continue;
-        const uint64_t t = sum_thread(x, j);
-        for (uint32_t k = klo; k <= khi; ++k)
-            if (sum_thread(y, k) != t) return true;
+    if (a.a0 == b.a0 && a.s == b.s && a.s2 == b.s2 && a.n == b.n && a.m == b.m && a.gs2 == b.gs2 && a.g0 == b.g0 &&
+        a.size == b.size && (a.n == 1 || wide))
+        return false;
+    const Summary &x = uint64_t(a.n) * a.m <= uint64_t(b.n) * b.m ? a : b;
+    const Summary &y = &x == &a ? b : a;
+    if (uint64_t(x.n) * x.m > 4096) return true;
+    for (uint32_t kx = 0; kx < x.m; ++kx) {
+        // The rows of y that meet this row of x, then their lanes that meet each lane.
+        uint32_t rlo, rhi;
+        if (!meeting(y.row_lo(0), y.s2, y.row_bytes(), y.m, x.row_lo(kx), x.row_bytes(), rlo, rhi)) continue;
+        for (uint32_t ky = rlo; ky <= rhi; ++ky) {
+            const uintptr_t ybase = y.a0 + uintptr_t(y.s2) * ky;
+            for (uint32_t j = 0; j < x.n; ++j) {
+                uint32_t klo, khi;
+                if (!meeting(ybase, y.s, y.size, y.n, x.a0 + uintptr_t(x.s) * j + uintptr_t(x.s2) * kx, x.size, klo, khi))
+                    continue;
+                const uint64_t t = sum_thread(x, j, kx);
+                for (uint32_t k = klo; k <= khi; ++k)
+                    if (sum_thread(y, k, ky) != t) return true;
+            }
+        }
     }
     return false;
+}
+
+// The pages summary `r` touches, with the bytes it spans on each (rows or lanes far apart:
+// theirs alone, not every page between them): f(page, lo, hi), false to stop. A page may come
+// more than once (several rows on it).
+template <class F>
+void for_pages(const Summary &r, F f) {
+    auto range = [&](uintptr_t lo, uintptr_t hi) {
+        for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE)
+            if (!f(p, lo > p ? lo : p, hi < p + PAGE ? hi : p + PAGE)) return false;
+        return true;
+    };
+    const bool far_rows = r.m > 1 && uintptr_t(r.s2 < 0 ? -r.s2 : r.s2) >= PAGE;
+    const bool far_lanes = r.n > 1 && uintptr_t(r.s < 0 ? -r.s : r.s) >= PAGE;
+    if (!far_rows && !far_lanes) {
+        range(r.lo, r.hi);
+        return;
+    }
+    for (uint32_t k = 0; k < r.m; ++k) {
+        if (!far_lanes) {
+            if (!range(r.row_lo(k), r.row_lo(k) + r.row_bytes())) return;
+            continue;
+        }
+        for (uint32_t j = 0; j < r.n; ++j) {
+            const uintptr_t a = r.a0 + uintptr_t(r.s) * j + uintptr_t(r.s2) * k;
+            if (!range(a, a + r.size)) return;
+        }
+    }
 }
 
 // The pages [lo, hi) touches, and whether each satisfies `ok`.
@@ -749,16 +803,18 @@ bool pages_all(uintptr_t lo, uintptr_t hi, F ok) {
 // Replay summary `r` as the hooked accesses it stands for.
 void replay(const Summary &r) {
     const uint64_t nb = uint64_t(S.block.x) * S.block.y * S.block.z;
-    for (uint32_t j = 0; j < r.n; ++j) {
-        const uintptr_t a = r.a0 + uintptr_t(r.s) * j;
-        Who who{S.cur_serial, r.phase, r.wsync, uint32_t(sum_thread(r, j))};
-        if (r.space == RK_RACE_GLOBAL) {
-            const uint64_t g = sum_thread(r, j), lin = nb ? g / nb : 0;
-            who.tid = uint32_t(nb ? g % nb : 0);
-            who.serial = uint32_t(r.serial0 + (lin - r.lin0));
+    for (uint32_t k = 0; k < r.m; ++k)
+        for (uint32_t j = 0; j < r.n; ++j) {
+            const uintptr_t a = r.a0 + uintptr_t(r.s) * j + uintptr_t(r.s2) * k;
+            const uint64_t g = sum_thread(r, j, k);
+            Who who{S.cur_serial, r.phase, r.wsync, uint32_t(g)};
+            if (r.space == RK_RACE_GLOBAL) {
+                const uint64_t lin = nb ? g / nb : 0;
+                who.tid = uint32_t(nb ? g % nb : 0);
+                who.serial = uint32_t(r.serial0 + (lin - r.lin0));
+            }
+            check_range(a, a + r.size, r.flags, r.pc, who);
         }
-        check_range(a, a + r.size, r.flags, r.pc, who);
-    }
 }
 
 void materialize() {
@@ -799,6 +855,35 @@ bool global_ok(uintptr_t lo, uintptr_t hi) {
     });
 }
 
+// Where summary `r` (rows merged) lies, and whether the summaries may describe it: 1 yes (its
+// space set, its threads made the launch's for device memory), 0 no, 2 memory nobody checks (a
+// local array: nothing to tell).
+int settle(Summary &r) {
+    uintptr_t *e = entry_of(r.lo, false);
+    const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
+    if (!space) {
+        return pages_all(r.lo, r.hi, [](uintptr_t p) {
+                   uintptr_t *pe = entry_of(p, false);
+                   return !pe || !(*pe & SPACE_MASK);
+               })
+                   ? 2
+                   : 0;
+    }
+    r.space = space;
+    if (space == RK_RACE_GLOBAL) {
+        if (!global_ok(r.lo, r.hi)) return 0;
+        const uint64_t nb = uint64_t(S.block.x) * S.block.y * S.block.z;
+        r.g0 += r.lin0 * nb;
+        return 1;
+    }
+    const uintptr_t lo = space == RK_RACE_SHARED ? S.dyn_lo : S.tls_lo;
+    const uintptr_t hi = space == RK_RACE_SHARED ? S.dyn_hi : S.tls_hi;
+    const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
+    if (r.lo < lo || r.hi > hi || (r.lo < cur + sizeof rk_cur && r.hi > cur)) return 0;
+    if (S.gen_shared_serial == S.cur_serial) return 0;
+    return 1;
+}
+
 }  // namespace
 
 extern "C" uint32_t rk_race_sum_on(void) { return S.armed && S.sum_on; }
@@ -824,37 +909,38 @@ extern "C" uint32_t rk_race_sum_add(uint64_t size_flags, uintptr_t a_lo, uintptr
     r.lo = s >= 0 ? a_lo : a_last;
     r.hi = (s >= 0 ? a_last : a_lo) + size;
     if (r.hi < r.lo) return 0;
-    r.a0 = a_lo, r.s = s, r.n = n, r.size = size, r.flags = flags;
+    r.a0 = a_lo, r.s = s, r.n = n, r.m = 1, r.s2 = 0, r.gs2 = 0, r.size = size, r.flags = flags;
     r.phase = S.phase[tid0], r.wsync = S.wsync[tid0];
     if (S.nonuniform)
         for (uint32_t j = 1; j < n; ++j)
             if (S.phase[tid0 + j] != r.phase || S.wsync[tid0 + j] != r.wsync) return 0;
     r.pc = caller(__builtin_return_address(0));
-    uintptr_t *e = entry_of(r.lo, false);
-    const uint8_t space = e ? uint8_t(*e & SPACE_MASK) : 0;
-    if (!space) {
-        // Memory nobody checks (a local array): nothing to tell, if none of it is checked.
-        return pages_all(r.lo, r.hi, [](uintptr_t p) {
-            uintptr_t *pe = entry_of(p, false);
-            return !pe || !(*pe & SPACE_MASK);
-        });
-    }
-    r.space = space;
-    const uint64_t nb = uint64_t(S.block.x) * S.block.y * S.block.z;
-    if (space == RK_RACE_GLOBAL) {
-        if (!global_ok(r.lo, r.hi)) return 0;
-        r.g0 = S.cur_block * nb + tid0;
-        r.lin0 = S.cur_block;
-        r.serial0 = S.cur_serial;
-    } else {
-        const uintptr_t lo = space == RK_RACE_SHARED ? S.dyn_lo : S.tls_lo;
-        const uintptr_t hi = space == RK_RACE_SHARED ? S.dyn_hi : S.tls_hi;
-        const uintptr_t cur = reinterpret_cast<uintptr_t>(&rk_cur);
-        if (r.lo < lo || r.hi > hi || (r.lo < cur + sizeof rk_cur && r.hi > cur)) return 0;
-        if (S.gen_shared_serial == S.cur_serial) return 0;
-        r.g0 = tid0;
-        r.lin0 = S.cur_block;
-        r.serial0 = S.cur_serial;
+    // The thread in the block for now (rk_race_sum_commit makes it the launch's for device
+    // memory, once it knows which memory the summary is of).
+    r.g0 = tid0;
+    r.lin0 = S.cur_block;
+    r.serial0 = S.cur_serial;
+    // The same lanes of the next row at the same place: one more row of that summary.
+    for (size_t i = S.stage.size(); i-- > 0;) {
+        Summary &p = S.stage[i];
+        if (p.pc != r.pc) continue;
+        if (p.flags == r.flags && p.size == r.size && p.space == r.space && p.n == r.n && p.s == r.s &&
+            p.phase == r.phase && p.wsync == r.wsync && r.g0 > p.g0) {
+            const intptr_t s2 = p.m > 1 ? p.s2 : intptr_t(r.a0 - p.a0);
+            const uint64_t gs2 = p.m > 1 ? p.gs2 : r.g0 - p.g0;
+            // Rows of a write apart (its lanes never meet), threads of rows apart.
+            const bool apart = !(flags & F_WRITE) || uintptr_t(s2 < 0 ? -s2 : s2) >= p.row_bytes();
+            if (gs2 >= p.n && gs2 <= 0xffffffffu && apart && r.a0 == p.a0 + uintptr_t(s2) * p.m &&
+                r.g0 == p.g0 + gs2 * p.m) {
+                p.s2 = s2;
+                p.gs2 = uint32_t(gs2);
+                ++p.m;
+                if (r.lo < p.lo) p.lo = r.lo;
+                if (r.hi > p.hi) p.hi = r.hi;
+                return 1;
+            }
+        }
+        break;
     }
     S.stage.push_back(r);
     return 1;
@@ -866,6 +952,17 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         S.stage.clear();
         return 0;
     }
+    // Where each lies, and whether it may be described.
+    size_t kept = 0;
+    for (size_t i = 0; i < S.stage.size(); ++i) {
+        const int how = settle(S.stage[i]);
+        if (how == 0) {
+            S.stage.clear();
+            return 0;
+        }
+        if (how == 1) S.stage[kept++] = S.stage[i];
+    }
+    S.stage.resize(kept);
     bool conflict = false;
     for (size_t i = 0; i < S.stage.size() && !conflict; ++i) {
         Summary &r = S.stage[i];
@@ -875,24 +972,25 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         const bool global = r.space == RK_RACE_GLOBAL;
         auto &pages = global ? S.gpages : S.spages;
         const auto &recs = global ? S.grecs : S.srecs;
-        for (uintptr_t p = r.lo & ~(PAGE - 1); p < r.hi && !conflict; p += PAGE) {
+        for_pages(r, [&](uintptr_t p, uintptr_t lo, uintptr_t hi) {
             PageList *l = pages.find(p);
-            if (!l) continue;
+            if (!l) return true;
             // Earlier phases of the block are ordered before this one.
             if (!global && l->phase != r.phase) l->clear(r.phase);
-            if (r.lo < l->w_hi && r.hi > l->w_lo)
+            if (lo < l->w_hi && hi > l->w_lo)
                 for (uint32_t id : l->w)
                     if (sum_conflict(recs[id], r)) {
                         conflict = true;
                         break;
                     }
-            if (!conflict && (r.flags & F_WRITE) && r.lo < l->r_hi && r.hi > l->r_lo)
+            if (!conflict && (r.flags & F_WRITE) && lo < l->r_hi && hi > l->r_lo)
                 for (uint32_t id : l->r)
                     if (sum_conflict(recs[id], r)) {
                         conflict = true;
                         break;
                     }
-        }
+            return !conflict;
+        });
     }
     if (conflict) {
         S.stage.clear();
@@ -911,7 +1009,7 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         if (lt != last.end()) {
             Summary &p = recs[lt->second];
             const intptr_t st = p.n > 1 ? p.s : intptr_t(r.a0 - p.a0);
-            if (p.flags == r.flags && p.size == r.size && p.space == r.space && p.phase == r.phase &&
+            if (p.m == 1 && r.m == 1 && p.flags == r.flags && p.size == r.size && p.space == r.space && p.phase == r.phase &&
                 p.wsync == r.wsync && (r.n == 1 || r.s == st) && r.a0 == p.a0 + uintptr_t(st) * p.n &&
                 r.g0 == p.g0 + p.n && (!(r.flags & F_WRITE) || st >= intptr_t(r.size) || -st >= intptr_t(r.size))) {
                 p.s = st;
@@ -930,7 +1028,7 @@ extern "C" uint32_t rk_race_sum_commit(void) {
             else
                 last.emplace_back(r.pc, id);
         }
-        for (uintptr_t p = r.lo & ~(PAGE - 1); p < r.hi; p += PAGE) {
+        for_pages(r, [&](uintptr_t p, uintptr_t lo, uintptr_t hi) {
             bool created;
             PageList &l = pages.get(p, created);
             if (created) {
@@ -946,9 +1044,10 @@ extern "C" uint32_t rk_race_sum_commit(void) {
             auto &ids = w ? l.w : l.r;
             if (ids.empty() || ids.back() != id) ids.push_back(id);
             uintptr_t &blo = w ? l.w_lo : l.r_lo, &bhi = w ? l.w_hi : l.r_hi;
-            if (r.lo < blo) blo = r.lo;
-            if (r.hi > bhi) bhi = r.hi;
-        }
+            if (lo < blo) blo = lo;
+            if (hi > bhi) bhi = hi;
+            return true;
+        });
     }
     S.stage.clear();
     return 1;

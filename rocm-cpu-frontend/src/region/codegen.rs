@@ -56,6 +56,9 @@ struct Gen<'s, 'a> {
     /// Names the kernel declares (its parameters and, as far as a glance at the tokens tells,
     /// its local variables): any other name in lane code may be a variable in device memory.
     locals: BTreeSet<String>,
+    /// Parameters the kernel never changes nor declares again (a closer reading than
+    /// `fixed_params`, which takes `y * n` for a declaration of `n`): see `summary`.
+    unchanged_params: Vec<String>,
 }
 
 /// Marks the storage of a lane variable that has no slot: one whose value is a function of the
@@ -1390,6 +1393,11 @@ pub fn block_function(
             && !lambdas_read(src, ba, bb, "wave_size"),
         arrays: summary_arrays(src, def),
         locals: declared_names(src, def),
+        unchanged_params: param_names(src, def.params)
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| !changed_or_shadowed(src, n, def.body))
+            .collect(),
         template_names: def
             .template_head
             .map(|(x, y)| {

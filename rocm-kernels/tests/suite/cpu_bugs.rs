@@ -679,6 +679,146 @@ fn the_race_detector_finds_the_same_races_in_region_form_as_with_fibers() {
     }
 }
 
+/// A device address inside a buffer (`base` plus a byte offset), passed as a pointer argument:
+/// two arguments into one buffer.
+struct Inside(u64);
+
+// Safety: points to the 8 bytes of a device address.
+unsafe impl rocm_kernels::runtime::KernelArg for Inside {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        (&self.0 as *const u64).cast()
+    }
+    fn arg_size(&self) -> usize {
+        8
+    }
+    fn arg_kind(&self) -> rocm_kernels::runtime::ArgKind {
+        rocm_kernels::runtime::ArgKind::Pointer
+    }
+    fn arg_align(&self) -> usize {
+        8
+    }
+    fn arg_type(&self) -> String {
+        "a pointer into a buffer".into()
+    }
+}
+
+/// Kernels written to take the summaries' paths (bugs.hip's `summary_*`): with summaries the
+/// detector reports the same races as hooking every access, including those only the launch
+/// shows (two pointer arguments into one buffer), an index that wraps within a block, writes of
+/// one word by every lane and blocks that overlap; correct kernels pass, on summaries alone.
+#[testkit::test]
+fn the_race_detectors_summaries_find_what_hooks_find() {
+    let n = 48usize;
+    let input: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32).collect();
+    for wave in [32, 64] {
+        let mut reports: Vec<Vec<String>> = Vec::new();
+        let mut stats: Vec<(String, (u64, bool))> = Vec::new();
+        for with_summaries in [true, false] {
+            let m = detected_with_summaries(wave, CpuExec::Regions, with_summaries);
+            let d = m.device();
+            let s = d.stream().unwrap();
+            let inb = d.upload(&input).unwrap();
+            let mut y = d.upload(&input).unwrap();
+            let mut out = d.alloc::<f32>(n * n).unwrap();
+            let mut found = Vec::new();
+            let mut one = |name: &str, result: rocm_kernels::runtime::Result<()>| {
+                if with_summaries {
+                    stats.push((
+                        name.to_string(),
+                        rocm_kernels::runtime::race_summary_stats(),
+                    ));
+                }
+                one_report(&mut found, name, result)
+            };
+            let k = |name: &str| m.kernel(name).unwrap();
+            let count = (n * n) as i32;
+            one(
+                "summary_axpy",
+                k("summary_axpy")
+                    .launch(LaunchConfig::cover(n * n, 256))
+                    .arg(&2.0f32)
+                    .arg(&inb)
+                    .arg(&mut y)
+                    .arg(&count)
+                    .run(&s),
+            );
+            // x = y + 1: the same buffer, one element on.
+            let y_ptr = y.device_ptr();
+            one(
+                "summary_axpy",
+                k("summary_axpy")
+                    .launch(LaunchConfig::cover(n * n - 1, 256))
+                    .arg(&2.0f32)
+                    .arg(&Inside(y_ptr + 4))
+                    .arg(&mut y)
+                    .arg(&(count - 1))
+                    .run(&s),
+            );
+            one(
+                "summary_blocks_overlap",
+                k("summary_blocks_overlap")
+                    .launch(LaunchConfig::new(4, 64))
+                    .arg(&mut out)
+                    .run(&s),
+            );
+            one(
+                "summary_shared_same_word",
+                k("summary_shared_same_word")
+                    .launch(LaunchConfig::new(2, 128))
+                    .arg(&mut out)
+                    .run(&s),
+            );
+            one(
+                "summary_index_wraps",
+                k("summary_index_wraps")
+                    .launch(LaunchConfig::new(1, 512))
+                    .arg(&mut out)
+                    .run(&s),
+            );
+            let tiles = n.div_ceil(16) as u32;
+            one(
+                "summary_transpose",
+                k("summary_transpose")
+                    .launch(LaunchConfig::new((tiles, tiles), (16, 16)))
+                    .arg(&inb)
+                    .arg(&mut out)
+                    .arg(&(n as i32))
+                    .run(&s),
+            );
+            one(
+                "summary_transpose_no_barrier",
+                k("summary_transpose_no_barrier")
+                    .launch(LaunchConfig::new((tiles, tiles), (16, 16)))
+                    .arg(&inb)
+                    .arg(&mut out)
+                    .arg(&(n as i32))
+                    .run(&s),
+            );
+            reports.push(found);
+        }
+        assert_eq!(
+            reports[0], reports[1],
+            "wave {wave}: with summaries, then hooking every access"
+        );
+        let clean: Vec<bool> = reports[0].iter().map(|r| r.ends_with("clean")).collect();
+        assert_eq!(
+            clean,
+            [true, false, false, false, false, true, false],
+            "wave {wave}: {:?}",
+            reports[0]
+        );
+        // The correct kernels ran on summaries alone.
+        for (k, (name, (taken, replayed))) in stats.iter().enumerate() {
+            if clean[k] {
+                assert!(
+                    *taken > 0 && !replayed,
+                    "wave {wave}: {name}: {taken} taken, replayed {replayed}"
+                );
+            }
+        }
+    }
+}
+
 #[testkit::test]
 fn the_race_detector_reports_blocks_that_depend_on_each_other() {
     let m = detected(64);

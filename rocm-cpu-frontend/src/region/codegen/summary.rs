@@ -18,9 +18,14 @@
 //! - the conditions that decide whether a place is reached (`if`, a top-level `?:`) read no
 //!   memory and call nothing but arithmetic, so they can be evaluated for every lane first;
 //! - nothing takes an address, dereferences a pointer, calls a function outside a list of math
-//!   functions, or changes a variable that a condition or an index reads.
+//!   functions, names a variable the kernel does not declare (a `__device__` variable is memory
+//!   the detector checks), or changes a variable that a condition or an index reads.
 //!
-//! Anything else keeps the lane loop hooked as before.
+//! A lane loop that touches lane storage alone (its own variables, a collective's operand slots:
+//! [`Gen::lane_storage_only`]) runs uninstrumented with nothing to tell. Anything else keeps the
+//! lane loop hooked as before. The uninstrumented runs take the block function's variables as
+//! parameters ([`Gen::fast_lambda`]), and the build warns where the instrumented compile rejected
+//! the region forms (`race::build`), which the corpora's test holds at none.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -695,7 +700,7 @@ impl Gen<'_, '_> {
             collectives: false,
         };
         for p in self
-            .fixed_params
+            .unchanged_params
             .iter()
             .chain(&self.uniform)
             .chain(&self.template_names)
@@ -736,11 +741,33 @@ impl Gen<'_, '_> {
                         _ => return None,
                     }
                 }
-                // An assignment the region form treats as a new declaration: an assignment.
-                Decl::No
-                | Decl::Lanes {
-                    declared: false, ..
-                } => {
+                // An assignment the region form treats as a new declaration (a variable's life
+                // begun anew): a declaration.
+                Decl::Lanes { ty, vars, .. } => (ty.clone(), vars),
+                Decl::Renewed(code)
+                    if src.ident(st.start)
+                        && src.is(st.start + 1, "=")
+                        && st.end > st.start + 3 =>
+                {
+                    let name = src.tok(st.start).to_string();
+                    let (x, y) = (st.start + 2, st.end - 1);
+                    s.line = self.source_line(st.start);
+                    match s.class(src, x, y) {
+                        Some(c) if c != Cls::Tidx => {
+                            s.plan.prelude.push(format!(
+                                "{} (void){name};",
+                                self.local_coordinates(code.trim())
+                            ));
+                            s.vars.insert(name, c);
+                        }
+                        _ => {
+                            s.accesses(x, y, "true")?;
+                            s.vars.remove(&name);
+                        }
+                    }
+                    continue;
+                }
+                Decl::No => {
                     s.stmt(st, "true")?;
                     continue;
                 }
@@ -808,14 +835,58 @@ impl Gen<'_, '_> {
     pub(super) fn uninstrumented(&mut self, mark: usize) {
         let lanes = self.out[mark..].to_string();
         let id = self.id();
-        let c = format!(
-            "\n#ifdef __SANITIZE_THREAD__\nauto rk_sum{id} = [=, &rkr]() mutable RK_SUMMARY_FN -> bool {{\
-             \nif (!rk_race_sum_on()) return false;\
-             \nconstexpr bool rk_pub = false; (void)rk_pub;\n{{{lanes}\n}}\nreturn true;\n}};\
-             \nif (!rk_sum{id}())\n#endif\n{{{lanes}\n}}"
+        let body = format!(
+            "\nif (!rk_race_sum_on()) return false;\
+             \nconstexpr bool rk_pub = false; (void)rk_pub;\n{{{lanes}\n}}\nreturn true;"
         );
+        let c = self.fast_lambda(id, &body, &lanes);
         self.out.truncate(mark);
         self.out.push_str(&c);
+    }
+
+    /// The race variant's uninstrumented run of a lane loop: a lambda `rk_sum{id}` with `body`,
+    /// called first, and `lanes` (the loop hooked) where it returns false. The block function's
+    /// variables the body names come in as parameters: captured, they would be fields of the
+    /// closure, which the lambda (not inlined into instrumented code) reloads after every store
+    /// to memory (the cpu build does not assume strict aliasing) and cannot vectorise around.
+    fn fast_lambda(&self, id: usize, body: &str, lanes: &str) -> String {
+        let toks = lex(body);
+        let named: BTreeSet<&str> = (0..toks.len())
+            .filter(|&i| toks.ident(i) && !(i > 0 && matches!(toks.tok(i - 1), "." | "->" | "::")))
+            .map(|i| toks.tok(i))
+            .collect();
+        let mut outer: Vec<String> = ["rk_bidx", "rk_bdim", "rk_gdim", "rk_wsz"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.unchanged_params.iter().cloned())
+            .chain(self.uniform.iter().cloned())
+            .chain(
+                self.scopes
+                    .iter()
+                    .flatten()
+                    .filter(|(_, st)| {
+                        remat_parts(st).is_none()
+                            && st.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    })
+                    .map(|(_, st)| st.clone()),
+            )
+            .chain(
+                named
+                    .iter()
+                    .filter(|n| n.starts_with("rk_x"))
+                    .map(|n| n.to_string()),
+            )
+            .filter(|n| named.contains(n.as_str()))
+            .collect();
+        outer.sort();
+        outer.dedup();
+        let params: Vec<String> = outer.iter().map(|n| format!("auto {n}")).collect();
+        format!(
+            "\n#ifdef __SANITIZE_THREAD__\nauto rk_sum{id} = [=, &rkr]({}) mutable RK_SUMMARY_FN -> bool {{{body}\n}};\
+             \nif (!rk_sum{id}({}))\n#endif\n{{{lanes}\n}}",
+            params.join(", "),
+            outer.join(", ")
+        )
     }
 
     /// Put the summary of the lane loop just generated (`self.out[mark..]`) before it, in the
@@ -841,7 +912,10 @@ impl Gen<'_, '_> {
                 });
             }
         }
-        let prelude = plan.prelude.join(" ");
+        // Each declaration in a block of its own: a variable declared anew may shadow one bound
+        // before it (the blocks close after the conditions and addresses).
+        let prelude: String = plan.prelude.iter().map(|d| format!("{{ {d} ")).collect();
+        let close = "}".repeat(plan.prelude.len());
         let lane = "const uint32_t rk_t = rk_i * rkr.cols + rk_j; (void)rk_t; \
                     const rk_uint3 rk_tidx{rk_run.x + rk_j, rk_run.y, rk_run.z}; (void)rk_tidx;";
         let on = if self.full() {
@@ -852,8 +926,7 @@ impl Gen<'_, '_> {
         let ng = plan.guards.len();
         let mut c = String::new();
         c.push_str(&format!(
-            "\n#ifdef __SANITIZE_THREAD__\nauto rk_sum{id} = [=, &rkr]() mutable RK_SUMMARY_FN -> bool {{\
-             \nif (!rk_race_sum_on()) return false;\
+            "\nif (!rk_race_sum_on()) return false;\
              \nconstexpr bool rk_pub = false; (void)rk_pub;\
              \nRK_RUNS(rkr) {{\
              \nuint8_t rk_g[{ng}][1024];\
@@ -864,7 +937,7 @@ impl Gen<'_, '_> {
             c.push_str(&format!("\nrk_g[{k}][rk_j] = rk_on && ({g});"));
         }
         c.push_str(&format!(
-            "\n}}\nauto rk_at = [&](uint32_t rk_j, int rk_k, uint64_t &rk_sz) RK_SUMMARY_FN -> uintptr_t {{ {lane} {binds}{prelude}\
+            "{close}\n}}\nauto rk_at = [&](uint32_t rk_j, int rk_k, uint64_t &rk_sz) RK_SUMMARY_FN -> uintptr_t {{ {lane} {binds}{prelude}\
              \nswitch (rk_k) {{"
         ));
         for (k, site) in plan.sites.iter().enumerate() {
@@ -874,7 +947,7 @@ impl Gen<'_, '_> {
                 w = u8::from(site.write)
             ));
         }
-        c.push_str("\n}\nreturn 0; };");
+        c.push_str(&format!("\n}}\nreturn 0; {close} }};"));
         for g in 0..ng {
             c.push_str(&format!(
                 "\nfor (uint32_t rk_j = 0; rk_j < rkr.cols;) {{\
@@ -894,9 +967,9 @@ impl Gen<'_, '_> {
             c.push_str("\n}");
         }
         c.push_str(&format!(
-            "\n}}\nif (!rk_race_sum_commit()) return false;\n{{{lanes}\n}}\nreturn true;\n}};\
-             \nif (!rk_sum{id}())\n#endif\n{{{lanes}\n}}"
+            "\n}}\nif (!rk_race_sum_commit()) return false;\n{{{lanes}\n}}\nreturn true;"
         ));
+        let c = self.fast_lambda(id, &c, &lanes);
         self.out.truncate(mark);
         self.out.push_str(&c);
     }

@@ -221,3 +221,59 @@ __global__ void float4_from_start(const float* in, float* out, int n) {
         for (int j = 4 * i; j < n && j < 4 * i + 4; ++j) out[j] = in[j];
     }
 }
+
+// ---- The race detector's summaries (lane loops described ahead, then run uninstrumented) ----
+
+// Correct: in place, each thread its own element. Launched with `x` one element into `y`'s
+// buffer it races (thread i writes y[i], thread i - 1 reads it as x[i - 1]): aliasing only the
+// launch shows.
+__global__ void summary_axpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// Blocks overlapping by one element: the last thread of block b and the first of b + 1 write
+// the same element (different values).
+__global__ void summary_blocks_overlap(float* out) {
+    out[blockIdx.x * (blockDim.x - 1) + threadIdx.x] = (float)blockIdx.x;
+}
+
+// Every thread of a block writes the same shared word, with its own value.
+__global__ void summary_shared_same_word(float* out) {
+    __shared__ float s[1];
+    s[0] = (float)threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[0];
+}
+
+// An index that wraps: with 512 threads, threads t and t + 256 write the same element.
+__global__ void summary_index_wraps(float* out) {
+    __shared__ float s[256];
+    s[(unsigned char)threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[(unsigned char)threadIdx.x];
+}
+
+// Correct: a tiled transpose (rows of a tile written, a barrier, columns read).
+__global__ void summary_transpose(const float* in, float* out, int n) {
+    __shared__ float tile[16][17];
+    int x = blockIdx.x * 16 + threadIdx.x;
+    int y = blockIdx.y * 16 + threadIdx.y;
+    if (x < n && y < n) tile[threadIdx.y][threadIdx.x] = in[y * n + x];
+    __syncthreads();
+    x = blockIdx.y * 16 + threadIdx.x;
+    y = blockIdx.x * 16 + threadIdx.y;
+    if (x < n && y < n) out[y * n + x] = tile[threadIdx.x][threadIdx.y];
+}
+
+// The same without the barrier: a thread reads a column element another thread of the block
+// writes in the same phase.
+__global__ void summary_transpose_no_barrier(const float* in, float* out, int n) {
+    __shared__ float tile[16][17];
+    int x = blockIdx.x * 16 + threadIdx.x;
+    int y = blockIdx.y * 16 + threadIdx.y;
+    if (x < n && y < n) tile[threadIdx.y][threadIdx.x] = in[y * n + x];
+    x = blockIdx.y * 16 + threadIdx.x;
+    y = blockIdx.x * 16 + threadIdx.y;
+    if (x < n && y < n) out[y * n + x] = tile[threadIdx.x][threadIdx.y];
+}
