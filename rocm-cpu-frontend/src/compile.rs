@@ -10,16 +10,22 @@ use std::process::Command;
 use super::generated::GeneratedUnit;
 use super::{base_build, io, private, race, CpuBuildError, CpuBuildRequest, CpuKernelGen};
 
-/// Compile the units into `lib<lib_name>.a` with `extra` objects (the race variant's), dropping
-/// the region forms that do not compile, with every name but the entries (`<stem>_…`) made the
-/// library's own ([`private`]). Returns a warning for each kernel that lost its region form.
+/// The objects of the race variant, built from the units once their plain compile has dropped
+/// the region forms that do not compile (see [`compile`]).
+pub type ExtraObjects<'e> =
+    dyn FnMut(&[GeneratedUnit], &mut [CpuKernelGen]) -> Result<Vec<PathBuf>, CpuBuildError> + 'e;
+
+/// Compile the units into `lib<lib_name>.a` with `extra` objects (the race variant's, built by
+/// `extra` after the plain compile, from the region forms that compiled), dropping the region
+/// forms that do not compile, with every name but the entries (`<stem>_…`) made the library's
+/// own ([`private`]). Returns a warning for each kernel that lost its region form.
 pub fn compile(
     req: &CpuBuildRequest,
     lib_name: &str,
     stem: &str,
     units: &mut [GeneratedUnit],
     kernels: &mut [CpuKernelGen],
-    extra: &[PathBuf],
+    extra: &mut ExtraObjects,
 ) -> Result<Vec<String>, CpuBuildError> {
     let objects = |units: &[GeneratedUnit], quiet: bool| {
         let mut build = base_build(req);
@@ -60,7 +66,7 @@ pub fn compile(
         None => loud(units)?,
     };
     let mut objects = compiled;
-    objects.extend_from_slice(extra);
+    objects.extend(extra(units, kernels)?);
     let keep = [format!("{stem}_"), format!("{}{stem}_", race::PREFIX)];
     let (objects, warning) =
         private::privatize(&objects, &keep, stem, &req.out_dir.join("private"))?;

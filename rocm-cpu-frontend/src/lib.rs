@@ -697,33 +697,38 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
         generated.push(unit);
     }
     if !generated.is_empty() {
-        let race_objects = if req.race_variant {
-            match race::build(req, &generated, &mut warnings) {
+        // The race variant after the plain compile: from the region forms that compiled.
+        let mut race_warnings: Vec<String> = Vec::new();
+        let mut race_objects = |units: &[GeneratedUnit],
+                                kernels: &mut [CpuKernelGen]|
+         -> Result<Vec<PathBuf>, CpuBuildError> {
+            if !req.race_variant {
+                return Ok(Vec::new());
+            }
+            match race::build(req, units, &mut race_warnings) {
                 Ok(objects) => {
-                    for k in &mut kernels {
+                    for k in kernels.iter_mut() {
                         k.race_symbol = Some(race::entry_symbol(&k.symbol));
                     }
                     for g in &mut globals {
                         g.race_symbol = Some(race::entry_symbol(&g.symbol));
                     }
-                    objects
+                    Ok(objects)
                 }
                 Err(why) => {
                     // The source's own errors, said once rather than as the race variant's.
-                    if let Some(e) = compile::source_errors(req, &generated)? {
+                    if let Some(e) = compile::source_errors(req, units)? {
                         return Err(e);
                     }
-                    warnings.push(format!(
+                    race_warnings.push(format!(
                         "rocm-kernels: no race variant of the cpu kernels of `{}`: {why}; the \
                          race check falls back to comparing two thread orders, which sees fewer \
                          races",
                         req.name
                     ));
-                    Vec::new()
+                    Ok(Vec::new())
                 }
             }
-        } else {
-            Vec::new()
         };
         warnings.extend(compile::compile(
             req,
@@ -731,8 +736,9 @@ pub fn build_cpu(req: &CpuBuildRequest) -> Result<CpuBuildOutput, CpuBuildError>
             &stem,
             &mut generated,
             &mut kernels,
-            &race_objects,
+            &mut race_objects,
         )?);
+        warnings.extend(race_warnings);
     }
     // How each kernel's blocks run, for people wondering why one is slow.
     let mut report = String::new();

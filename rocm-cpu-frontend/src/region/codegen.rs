@@ -59,6 +59,8 @@ struct Gen<'s, 'a> {
     /// Parameters the kernel never changes nor declares again (a closer reading than
     /// `fixed_params`, which takes `y * n` for a declaration of `n`): see `summary`.
     unchanged_params: Vec<String>,
+    /// The kernel's parameters.
+    params: Vec<String>,
 }
 
 /// Marks the storage of a lane variable that has no slot: one whose value is a function of the
@@ -1393,6 +1395,10 @@ pub fn block_function(
             && !lambdas_read(src, ba, bb, "wave_size"),
         arrays: summary_arrays(src, def),
         locals: declared_names(src, def),
+        params: param_names(src, def.params)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect(),
         unchanged_params: param_names(src, def.params)
             .into_iter()
             .map(|(n, _)| n)

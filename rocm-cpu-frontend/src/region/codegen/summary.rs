@@ -220,12 +220,19 @@ impl Scan<'_, '_, '_> {
                         return None;
                     }
                     let mut j = i + 1;
+                    let mut subscripts = 0;
                     while src.is(j, "[") {
                         let close = src.close(j)?;
                         if !matches!(self.class(src, j + 1, close)?, Cls::Inv | Cls::Aff) {
                             return None;
                         }
                         j = close + 1;
+                        subscripts += 1;
+                    }
+                    // A pointer parameter takes one subscript: `pp[i][j]` would read the pointer
+                    // `pp[i]` unseen (a `__shared__` array's dimensions are its own).
+                    if subscripts > 1 && self.g.params.iter().any(|n| n == t) {
+                        return None;
                     }
                     if src.is(j, ".") && src.ident(j + 1) {
                         j += 2;
