@@ -502,7 +502,7 @@ struct region {
  * other type, and the caller keeps the lane loop with its test. */
 enum { SPLIT_LT, SPLIT_LE, SPLIT_GT, SPLIT_GE };
 template <int OP, class R>
-inline bool split_cmp(long long &lo, long long &hi, int x0, const R &r) {
+RK_LANE_INLINE inline bool split_cmp(long long &lo, long long &hi, int x0, const R &r) {
     using C = decltype(x0 + r);
     if constexpr (std::is_integral<R>::value && std::is_integral<C>::value && std::is_signed<C>::value) {
         /* x0 + j OP r  <=>  j OP d */
