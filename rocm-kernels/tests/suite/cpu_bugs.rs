@@ -794,6 +794,15 @@ fn the_race_detectors_summaries_find_what_hooks_find() {
                     .arg(&(n as i32))
                     .run(&s),
             );
+            one(
+                "summary_brace_init",
+                k("summary_brace_init")
+                    .launch(LaunchConfig::cover(n * n, 256))
+                    .arg(&inb)
+                    .arg(&mut out)
+                    .arg(&count)
+                    .run(&s),
+            );
             reports.push(found);
         }
         assert_eq!(
@@ -803,7 +812,7 @@ fn the_race_detectors_summaries_find_what_hooks_find() {
         let clean: Vec<bool> = reports[0].iter().map(|r| r.ends_with("clean")).collect();
         assert_eq!(
             clean,
-            [true, false, false, false, false, true, false],
+            [true, false, false, false, false, true, false, true],
             "wave {wave}: {:?}",
             reports[0]
         );

@@ -6,8 +6,9 @@
 //! turns them back into hooked accesses the moment it cannot show them apart, so what it reports
 //! is what the hooks alone would have found.
 //!
-//! A lane loop qualifies when every statement is one of: a declaration of a scalar variable, an
-//! expression statement, an `if` (or a block) of those, where
+//! A lane loop qualifies when every statement is one of: a declaration of a value (arithmetic or
+//! a HIP vector type, initialised with `=`, `{...}` or `(...)`), an expression statement, an `if`
+//! (or a block) of those, where
 //! - memory is reached only through subscripts (`p[i]`, `tile[a][b]`, `p[i].x`) of the kernel's
 //!   pointer parameters (never changed, not `volatile`) and its static `__shared__` arrays, each
 //!   index affine in `threadIdx.x` (sums, differences and products by lane-independent values of
@@ -84,6 +85,35 @@ const PURE_CALLS: &[&str] = &[
     "__saturatef",
     "truncf",
 ];
+
+/// Whether a declared type is a value (arithmetic, a HIP vector type, `auto`), whose
+/// initialisation calls nothing of the kernel's.
+fn value_type(ty: &str) -> bool {
+    let words: Vec<&str> = ty
+        .split(|c: char| c.is_whitespace() || c == ':')
+        .filter(|w| !w.is_empty())
+        .collect();
+    !words.is_empty()
+        && words.iter().all(|w| {
+            TYPE_WORDS.contains(w)
+                || matches!(
+                    *w,
+                    "auto"
+                        | "float2"
+                        | "float3"
+                        | "float4"
+                        | "int2"
+                        | "int3"
+                        | "int4"
+                        | "uint2"
+                        | "uint3"
+                        | "uint4"
+                        | "double2"
+                        | "__half"
+                        | "half"
+                )
+        })
+}
 
 /// Words that name no variable.
 const KEYWORDS: &[&str] = &[
@@ -758,6 +788,15 @@ impl Gen<'_, '_> {
                 {
                     let name = src.tok(st.start).to_string();
                     let (x, y) = (st.start + 2, st.end - 1);
+                    // The declaration's type: the code up to the name.
+                    let ty = code
+                        .trim()
+                        .split(&format!(" {name}"))
+                        .next()
+                        .unwrap_or_default();
+                    if !value_type(ty) {
+                        return None;
+                    }
                     s.line = self.source_line(st.start);
                     match s.class(src, x, y) {
                         Some(c) if c != Cls::Tidx => {
@@ -781,7 +820,8 @@ impl Gen<'_, '_> {
                 _ => return None,
             };
             let ty = ty.as_deref().unwrap_or("auto");
-            if ty.contains('*') || ty.contains('&') || ty.contains('[') {
+            // Values only: a class's constructor could reach memory unseen.
+            if !value_type(ty) {
                 return None;
             }
             s.line = self.source_line(st.start);
@@ -810,7 +850,45 @@ impl Gen<'_, '_> {
                     Init::None => {
                         s.vars.remove(&v.name);
                     }
-                    Init::Args(..) => return None,
+                    // `T v{...}`, `T v(...)`: the arguments one by one.
+                    Init::Args(x, y, brace) => {
+                        let before = s.used.clone();
+                        let mut class = Some(Cls::Inv);
+                        let mut args = 0;
+                        let mut k = x;
+                        while k < y && class.is_some() {
+                            let comma = (k..y)
+                                .find(|&m| src.is(m, ",") && depth0(src, k, m))
+                                .unwrap_or(y);
+                            class = match (s.class(src, k, comma), class) {
+                                (Some(Cls::Tidx), _) | (None, _) | (_, None) => None,
+                                (Some(c), Some(Cls::Inv)) if args == 0 => Some(c),
+                                (Some(Cls::Inv), Some(Cls::Inv)) => Some(Cls::Inv),
+                                _ => Some(Cls::Opaque),
+                            };
+                            args += 1;
+                            k = comma + 1;
+                        }
+                        if args > 1 && class == Some(Cls::Aff) {
+                            class = Some(Cls::Opaque);
+                        }
+                        match class {
+                            Some(c) => {
+                                let text = self.local_coordinates(src.text(x, y));
+                                let (open, close) = if brace { ("{", "}") } else { ("(", ")") };
+                                s.plan.prelude.push(format!(
+                                    "{ty} {}{open}{text}{close}; (void){};",
+                                    v.name, v.name
+                                ));
+                                s.vars.insert(v.name.clone(), c);
+                            }
+                            None => {
+                                s.used = before;
+                                s.accesses(x, y, "true")?;
+                                s.vars.remove(&v.name);
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -277,3 +277,11 @@ __global__ void summary_transpose_no_barrier(const float* in, float* out, int n)
     y = blockIdx.x * 16 + threadIdx.y;
     if (x < n && y < n) out[y * n + x] = tile[threadIdx.x][threadIdx.y];
 }
+
+// Correct: locals initialised with braces and parentheses.
+__global__ void summary_brace_init(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v{i < n ? in[i] : 0.0f};
+    float w(2.0f);
+    if (i < n) out[i] = v * w;
+}
