@@ -185,6 +185,8 @@ constexpr size_t MAX_SPARE = (size_t(2048) << 20) / sizeof(Shadow);
 constexpr size_t MAX_KEPT = (size_t(4096) << 20) / sizeof(Shadow);
 constexpr size_t MAX_RACES = 64;
 
+// The summaries that touch one page, writes and reads apart (a read need not be checked against
+// reads); for shared memory, of one phase (earlier phases of the block are ordered before it).
 struct PageList {
     uint32_t phase = 0;
     std::vector<uint32_t> w, r;
@@ -259,10 +261,9 @@ struct State {
     bool sum_on = false;
     bool sum_allowed = true;
     std::vector<Summary> grecs, srecs, stage;
-    // By page, the summaries that touch it, writes and reads apart (a read need not be checked
-    // against reads); for shared memory, of one phase (earlier phases are ordered before it).
-    // Page lists by page (a radix table like the page table's, `plists`), from a pool kept
-    // between launches (their vectors keep their capacity); `touched` the pages that have one.
+    // By page, the summaries that touch it (PageList), kept by a radix table like the page
+    // table's (`plists`) from a pool kept between launches (their vectors keep their capacity);
+    // `touched` the pages that have one.
     struct Pages {
         std::vector<uintptr_t> touched;
         std::deque<PageList> pool;
@@ -390,15 +391,24 @@ void register_locals() {
     set_space(S.dyn_lo, S.dyn_hi, RK_RACE_SHARED);
 }
 
-// Shared memory's summaries belong to one block.
-void drop_shared_summaries() {
-    for (uintptr_t pg : S.spages.touched) {
-        uintptr_t *e = entry_of(pg, false);
-        if (e) *e &= ~SUM_BIT;
-    }
-    S.spages.clear();
+// Forget the summaries of shared memory (which belong to one block) and, with `global`, of
+// device memory and those staged: their pages' bits, page lists and records.
+void forget_summaries(bool global) {
+    auto forget = [](State::Pages &pages) {
+        for (uintptr_t pg : pages.touched) {
+            uintptr_t *e = entry_of(pg, false);
+            if (e) *e &= ~SUM_BIT;
+        }
+        pages.clear();
+    };
+    forget(S.spages);
     S.srecs.clear();
     S.slast.clear();
+    if (!global) return;
+    forget(S.gpages);
+    S.grecs.clear();
+    S.glast.clear();
+    S.stage.clear();
 }
 
 __attribute__((noinline)) void new_block(uint64_t linear) {
@@ -414,7 +424,7 @@ __attribute__((noinline)) void new_block(uint64_t linear) {
     memset(S.fenced, 0, n);
     memset(S.barrier_pc, 0, n * sizeof S.barrier_pc[0]);
     S.acquired.clear();
-    drop_shared_summaries();
+    forget_summaries(false);
     S.nonuniform = false;
     if (!S.locals_registered) register_locals();
 }
@@ -820,19 +830,9 @@ void replay(const Summary &r) {
 void materialize() {
     S.sum_on = false;
     S.sum_replayed = 1;
-    for (auto *pages : {&S.gpages, &S.spages})
-        for (uintptr_t pg : pages->touched) {
-            uintptr_t *e = entry_of(pg, false);
-            if (e) *e &= ~SUM_BIT;
-        }
-    S.gpages.clear();
-    S.spages.clear();
-    S.glast.clear();
-    S.slast.clear();
-    forget_pages();
     std::vector<Summary> g = std::move(S.grecs), sh = std::move(S.srecs);
-    S.grecs.clear();
-    S.srecs.clear();
+    forget_summaries(true);
+    forget_pages();
     for (const Summary &r : g) replay(r);
     for (const Summary &r : sh) replay(r);
 }
@@ -967,7 +967,8 @@ extern "C" uint32_t rk_race_sum_commit(void) {
     for (size_t i = 0; i < S.stage.size() && !conflict; ++i) {
         Summary &r = S.stage[i];
         for (size_t k = 0; k < i && !conflict; ++k)
-            if (S.stage[k].space == r.space || (S.stage[k].space != RK_RACE_GLOBAL) == (r.space != RK_RACE_GLOBAL))
+            // Of the same kind of memory (device, or the block's shared memory).
+            if ((S.stage[k].space == RK_RACE_GLOBAL) == (r.space == RK_RACE_GLOBAL))
                 conflict = sum_conflict(S.stage[k], r);
         const bool global = r.space == RK_RACE_GLOBAL;
         auto &pages = global ? S.gpages : S.spages;
@@ -1115,13 +1116,7 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
     S.release_seq = 0;
     S.bounds.clear();
     S.oob_count = 0;
-    S.grecs.clear();
-    S.srecs.clear();
-    S.stage.clear();
-    S.gpages.clear();
-    S.spages.clear();
-    S.glast.clear();
-    S.slast.clear();
+    forget_summaries(true);
     S.gen_shared_serial = 0;
     S.nonuniform = false;
     S.sum_taken = 0;
@@ -1165,13 +1160,7 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
     S.sum_on = false;
-    S.grecs.clear();
-    S.srecs.clear();
-    S.stage.clear();
-    S.gpages.clear();
-    S.spages.clear();
-    S.glast.clear();
-    S.slast.clear();
+    forget_summaries(true);
     forget_pages();
     for (uintptr_t *e : S.entries) *e = 0;
     S.entries.clear();

@@ -776,24 +776,17 @@ fn the_race_detectors_summaries_find_what_hooks_find() {
                     .run(&s),
             );
             let tiles = n.div_ceil(16) as u32;
-            one(
-                "summary_transpose",
-                k("summary_transpose")
-                    .launch(LaunchConfig::new((tiles, tiles), (16, 16)))
-                    .arg(&inb)
-                    .arg(&mut out)
-                    .arg(&(n as i32))
-                    .run(&s),
-            );
-            one(
-                "summary_transpose_no_barrier",
-                k("summary_transpose_no_barrier")
-                    .launch(LaunchConfig::new((tiles, tiles), (16, 16)))
-                    .arg(&inb)
-                    .arg(&mut out)
-                    .arg(&(n as i32))
-                    .run(&s),
-            );
+            for name in ["summary_transpose", "summary_transpose_no_barrier"] {
+                one(
+                    name,
+                    k(name)
+                        .launch(LaunchConfig::new((tiles, tiles), (16, 16)))
+                        .arg(&inb)
+                        .arg(&mut out)
+                        .arg(&(n as i32))
+                        .run(&s),
+                );
+            }
             one(
                 "summary_brace_init",
                 k("summary_brace_init")

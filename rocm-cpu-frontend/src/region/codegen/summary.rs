@@ -217,6 +217,15 @@ impl Scan<'_, '_, '_> {
         (p.i == b).then_some(c)
     }
 
+    /// How each argument of the comma-separated list [a, b) depends on the lane, if every one
+    /// reads no memory and changes nothing.
+    fn arg_classes(&mut self, src: &Tokens, a: usize, b: usize) -> Option<Vec<Cls>> {
+        src.split_commas(a, b)
+            .into_iter()
+            .map(|(x, y)| self.class(src, x, y))
+            .collect()
+    }
+
     /// Finds the memory accesses of the expression [a, b) under guard `guard` (C++ text), and
     /// checks it does nothing else the summary cannot describe.
     fn accesses(&mut self, a: usize, b: usize, guard: &str) -> Option<()> {
@@ -283,35 +292,6 @@ impl Scan<'_, '_, '_> {
                     i = j;
                     continue;
                 }
-                // The region form's own words for collectives, which read and write its lane
-                // storage (never memory the detector checks): operand slots `rk_x..[..]`, and
-                // `rk::bits`, `rk::from_bits<T>`, `rkr.shfl<T, ..>(..)` and the like.
-                Some(Kind::Ident) if t.starts_with("rk_x") && src.is(i + 1, "[") => {
-                    i = src.close(i + 1)? + 1;
-                    continue;
-                }
-                Some(Kind::Ident)
-                    if t == "rk"
-                        && src.is(i + 1, "::")
-                        && matches!(src.tok(i + 2), "bits" | "from_bits") =>
-                {
-                    i = skip_template_args(src, i + 3, b)?;
-                    continue;
-                }
-                Some(Kind::Ident)
-                    if t == "rkr"
-                        && src.is(i + 1, ".")
-                        && matches!(
-                            src.tok(i + 2),
-                            "shfl" | "ballot" | "all" | "activemask" | "first_active"
-                        ) =>
-                {
-                    i = skip_template_args(src, i + 3, b)?;
-                    if !src.is(i, "(") {
-                        return None;
-                    }
-                    continue;
-                }
                 Some(Kind::Ident) => {
                     if matches!(
                         t,
@@ -319,10 +299,9 @@ impl Scan<'_, '_, '_> {
                     ) {
                         return None;
                     }
-                    if src.is(i + 1, "(")
-                        && (matches!(t, "RK_RAW" | "RK_RAW_SET")
-                            || (self.collectives && COLLECTIVES.contains(&t)))
-                    {
+                    // A collective (`lane_storage_only`): the region form computes it from lane
+                    // storage; its arguments are scanned as they come.
+                    if src.is(i + 1, "(") && self.collectives && COLLECTIVES.contains(&t) {
                         i += 1;
                         continue;
                     }
@@ -349,9 +328,8 @@ impl Scan<'_, '_, '_> {
                         && !self.g.uniform.iter().any(|n| n == t)
                         && !TYPE_WORDS.contains(&t)
                         && !KEYWORDS.contains(&t)
+                        // `rk_cur`, and the names the region form gives inlined helpers' variables.
                         && !t.starts_with("rk_")
-                        && !t.starts_with("RK_")
-                        && t != "rkr"
                     {
                         return None;
                     }
@@ -590,27 +568,21 @@ impl Ex<'_, '_, '_, '_, '_> {
                 }
                 if src.is(i + 1, "(") && (PURE_CALLS.contains(&t) || TYPE_WORDS.contains(&t)) {
                     let close = src.close(i + 1).filter(|&c| c < self.end)?;
-                    let mut all_inv = true;
-                    let mut k = i + 2;
-                    while k < close {
-                        let comma = (k..close)
-                            .find(|&m| src.is(m, ",") && depth0(src, k, m))
-                            .unwrap_or(close);
-                        let c = self.s.class(src, k, comma)?;
-                        all_inv &= c == Cls::Inv;
-                        if TYPE_WORDS.contains(&t) && c == Cls::Aff {
-                            all_inv = false;
-                        }
-                        k = comma + 1;
-                    }
+                    let args = self.s.arg_classes(src, i + 2, close)?;
                     self.i = close + 1;
                     // A functional cast keeps an affine value affine (a wrap shows at the last
                     // lane); a math function does not.
                     if TYPE_WORDS.contains(&t) {
-                        let inner = self.s.class(src, i + 2, close)?;
-                        return Some(inner);
+                        return match args[..] {
+                            [c] => Some(c),
+                            _ => None,
+                        };
                     }
-                    return Some(if all_inv { Cls::Inv } else { Cls::Opaque });
+                    return Some(if args.iter().all(|&c| c == Cls::Inv) {
+                        Cls::Inv
+                    } else {
+                        Cls::Opaque
+                    });
                 }
                 let c = *self.s.vars.get(t)?;
                 self.s.used.insert(t.to_string());
@@ -655,31 +627,6 @@ fn looks_declared(src: &Tokens, a: usize) -> bool {
                     src.tok(a + 3),
                     "=" | ";" | "[" | "(" | "{" | "," | ">" | "::"
                 )))
-}
-
-/// Past the template arguments `<...>` at `at` (or `at` itself if there are none), within `b`.
-fn skip_template_args(src: &Tokens, at: usize, b: usize) -> Option<usize> {
-    if !src.is(at, "<") {
-        return Some(at);
-    }
-    let mut d = 0i32;
-    let mut i = at;
-    while i < b {
-        match src.tok(i) {
-            "<" => d += 1,
-            ">" => d -= 1,
-            ">>" => d -= 2,
-            "(" | "[" => {
-                i = src.close(i)?;
-            }
-            _ => {}
-        }
-        i += 1;
-        if d <= 0 {
-            return (d == 0).then_some(i);
-        }
-    }
-    None
 }
 
 /// Whether token `at` lies outside every bracket opened in [a, at).
@@ -853,25 +800,14 @@ impl Gen<'_, '_> {
                     // `T v{...}`, `T v(...)`: the arguments one by one.
                     Init::Args(x, y, brace) => {
                         let before = s.used.clone();
-                        let mut class = Some(Cls::Inv);
-                        let mut args = 0;
-                        let mut k = x;
-                        while k < y && class.is_some() {
-                            let comma = (k..y)
-                                .find(|&m| src.is(m, ",") && depth0(src, k, m))
-                                .unwrap_or(y);
-                            class = match (s.class(src, k, comma), class) {
-                                (Some(Cls::Tidx), _) | (None, _) | (_, None) => None,
-                                (Some(c), Some(Cls::Inv)) if args == 0 => Some(c),
-                                (Some(Cls::Inv), Some(Cls::Inv)) => Some(Cls::Inv),
-                                _ => Some(Cls::Opaque),
-                            };
-                            args += 1;
-                            k = comma + 1;
-                        }
-                        if args > 1 && class == Some(Cls::Aff) {
-                            class = Some(Cls::Opaque);
-                        }
+                        let class = match s.arg_classes(src, x, y).as_deref() {
+                            None => None,
+                            Some(args) if args.contains(&Cls::Tidx) => None,
+                            Some([]) => Some(Cls::Inv),
+                            Some(&[c]) => Some(c),
+                            Some(args) if args.iter().all(|&c| c == Cls::Inv) => Some(Cls::Inv),
+                            Some(_) => Some(Cls::Opaque),
+                        };
                         match class {
                             Some(c) => {
                                 let text = self.local_coordinates(src.text(x, y));
