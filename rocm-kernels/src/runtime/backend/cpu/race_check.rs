@@ -40,9 +40,12 @@ impl CpuFunction {
             self.race_region_form
         };
         desc.exec_fibers = u32::from(form == ffi::RK_ENTRY_THREADS);
-        desc.region_waves = u32::from(form == ffi::RK_ENTRY_WAVES);
-        desc.whole_blocks = u32::from(form == ffi::RK_ENTRY_WHOLE_BLOCKS);
-        desc.exec_blocks = 0;
+        // Region forms run whole blocks, all waves in step (as CpuExec::Blocks): the detector
+        // orders accesses by barriers and collectives, not by the order lanes ran in, and a
+        // block's barriers then cost no switches between waves.
+        desc.region_waves = 0;
+        desc.whole_blocks = u32::from(form != ffi::RK_ENTRY_THREADS);
+        desc.exec_blocks = u32::from(form != ffi::RK_ENTRY_THREADS);
         let allocations = self
             .shared
             .allocations
