@@ -5,7 +5,9 @@
 // instrumentation (`-fsanitize=thread`: a call before every load, store and atomic) and renames
 // the instrumentation's `__tsan_*` calls to the `rk_tsan_*` functions below, and the kernel's
 // barriers and collectives to the rk_race_* wrappers (rocm-kernels-build/src/cpu/race.rs). The
-// runtime runs that variant on one worker thread, blocks one after another, threads as fibers.
+// runtime runs that variant on its workers, each taking a contiguous share of the blocks one after
+// another with a detector state of its own ("Parallel checking" below: what cannot be decided so
+// is checked again on one worker), a block's threads as region-form lane loops or fibers.
 // This file is the other half: the instrumentation's calls land here and are checked against GPU
 // rules rather than C++ ones:
 //  * Two threads of one block race on an address when at least one writes, not both atomically,
@@ -57,6 +59,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <cstdlib>
 #include <cstring>
@@ -95,8 +99,13 @@ constexpr unsigned PAGE_BITS = 12;
 constexpr uintptr_t PAGE = uintptr_t(1) << PAGE_BITS;
 constexpr unsigned GRANULE = 8;
 constexpr unsigned CELLS = PAGE / GRANULE;
-struct Shadow {
+struct alignas(16) Shadow {
     Cell cell[CELLS];
+    // Parallel checking: the bytes of a device page this worker's hooked accesses touched this
+    // launch (`stamp` the launch's first serial), as bit masks: plain writes, plain reads, atomic
+    // (or volatile) accesses.
+    uint32_t stamp;
+    uint64_t wbits[PAGE / 64], rbits[PAGE / 64], abits[PAGE / 64];
 };
 
 // Page table over 47-bit addresses: an entry is a Shadow pointer (16-byte aligned, or null until
@@ -106,23 +115,12 @@ constexpr unsigned L1_BITS = 47 - PAGE_BITS - L2_BITS;
 constexpr uintptr_t SPACE_MASK = 3;
 // Set where summaries (rk_race_sum_add) cover part of the page; the rest of an entry's low bits.
 constexpr uintptr_t SUM_BIT = 4;
-constexpr uintptr_t LOW_MASK = 7;
-uintptr_t *l1[uintptr_t(1) << L1_BITS];
+// Set where this worker knows the page's bytes from before the launch are saved (parallel
+// checking: save_page).
+constexpr uintptr_t SAVED_BIT = 8;
+constexpr uintptr_t LOW_MASK = 15;
 
-uintptr_t *entry_of(uintptr_t addr, bool create) {
-    const uintptr_t page = addr >> PAGE_BITS;
-    const uintptr_t i1 = page >> L2_BITS;
-    if (i1 >= (uintptr_t(1) << L1_BITS)) return nullptr;
-    uintptr_t *l2 = l1[i1];
-    if (!l2) {
-        if (!create) return nullptr;
-        void *m = mmap(nullptr, sizeof(uintptr_t) << L2_BITS, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return nullptr;
-        l2 = l1[i1] = static_cast<uintptr_t *>(m);
-    }
-    return &l2[page & ((uintptr_t(1) << L2_BITS) - 1)];
-}
+uintptr_t *entry_of(uintptr_t addr, bool create);
 
 struct Race {
     uintptr_t address;
@@ -148,6 +146,7 @@ struct PageCache {
     uintptr_t lo = 0, hi = 0;
     uintptr_t skip_lo = 0, skip_hi = 0;  // bytes of the window never checked (rk_cur)
     uint8_t space = 0;
+    bool saved = false;  // written without saving it first (parallel checking: before_write)
 };
 
 constexpr uint32_t MAX_THREADS = 1024;
@@ -204,15 +203,23 @@ struct PageList {
 PageList **plist_slot(uintptr_t addr);
 
 struct State {
+    // The page table (entry_of) and the summaries' page lists (plist_slot), first levels.
+    uintptr_t *l1[uintptr_t(1) << L1_BITS] = {};
+    PageList **plists[uintptr_t(1) << L1_BITS] = {};
+    PageList *no_plist = nullptr;
     bool armed = false;
+    // Checking blocks [lo, hi) of a launch checked on several workers (parallel), which saves
+    // each device page before its first write (save_page) and keeps what it touched (`foot`).
+    bool par = false;
+    std::vector<uintptr_t> foot;  // device pages with hooked accesses this launch (Shadow::stamp)
     bool strict = false;  // report plain reads racing atomic writes too (rk_race_set_strict)
     uint32_t wave_size = 64;
-    uint32_t next_serial = 1;
+    // Block serial numbers: first_serial + the block's linear id (this launch's are all at least
+    // first_serial: lower ones in reused shadow pages are empty slots).
     uint32_t first_serial = 1;
     uint32_t cur_serial = 0;
     uint64_t cur_block = ~uint64_t(0);
     rk_uint3 grid{}, block{};
-    std::vector<uint64_t> blocks;  // linear block id of serial first_serial + i
     uint32_t phase[MAX_THREADS];
     uint32_t wsync[MAX_THREADS];
     uint8_t fenced[MAX_THREADS];
@@ -303,31 +310,43 @@ struct State {
 
 constexpr size_t CHUNK_BYTES = size_t(64) << 20;
 
-// The summaries' page lists by page: the page table's shape, one pointer per page.
-PageList **plists[uintptr_t(1) << L1_BITS];
-PageList *no_plist = nullptr;
+// The state of one worker's checking (a launch checked on several workers keeps one per worker:
+// see "Parallel checking" below); `tS` is the running thread's. Threads that run no checked
+// launch see `idle`, never armed.
+State idle;
+thread_local State *tS = &idle;
+inline State &st() { return *tS; }
+// `S` was the one global state when a launch was checked on one worker; the code reads it as
+// before, now the running worker's.
+#define S st()
 
-PageList **plist_slot(uintptr_t addr) {
+// One level of a radix table over pages: a slot per page, `L1_BITS` then `L2_BITS` of the page
+// number, second levels mapped (zero) on first use.
+template <class T>
+T *radix_slot(T **top, uintptr_t addr, bool create) {
     const uintptr_t page = addr >> PAGE_BITS;
     const uintptr_t i1 = page >> L2_BITS;
-    if (i1 >= (uintptr_t(1) << L1_BITS)) {
-        no_plist = nullptr;
-        return &no_plist;
-    }
-    PageList **l2 = plists[i1];
+    if (i1 >= (uintptr_t(1) << L1_BITS)) return nullptr;
+    T *l2 = top[i1];
     if (!l2) {
-        void *m = mmap(nullptr, sizeof(void *) << L2_BITS, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            no_plist = nullptr;
-            return &no_plist;
-        }
-        l2 = plists[i1] = static_cast<PageList **>(m);
+        if (!create) return nullptr;
+        void *m = mmap(nullptr, sizeof(T) << L2_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m == MAP_FAILED) return nullptr;
+        l2 = top[i1] = static_cast<T *>(m);
     }
     return &l2[page & ((uintptr_t(1) << L2_BITS) - 1)];
 }
 
-State S;
+uintptr_t *entry_of(uintptr_t addr, bool create) { return radix_slot(S.l1, addr, create); }
+
+// The summaries' page lists by page: the page table's shape, one pointer per page.
+PageList **plist_slot(uintptr_t addr) {
+    PageList **slot = radix_slot(S.plists, addr, true);
+    if (slot) return slot;
+    S.no_plist = nullptr;
+    return &S.no_plist;
+}
 
 void forget_pages() {
     for (PageCache &c : S.cache) c = PageCache{};
@@ -413,8 +432,7 @@ void forget_summaries(bool global) {
 
 __attribute__((noinline)) void new_block(uint64_t linear) {
     S.cur_block = linear;
-    S.cur_serial = S.next_serial++;
-    S.blocks.push_back(linear);
+    S.cur_serial = uint32_t(S.first_serial + linear);
     S.grid = rk_cur.grid_dim;
     S.block = rk_cur.block_dim;
     uint64_t n = uint64_t(S.block.x) * S.block.y * S.block.z;
@@ -565,10 +583,44 @@ Shadow *shadow_of(uintptr_t *e) {
     return static_cast<Shadow *>(mem);
 }
 
+// Bits [lo, hi) (offsets in a page) set in `bits`.
+void set_bits(uint64_t *bits, uintptr_t lo, uintptr_t hi) {
+    for (uintptr_t b = lo; b < hi;) {
+        const uintptr_t word = b / 64, end = hi < (word + 1) * 64 ? hi : (word + 1) * 64;
+        const unsigned n = unsigned(end - b);
+        bits[word] |= (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << (b % 64);
+        b = end;
+    }
+}
+
+// Parallel checking: remember the bytes [lo, stop) of device page `sh` this worker touched.
+void mark_foot(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t flags) {
+    if (sh->stamp != S.first_serial) {
+        sh->stamp = S.first_serial;
+        memset(sh->wbits, 0, sizeof sh->wbits);
+        memset(sh->rbits, 0, sizeof sh->rbits);
+        memset(sh->abits, 0, sizeof sh->abits);
+        S.foot.push_back(lo & ~(PAGE - 1));
+    }
+    uint64_t *bits = (flags & (F_ATOMIC | F_VOLATILE)) ? sh->abits : (flags & F_WRITE) ? sh->wbits : sh->rbits;
+    set_bits(bits, lo & (PAGE - 1), ((stop - 1) & (PAGE - 1)) + 1);
+}
+
+void save_page(uintptr_t page);
+
+// Parallel checking: save device page `page` (entry `e`) before this worker first writes it.
+inline void before_write(uintptr_t page, uintptr_t *e) {
+    if (!(*e & SAVED_BIT)) {
+        save_page(page);
+        *e |= SAVED_BIT;
+    }
+}
+
 // Check [lo, stop), within one page whose shadow is `sh`, granule by granule.
 inline void check_in_page(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t space, uint8_t flags, uint64_t pc,
                           const Who &tid) {
     if (space != RK_RACE_GLOBAL) S.gen_shared_serial = tid.serial;
+    else if (S.par) mark_foot(sh, lo, stop, flags);
     for (uintptr_t a = lo; a < stop;) {
         const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
         const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
@@ -649,9 +701,11 @@ void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, cons
         if (w.space && w.lo < w.hi) {
             sh = shadow_of(e);
             if (!sh) return;
+            if (S.par && w.space == RK_RACE_GLOBAL && (flags & F_WRITE)) before_write(page, e);
         }
         // Remember the page for the next access (most land on the page of the one before).
-        cached(page) = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space};
+        const bool saved = !S.par || w.space != RK_RACE_GLOBAL || (e && (*e & SAVED_BIT));
+        cached(page) = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space, saved};
         if (sh && lo < stop) check_in_page(sh, lo, stop, w.space, flags, pc, tid);
         addr = page_end;
     }
@@ -669,7 +723,7 @@ __attribute__((noinline)) void access_checked(uintptr_t addr, uintptr_t size, ui
     // Fast path: a page accessed lately, checked wholly inside its window.
     const PageCache &c = cached(addr & ~(PAGE - 1));
     if ((addr & ~(PAGE - 1)) == c.page && ((end - 1) & ~(PAGE - 1)) == c.page && c.shadow && addr >= c.lo &&
-        end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi)) {
+        end <= c.hi && (end <= c.skip_lo || addr >= c.skip_hi) && (c.saved || !(flags & F_WRITE))) {
         check_in_page(c.shadow, addr, end, c.space, flags, pc, tid);
         return;
     }
@@ -1032,6 +1086,10 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         for_pages(r, [&](uintptr_t p, uintptr_t lo, uintptr_t hi) {
             bool created;
             PageList &l = pages.get(p, created);
+            if (global && S.par && (r.flags & F_WRITE)) {
+                uintptr_t *e = entry_of(p, false);
+                if (e) before_write(p, e);
+            }
             if (created) {
                 uintptr_t *e = entry_of(p, false);
                 if (e) *e |= SUM_BIT;
@@ -1082,9 +1140,7 @@ void on_sync(const volatile void *p, int mo) {
 inline uint64_t caller(void *ra) { return reinterpret_cast<uint64_t>(ra); }
 
 void fill(rk_race_access &out, const Access &a) {
-    const uint64_t linear = a.serial >= S.first_serial && a.serial - S.first_serial < S.blocks.size()
-                                ? S.blocks[a.serial - S.first_serial]
-                                : 0;
+    const uint64_t linear = a.serial >= S.first_serial ? a.serial - S.first_serial : 0;
     const uint64_t gx = S.grid.x ? S.grid.x : 1, gy = S.grid.y ? S.grid.y : 1;
     out.block[0] = uint32_t(linear % gx);
     out.block[1] = uint32_t((linear / gx) % gy);
@@ -1100,81 +1156,221 @@ void fill(rk_race_access &out, const Access &a) {
 
 }  // namespace
 
-extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size) {
-    if (S.armed) return 1;
-    S.wave_size = wave_size ? wave_size : 64;
-    S.first_serial = S.next_serial;
-    S.cur_block = ~uint64_t(0);
-    S.cur_serial = 0;
-    S.blocks.clear();
-    S.locals_registered = false;
-    S.releases.clear();
-    S.acquired.clear();
-    S.races.clear();
-    S.pending.clear();
-    S.total = 0;
-    S.release_seq = 0;
-    S.bounds.clear();
-    S.oob_count = 0;
-    forget_summaries(true);
-    S.gen_shared_serial = 0;
-    S.nonuniform = false;
-    S.sum_taken = 0;
-    S.sum_replayed = 0;
-    S.sum_on = S.sum_allowed;
-    forget_pages();
-    for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
-    S.armed = true;
-    return 0;
+namespace {
+
+// ---- Parallel checking ---------------------------------------------------------------------------
+// A launch is checked on several workers (rk_race_set_workers), each taking a contiguous share of
+// its blocks with a State of its own: that is the same check as on one worker for the blocks of
+// each. Blocks of two workers can only meet through device memory, so the launch is race-free if
+// no worker found anything and no byte one worker wrote was touched by another (atomic accesses
+// of both apart). Anything else (a race, an out-of-bounds access, a fault, or bytes two workers
+// met on, which may be a race, blocks an atomic ordered, or two writes of one value) puts device
+// memory back as it was before the launch and checks it again on one worker (rk_race_rerun): what
+// is reported never depends on how many workers checked. For that, each device page is saved
+// before its first write (save_page: the first worker to write it copies it, others wait).
+
+struct Saved {
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // device memory, page-aligned, disjoint, sorted
+    std::vector<size_t> first;                          // index of each span's first page
+    size_t pages = 0;
+    uint8_t *state = nullptr;  // per page: 0 not saved, 1 being saved, 2 saved
+    size_t state_cap = 0;
+    char *backup = nullptr;  // the saved pages, by index
+    size_t backup_pages = 0;
+};
+Saved saved;
+
+// Device memory [ranges] to save pages of: false when the copies cannot be had.
+bool prepare_saved(const rk_race_range *ranges, uint32_t count) {
+    saved.spans.clear();
+    saved.first.clear();
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!ranges[i].len) continue;
+        const uintptr_t lo = uintptr_t(ranges[i].start) & ~(PAGE - 1);
+        const uintptr_t hi = (uintptr_t(ranges[i].start + ranges[i].len) + PAGE - 1) & ~(PAGE - 1);
+        saved.spans.emplace_back(lo, hi);
+    }
+    std::sort(saved.spans.begin(), saved.spans.end());
+    size_t kept = 0;
+    for (const auto &sp : saved.spans) {
+        if (kept && sp.first <= saved.spans[kept - 1].second) {
+            if (sp.second > saved.spans[kept - 1].second) saved.spans[kept - 1].second = sp.second;
+        } else {
+            saved.spans[kept++] = sp;
+        }
+    }
+    saved.spans.resize(kept);
+    saved.pages = 0;
+    for (const auto &sp : saved.spans) {
+        saved.first.push_back(saved.pages);
+        saved.pages += (sp.second - sp.first) / PAGE;
+    }
+    if (saved.pages > saved.state_cap) {
+        free(saved.state);
+        saved.state_cap = saved.pages;
+        saved.state = static_cast<uint8_t *>(malloc(saved.state_cap));
+        if (!saved.state) {
+            saved.state_cap = 0;
+            return false;
+        }
+    }
+    if (saved.pages) memset(saved.state, 0, saved.pages);
+    if (saved.pages > saved.backup_pages) {
+        // Kept between launches (the next one's copies fault nothing in), mapped as needed.
+        if (saved.backup) munmap(saved.backup, saved.backup_pages * PAGE);
+        saved.backup_pages = 0;
+        void *m = mmap(nullptr, saved.pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        saved.backup = m == MAP_FAILED ? nullptr : static_cast<char *>(m);
+        if (!saved.backup) return false;
+        saved.backup_pages = saved.pages;
+    }
+    return true;
 }
 
-extern "C" void rk_race_set_strict(uint32_t strict) { S.strict = strict != 0; }
-
-extern "C" void rk_race_set_summaries(uint32_t on) { S.sum_allowed = on != 0; }
-
-extern "C" uint64_t rk_race_summary_stats(uint32_t *replayed) {
-    if (replayed) *replayed = S.sum_replayed;
-    return S.sum_taken;
+// The index of device page `page` among the saved ones, or SIZE_MAX.
+size_t saved_index(uintptr_t page) {
+    auto it = std::upper_bound(saved.spans.begin(), saved.spans.end(), std::make_pair(page, ~uintptr_t(0)));
+    if (it == saved.spans.begin()) return SIZE_MAX;
+    --it;
+    if (page >= it->second) return SIZE_MAX;
+    return saved.first[size_t(it - saved.spans.begin())] + (page - it->first) / PAGE;
 }
 
-extern "C" void rk_race_bound(const rk_race_range *ranges, uint32_t count) {
-    S.bounds.clear();
-    for (uint32_t i = 0; i < count; ++i)
-        S.bounds.emplace_back(uintptr_t(ranges[i].start), uintptr_t(ranges[i].start + ranges[i].len));
-    std::sort(S.bounds.begin(), S.bounds.end());
-    forget_pages();
+void save_page(uintptr_t page) {
+    const size_t i = saved_index(page);
+    if (i == SIZE_MAX) return;
+    uint8_t *state = &saved.state[i];
+    for (;;) {
+        uint8_t v = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+        if (v == 2) return;
+        if (v == 0 && __atomic_compare_exchange_n(state, &v, uint8_t(1), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            memcpy(saved.backup + i * PAGE, reinterpret_cast<const void *>(page), PAGE);
+            __atomic_store_n(state, uint8_t(2), __ATOMIC_RELEASE);
+            return;
+        }
+        __builtin_ia32_pause();
+    }
 }
 
-extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *out) {
-    if (S.oob_count == 0) return 0;
-    memset(out, 0, sizeof *out);
-    out->address = S.oob_address;
-    out->space = RK_RACE_GLOBAL;
-    out->count = S.oob_count > 0xffffffffu ? 0xffffffffu : uint32_t(S.oob_count);
-    out->offset = S.oob_size;
-    fill(out->later, S.oob);
-    return 1;
+// Put every saved page back.
+void restore_saved() {
+    for (size_t k = 0; k < saved.spans.size(); ++k) {
+        const uintptr_t lo = saved.spans[k].first;
+        const size_t n = (saved.spans[k].second - lo) / PAGE;
+        for (size_t j = 0; j < n; ++j) {
+            const size_t i = saved.first[k] + j;
+            if (saved.state[i] == 2) memcpy(reinterpret_cast<void *>(lo + j * PAGE), saved.backup + i * PAGE, PAGE);
+        }
+    }
 }
 
-extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
+// The workers' states (states[0] checks launches on one worker), and the launch armed.
+std::vector<State *> states;
+uint32_t workers = 1;         // of the launch armed (or last armed)
+uint32_t next_workers = 1;    // of the next (rk_race_set_workers)
+const void *next_pool = nullptr;
+std::atomic<const void *> armed_pool{nullptr};  // the pool whose workers check the armed launch
+bool armed = false;
+bool cfg_strict = false, cfg_summaries = true;
+uint32_t next_serial = 1;
+
+// Every access (hooked, or of a summary) of the current state to device page `page`, as bit masks.
+struct Foot {
+    uint64_t w[PAGE / 64] = {}, r[PAGE / 64] = {}, a[PAGE / 64] = {};
+};
+
+// The bytes of page `page` summary `r` touched.
+void summary_foot(const Summary &r, uintptr_t page, uint64_t *bits) {
+    uint32_t klo, khi;
+    if (!meeting(r.row_lo(0), r.s2, r.row_bytes(), r.m, page, PAGE, klo, khi)) return;
+    for (uint32_t k = klo; k <= khi; ++k) {
+        const uintptr_t base = r.a0 + uintptr_t(r.s2) * k;
+        uint32_t jlo, jhi;
+        if (!meeting(base, r.s, r.size, r.n, page, PAGE, jlo, jhi)) continue;
+        for (uint32_t j = jlo; j <= jhi; ++j) {
+            const uintptr_t a = base + uintptr_t(r.s) * j;
+            const uintptr_t lo = a > page ? a : page, hi = a + r.size < page + PAGE ? a + r.size : page + PAGE;
+            if (lo < hi) set_bits(bits, lo - page, hi - page);
+        }
+    }
+}
+
+void state_foot(uintptr_t page, Foot &f) {
+    uintptr_t *e = entry_of(page, false);
+    if (e && (*e & ~LOW_MASK)) {
+        const Shadow *sh = reinterpret_cast<const Shadow *>(*e & ~LOW_MASK);
+        if (sh->stamp == S.first_serial) {
+            memcpy(f.w, sh->wbits, sizeof f.w);
+            memcpy(f.r, sh->rbits, sizeof f.r);
+            memcpy(f.a, sh->abits, sizeof f.a);
+        }
+    }
+    if (const PageList *l = S.gpages.find(page)) {
+        for (uint32_t id : l->w) summary_foot(S.grecs[id], page, f.w);
+        for (uint32_t id : l->r) summary_foot(S.grecs[id], page, f.r);
+    }
+}
+
+// Whether two workers met on any byte: one wrote it and the other touched it, or one accessed it
+// atomically and the other plainly.
+bool workers_met() {
+    std::vector<std::pair<uintptr_t, uint32_t>> pages;
+    for (uint32_t i = 0; i < workers; ++i) {
+        for (uintptr_t p : states[i]->foot) pages.emplace_back(p, i);
+        for (uintptr_t p : states[i]->gpages.touched) pages.emplace_back(p, i);
+    }
+    std::sort(pages.begin(), pages.end());
+    pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+    std::vector<Foot> feet;
+    bool met = false;
+    for (size_t i = 0; i < pages.size() && !met;) {
+        size_t j = i;
+        while (j < pages.size() && pages[j].first == pages[i].first) ++j;
+        if (j - i > 1) {
+            feet.assign(j - i, Foot{});
+            for (size_t k = i; k < j; ++k) {
+                tS = states[pages[k].second];
+                state_foot(pages[i].first, feet[k - i]);
+            }
+            for (size_t x = 0; x < feet.size() && !met; ++x)
+                for (size_t y = x + 1; y < feet.size() && !met; ++y) {
+                    const Foot &a = feet[x], &b = feet[y];
+                    for (unsigned q = 0; q < PAGE / 64 && !met; ++q)
+                        met = ((a.w[q] & (b.w[q] | b.r[q] | b.a[q])) | (b.w[q] & (a.r[q] | a.a[q])) | (a.a[q] & b.r[q]) |
+                               (b.a[q] & a.r[q])) != 0;
+                }
+        }
+        i = j;
+    }
+    tS = &idle;
+    return met;
+}
+
+// Disarm the current state, keeping its findings (races, out-of-bounds access) for the reports.
+void disarm_state() {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
+    S.par = false;
     S.sum_on = false;
     forget_summaries(true);
     forget_pages();
     for (uintptr_t *e : S.entries) *e = 0;
     S.entries.clear();
+    S.foot.clear();
     // Every shadow page handed out is free again: keep the chunks that hold at most MAX_KEPT of
-    // them (the next launch takes those without clearing), give the rest back.
+    // them (the next launch takes those without clearing), give the rest back; with several
+    // workers, their share each.
+    const size_t max_kept = MAX_KEPT / workers, max_spare = MAX_SPARE / workers;
     S.spare.clear();
     size_t kept = 0, shadows = 0;
-    while (kept < S.chunks.size() && shadows + S.chunks[kept].used / sizeof(Shadow) <= MAX_KEPT) {
+    while (kept < S.chunks.size() && shadows + S.chunks[kept].used / sizeof(Shadow) <= max_kept) {
         const State::Chunk &c = S.chunks[kept++];
         shadows += c.used / sizeof(Shadow);
 #ifdef MADV_FREE
-        // Past MAX_SPARE: the kernel may take these pages back (they then read as zero, empty
+        // Past max_spare: the kernel may take these pages back (they then read as zero, empty
         // slots, like pages it never took: either way the next launch needs no clearing).
-        if (shadows > MAX_SPARE) madvise(c.base, (c.used + 4095) & ~size_t(4095), MADV_FREE);
+        if (shadows > max_spare) madvise(c.base, (c.used + 4095) & ~size_t(4095), MADV_FREE);
 #endif
     }
     for (size_t i = kept; i < S.chunks.size(); ++i) munmap(S.chunks[i].base, CHUNK_BYTES);
@@ -1182,24 +1378,187 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
     for (const State::Chunk &c : S.chunks)
         for (size_t off = 0; off + sizeof(Shadow) <= c.used; off += sizeof(Shadow))
             S.spare.push_back(reinterpret_cast<Shadow *>(c.base + off));
-    uint32_t n = 0;
-    for (const Race &r : S.races) {
-        if (n >= max) break;
-        rk_race_report &o = out[n++];
-        memset(&o, 0, sizeof o);
-        o.address = r.address;
-        o.space = r.space;
-        o.count = r.count;
-        o.offset = r.space == RK_RACE_SHARED          ? r.address - S.dyn_lo
-                   : r.space == RK_RACE_STATIC_SHARED ? r.address - S.tls_lo
-                                                      : 0;
-        fill(o.earlier, r.earlier);
-        fill(o.later, r.later);
+}
+
+// After a launch: the next one's serials start past its blocks' (and every shadow page is
+// dropped before they would wrap).
+void advance_serials() {
+    uint64_t blocks = 0;
+    for (uint32_t i = 0; i < workers; ++i) {
+        const State &w = *states[i];
+        const uint64_t b = uint64_t(w.grid.x) * w.grid.y * w.grid.z;
+        if (b > blocks) blocks = b;
     }
-    if (total) *total = S.total;
-    S.races.clear();
-    S.blocks.clear();
-    S.releases.clear();
+    const uint64_t next = uint64_t(next_serial) + blocks + 1;
+    if (next < 0xF0000000u) {
+        next_serial = uint32_t(next);
+        return;
+    }
+    for (State *w : states) {
+        for (const State::Chunk &c : w->chunks) munmap(c.base, CHUNK_BYTES);
+        w->chunks.clear();
+        w->spare.clear();
+    }
+    next_serial = 1;
+}
+
+}  // namespace
+
+extern "C" void rk_race_set_workers(const void *pool, uint32_t n) {
+    next_pool = pool;
+    next_workers = n ? n : 1;
+}
+
+extern "C" uint32_t rk_race_worker(const void *pool, uint32_t index, uint64_t blocks, uint64_t *lo, uint64_t *hi) {
+    tS = &idle;
+    if (pool == nullptr || armed_pool.load(std::memory_order_acquire) != pool) return 0;
+    *lo = *hi = 0;
+    if (index >= workers) return 1;  // a worker more than the launch has states for: no blocks
+    tS = states[index];
+    if (workers == 1) return 0;
+    *lo = blocks * index / workers;
+    *hi = blocks * (index + 1) / workers;
+    return 1;
+}
+
+extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size) {
+    if (armed) return 1;
+    uint32_t n = next_workers;
+    if (n > 1 && !prepare_saved(ranges, count)) n = 1;
+    while (states.size() < n) states.push_back(new State());
+    workers = n;
+    for (uint32_t w = 0; w < n; ++w) {
+        tS = states[w];
+        S.wave_size = wave_size ? wave_size : 64;
+        S.first_serial = next_serial;
+        S.grid = rk_uint3{0, 0, 0};
+        S.cur_block = ~uint64_t(0);
+        S.cur_serial = 0;
+        S.locals_registered = false;
+        S.releases.clear();
+        S.acquired.clear();
+        S.races.clear();
+        S.pending.clear();
+        S.total = 0;
+        S.release_seq = 0;
+        S.bounds.clear();
+        S.oob_count = 0;
+        forget_summaries(true);
+        S.gen_shared_serial = 0;
+        S.nonuniform = false;
+        S.sum_taken = 0;
+        S.sum_replayed = 0;
+        S.strict = cfg_strict;
+        S.sum_allowed = cfg_summaries;
+        S.sum_on = S.sum_allowed;
+        S.par = n > 1;
+        S.foot.clear();
+        forget_pages();
+        for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
+        S.armed = true;
+    }
+    tS = &idle;
+    armed = true;
+    armed_pool.store(next_pool, std::memory_order_release);
+    return 0;
+}
+
+extern "C" void rk_race_set_strict(uint32_t strict) { cfg_strict = strict != 0; }
+
+extern "C" void rk_race_set_summaries(uint32_t on) { cfg_summaries = on != 0; }
+
+extern "C" uint64_t rk_race_summary_stats(uint32_t *replayed) {
+    uint64_t taken = 0;
+    uint32_t any = 0;
+    for (uint32_t i = 0; i < workers && i < states.size(); ++i) {
+        taken += states[i]->sum_taken;
+        any |= states[i]->sum_replayed;
+    }
+    if (replayed) *replayed = any;
+    return taken;
+}
+
+extern "C" void rk_race_bound(const rk_race_range *ranges, uint32_t count) {
+    for (uint32_t w = 0; w < workers && armed; ++w) {
+        tS = states[w];
+        S.bounds.clear();
+        for (uint32_t i = 0; i < count; ++i)
+            S.bounds.emplace_back(uintptr_t(ranges[i].start), uintptr_t(ranges[i].start + ranges[i].len));
+        std::sort(S.bounds.begin(), S.bounds.end());
+        forget_pages();
+    }
+    tS = &idle;
+}
+
+extern "C" uint32_t rk_race_rerun(uint32_t failed) {
+    if (!armed || workers < 2) return 0;
+    bool again = failed != 0;
+    for (uint32_t w = 0; w < workers; ++w) {
+        tS = states[w];
+        if (!S.pending.empty()) flush_pending();
+        if (!S.races.empty() || S.oob_count) again = true;
+    }
+    tS = &idle;
+    if (!again) again = workers_met();
+    if (!again) return 0;
+    restore_saved();
+    for (uint32_t w = 0; w < workers; ++w) {
+        tS = states[w];
+        disarm_state();
+    }
+    tS = &idle;
+    advance_serials();
+    armed = false;
+    armed_pool.store(nullptr, std::memory_order_release);
+    return 1;
+}
+
+extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *out) {
+    // One worker's (a launch checked on several found none, or was checked again on one).
+    if (states.empty() || states[0]->oob_count == 0) return 0;
+    tS = states[0];
+    memset(out, 0, sizeof *out);
+    out->address = S.oob_address;
+    out->space = RK_RACE_GLOBAL;
+    out->count = S.oob_count > 0xffffffffu ? 0xffffffffu : uint32_t(S.oob_count);
+    out->offset = S.oob_size;
+    fill(out->later, S.oob);
+    tS = &idle;
+    return 1;
+}
+
+extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *total) {
+    if (!armed) {
+        if (total) *total = 0;
+        return 0;
+    }
+    uint32_t n = 0;
+    uint64_t all = 0;
+    for (uint32_t w = 0; w < workers; ++w) {
+        tS = states[w];
+        disarm_state();
+        for (const Race &r : S.races) {
+            if (n >= max) break;
+            rk_race_report &o = out[n++];
+            memset(&o, 0, sizeof o);
+            o.address = r.address;
+            o.space = r.space;
+            o.count = r.count;
+            o.offset = r.space == RK_RACE_SHARED          ? r.address - S.dyn_lo
+                       : r.space == RK_RACE_STATIC_SHARED ? r.address - S.tls_lo
+                                                          : 0;
+            fill(o.earlier, r.earlier);
+            fill(o.later, r.later);
+        }
+        all += S.total;
+        S.races.clear();
+        S.releases.clear();
+    }
+    tS = &idle;
+    if (total) *total = all;
+    advance_serials();
+    armed = false;
+    armed_pool.store(nullptr, std::memory_order_release);
     return n;
 }
 
@@ -1215,7 +1574,8 @@ void note_barrier(void *ra) {
 }  // namespace
 
 extern "C" uint64_t rk_race_barrier_pc(uint32_t thread) {
-    return thread < MAX_THREADS ? S.barrier_pc[thread] : 0;
+    // Of the last launch, checked on one worker (a failed one on several is checked again so).
+    return thread < MAX_THREADS && !states.empty() ? states[0]->barrier_pc[thread] : 0;
 }
 
 extern "C" void rk_race_syncthreads(void) {
@@ -1354,27 +1714,66 @@ void rk_tsan_atomic_signal_fence(int) {}
 
 }  // extern "C"
 
-// Atomics: the race variant runs on one worker thread and nothing else touches device memory
-// meanwhile, so plain operations are atomic enough (and 16-byte ones need no libatomic).
+// Atomics: real ones, since a launch may be checked on several workers at once (16-byte ones under
+// one lock: no libatomic, and no cmpxchg16b assumed).
 namespace {
+std::atomic_flag wide_lock = ATOMIC_FLAG_INIT;
+struct WideGuard {
+    WideGuard() {
+        while (wide_lock.test_and_set(std::memory_order_acquire)) __builtin_ia32_pause();
+    }
+    ~WideGuard() { wide_lock.clear(std::memory_order_release); }
+};
+template <class T>
+T a_load(const volatile T *a) {
+    if constexpr (sizeof(T) <= 8) {
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);
+    } else {
+        WideGuard g;
+        return *a;
+    }
+}
+template <class T>
+void a_store(volatile T *a, T v) {
+    if constexpr (sizeof(T) <= 8) {
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);
+    } else {
+        WideGuard g;
+        *a = v;
+    }
+}
+// Compare and exchange: `expected` becomes the value found.
+template <class T>
+bool a_cas(volatile T *a, T &expected, T v) {
+    if constexpr (sizeof(T) <= 8) {
+        return __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    } else {
+        WideGuard g;
+        const T old = *a;
+        if (old == expected) {
+            *a = v;
+            return true;
+        }
+        expected = old;
+        return false;
+    }
+}
 template <class T>
 T atomic_rmw(volatile T *a, T v, int mo, uint64_t pc, T (*op)(T, T)) {
     on_access(a, sizeof(T), F_ATOMIC | F_WRITE, pc);
     on_sync(a, mo);
-    T old = *a;
-    *a = op(old, v);
+    T old = a_load(a);
+    while (!a_cas(a, old, op(old, v))) {
+    }
     return old;
 }
 template <class T>
 int atomic_cas(volatile T *a, T *c, T v, int mo, uint64_t pc) {
     on_access(a, sizeof(T), F_ATOMIC | F_WRITE, pc);
     on_sync(a, mo);
-    const T old = *a;
-    if (old == *c) {
-        *a = v;
-        return 1;
-    }
-    *c = old;
+    T expected = *c;
+    if (a_cas(a, expected, v)) return 1;
+    *c = expected;
     return 0;
 }
 template <class T> T op_xchg(T, T v) { return v; }
@@ -1391,12 +1790,12 @@ extern "C" {
     T rk_tsan_atomic##N##_load(const volatile T *a, int mo) {                                          \
         on_access(a, sizeof(T), F_ATOMIC, caller(__builtin_return_address(0)));                        \
         on_sync(a, mo);                                                                                \
-        return *a;                                                                                     \
+        return a_load(a);                                                                              \
     }                                                                                                  \
     void rk_tsan_atomic##N##_store(volatile T *a, T v, int mo) {                                       \
         on_access(a, sizeof(T), F_ATOMIC | F_WRITE, caller(__builtin_return_address(0)));              \
         on_sync(a, mo);                                                                                \
-        *a = v;                                                                                        \
+        a_store(a, v);                                                                                 \
     }                                                                                                  \
     T rk_tsan_atomic##N##_exchange(volatile T *a, T v, int mo) {                                       \
         return atomic_rmw<T>(a, v, mo, caller(__builtin_return_address(0)), op_xchg<T>);               \
@@ -1428,9 +1827,9 @@ extern "C" {
     T rk_tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int mo, int) {                 \
         on_access(a, sizeof(T), F_ATOMIC | F_WRITE, caller(__builtin_return_address(0)));              \
         on_sync(a, mo);                                                                                \
-        const T old = *a;                                                                              \
-        if (old == c) *a = v;                                                                          \
-        return old;                                                                                    \
+        T expected = c;                                                                                \
+        a_cas(a, expected, v);                                                                         \
+        return expected;                                                                               \
     }
 RK_ATOMIC(8, unsigned char)
 RK_ATOMIC(16, unsigned short)
@@ -1456,5 +1855,8 @@ extern "C" uint64_t rk_race_summary_stats(uint32_t *replayed) {
 }
 extern "C" void rk_race_bound(const rk_race_range *, uint32_t) {}
 extern "C" uint32_t rk_race_out_of_bounds(rk_race_report *) { return 0; }
+extern "C" void rk_race_set_workers(const void *, uint32_t) {}
+extern "C" uint32_t rk_race_worker(const void *, uint32_t, uint64_t, uint64_t *, uint64_t *) { return 0; }
+extern "C" uint32_t rk_race_rerun(uint32_t) { return 0; }
 
 #endif

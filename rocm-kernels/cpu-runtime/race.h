@@ -49,7 +49,21 @@ typedef struct rk_race_report {
     rk_race_access later;
 } rk_race_report;
 
-/* Arm the detector for one launch on one worker thread: `ranges` are the device's allocations,
+/* The next launch armed runs on the workers of `pool` (an rk_pool), `n` of them, each checking a
+ * contiguous share of its blocks (race.cpp, "Parallel checking"); 1 (the default): all on one. */
+void rk_race_set_workers(const void *pool, uint32_t n);
+/* Called by worker `index` of `pool` as it starts on a launch of `blocks` blocks: binds the
+ * worker to its share of the detector if this is the armed launch's pool. Returns 1 when the
+ * worker must run blocks [*lo, *hi) only (in order), 0 when it takes blocks as usual. */
+uint32_t rk_race_worker(const void *pool, uint32_t index, uint64_t blocks, uint64_t *lo, uint64_t *hi);
+/* After a launch checked on several workers (`failed`: it faulted): 1 when it must be checked
+ * again on one worker, because a worker found something, the workers' blocks met on some byte of
+ * device memory, or it failed; device memory has then been put back as it was before the launch
+ * and the detector disarmed without reports (arm it again with one worker and run the launch
+ * again). 0: nothing was found and nothing could be missed; take the (empty) reports with
+ * rk_race_end as usual. */
+uint32_t rk_race_rerun(uint32_t failed);
+/* Arm the detector for one launch (rk_race_set_workers: on how many workers): `ranges` are the device's allocations,
  * `wave_size` the launch's. Returns 0, or 1 when it is already armed (launches must not overlap). */
 uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, uint32_t wave_size);
 /* Device buffers whose pages hold nothing else (checked allocations: each has its own pages, the

@@ -27,6 +27,7 @@
 #endif
 
 #include "hip/detail/abi.h"
+#include "race.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 
@@ -167,6 +168,7 @@ struct Worker {
     std::thread handle;
     size_t stack_size = 0;
     uint64_t pool_size = 1;
+    uint32_t index = 0;  // in the pool
     std::vector<Fiber *> fibers;
     std::vector<Slot> slots;
     std::vector<uint8_t> states;  // SlotState per thread, dense: scanned on every switch
@@ -1045,10 +1047,21 @@ void work(Worker *w, Launch *l) {
     const uint64_t workers = w->pool_size;
     uint64_t chunk = l->blocks / (workers * 64);
     chunk = chunk < 1 ? 1 : (chunk > 16 ? 16 : chunk);
+    // A launch the race detector checks on several workers: this worker's share, in order.
+    uint64_t share_lo = 0, share_hi = 0;
+    const bool share = rk_race_worker(w->pool, w->index, l->blocks, &share_lo, &share_hi) != 0;
     while (!l->stop.load(std::memory_order_relaxed)) {
-        const uint64_t first = l->next.fetch_add(chunk, std::memory_order_relaxed);
+        uint64_t first;
+        if (share) {
+            first = share_lo;
+            share_lo = share_lo + chunk < share_hi ? share_lo + chunk : share_hi;
+            if (first >= share_hi) break;
+        } else {
+            first = l->next.fetch_add(chunk, std::memory_order_relaxed);
+        }
         if (first >= l->blocks) break;
-        const uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
+        uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
+        if (share && end > share_hi) end = share_hi;
         if (l->desc->whole_blocks && l->order.empty()) {
             if (!run_blocks(w, first, end)) l->stop = true;
             continue;
@@ -1246,6 +1259,7 @@ extern "C" rk_pool *rk_pool_create(uint32_t threads, uint64_t stack_size, char *
             w->pool = p;
             w->stack_size = stack_size;
             w->pool_size = threads;
+            w->index = i;
             p->workers.push_back(w);
             w->handle = std::thread(worker_loop, w);
         }

@@ -48,5 +48,5 @@ pub use module::{Global, Kernel, Module};
 pub use stream::{Event, Stream};
 
 pub use crate::library::Backend;
-pub use backend::cpu::{fiber_switch_ns, race_summary_stats};
+pub use backend::cpu::{fiber_switch_ns, race_parallel_stats, race_summary_stats};
 pub use rocm_protocol::launch_log::{DriverResources, ENV_LAUNCH_LOG};

@@ -44,7 +44,10 @@ pub struct CpuOptions {
     /// Worker threads running blocks; 0 = one per available core.
     pub threads: usize,
     /// Check every launch for data races ([`RaceMethod`] says how; the default is the race
-    /// detector). Slower: the launch runs on one worker thread with a fiber per kernel thread.
+    /// detector). Slower: the detector runs the launch's instrumented variant, each worker
+    /// checking a contiguous share of its blocks (and the launch again on one worker where the
+    /// workers cannot decide alone: something found, or blocks of two workers meeting on device
+    /// memory).
     pub race_check: bool,
     /// How [`CpuOptions::race_check`] looks for races.
     pub race_method: RaceMethod,

@@ -1343,3 +1343,125 @@ fn a_one_element_read_overrun_is_reported_under_the_race_detector() {
     }
     still_works(d);
 }
+
+/// Race checking on several workers (race.cpp, "Parallel checking"): reports never depend on
+/// the worker count. Correct kernels whose blocks never meet are decided on the workers alone;
+/// races between blocks of two workers (here two blocks, one per worker), and correct kernels
+/// whose blocks meet on device memory (one value written by every block, the last-block sum of
+/// a threadfence reduction, ordered by its fence and atomic), are checked again on one worker
+/// from device memory put back as it was: the sum comes out right.
+#[testkit::test]
+fn race_checks_on_several_workers_report_what_one_worker_reports() {
+    let n = 1024usize;
+    let input: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let mut runs: Vec<Vec<(String, (usize, bool))>> = Vec::new();
+    for threads in [1, 3] {
+        let m = module_with(CpuOptions {
+            wave_size: 64,
+            threads,
+            race_check: true,
+            time_limit: Some(Duration::from_secs(20)),
+            ..CpuOptions::default()
+        });
+        let d = m.device();
+        let s = d.stream().unwrap();
+        let inb = d.upload(&input).unwrap();
+        let mut y = d.upload(&input).unwrap();
+        let mut out = d.alloc::<f32>(n).unwrap();
+        let mut iout = d.alloc::<i32>(n).unwrap();
+        let mut found = Vec::new();
+        let mut one = |name: &str, result: rocm_kernels::runtime::Result<()>| {
+            let text = match result {
+                Ok(()) => format!("{name}: clean"),
+                Err(err) => data_race(err, name),
+            };
+            found.push((text, rocm_kernels::runtime::race_parallel_stats()));
+        };
+        let k = |name: &str| m.kernel(name).unwrap();
+        one(
+            "summary_axpy",
+            k("summary_axpy")
+                .launch(LaunchConfig::cover(n, 64))
+                .arg(&2.0f32)
+                .arg(&inb)
+                .arg(&mut y)
+                .arg(&(n as i32))
+                .run(&s),
+        );
+        for blocks in [2, 5] {
+            one(
+                "summary_blocks_overlap",
+                k("summary_blocks_overlap")
+                    .launch(LaunchConfig::new(blocks, 64))
+                    .arg(&mut out)
+                    .run(&s),
+            );
+        }
+        one(
+            "order_dependent",
+            k("order_dependent")
+                .launch(LaunchConfig::new(8, 64))
+                .arg(&mut iout)
+                .run(&s),
+        );
+        let mut flag = d.upload(&[0i32]).unwrap();
+        one(
+            "every_block_sets_flag",
+            k("every_block_sets_flag")
+                .launch(LaunchConfig::new(6, 64))
+                .arg(&mut flag)
+                .arg(&mut out)
+                .run(&s),
+        );
+        let blocks = n / 64;
+        let mut partial = d.alloc::<f32>(blocks).unwrap();
+        let mut done = d.upload(&[0u32]).unwrap();
+        let mut sum = d.alloc::<f32>(1).unwrap();
+        one(
+            "last_block_sum",
+            k("last_block_sum")
+                .launch(LaunchConfig::new(blocks as u32, 64))
+                .arg(&inb)
+                .arg(&mut partial)
+                .arg(&mut done)
+                .arg(&mut sum)
+                .run(&s),
+        );
+        assert_eq!(
+            sum.to_vec().unwrap()[0],
+            input.iter().sum::<f32>(),
+            "{threads} workers: the last block's sum"
+        );
+        assert_eq!(
+            done.to_vec().unwrap()[0],
+            blocks as u32,
+            "{threads} workers"
+        );
+        runs.push(found);
+    }
+    let texts = |run: &[(String, (usize, bool))]| -> Vec<String> {
+        run.iter().map(|(t, _)| t.clone()).collect()
+    };
+    assert_eq!(texts(&runs[0]), texts(&runs[1]));
+    let clean: Vec<bool> = runs[0].iter().map(|(t, _)| t.ends_with("clean")).collect();
+    assert_eq!(
+        clean,
+        [true, false, false, false, true, true],
+        "{:?}",
+        runs[0]
+    );
+    // On three workers: the correct axpy decided there; everything else checked again on one.
+    let how: Vec<(usize, bool)> = runs[1].iter().map(|(_, h)| *h).collect();
+    assert_eq!(
+        how,
+        [
+            (3, false),
+            (3, true),
+            (3, true),
+            (3, true),
+            (3, true),
+            (3, true)
+        ]
+    );
+    assert!(runs[0].iter().all(|(_, h)| *h == (1, false)));
+}

@@ -123,6 +123,14 @@ pub fn race_summary_stats() -> (u64, bool) {
     detector::last_summaries()
 }
 
+/// How the last race-detected launch this thread made was checked (for tests and benchmarks): on
+/// how many workers, each taking a contiguous share of the blocks, and whether it was then
+/// checked again on one worker (the workers found something, or their blocks met on device
+/// memory, or the launch failed: see `cpu-runtime/race.cpp`, "Parallel checking").
+pub fn race_parallel_stats() -> (usize, bool) {
+    detector::last_workers()
+}
+
 /// Cost of one fiber switch of the cpu runtime, in nanoseconds (for benchmarks and reports).
 pub fn fiber_switch_ns(iterations: u64) -> f64 {
     // Safety: a self-contained measurement in the runtime.

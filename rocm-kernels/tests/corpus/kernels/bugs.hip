@@ -285,3 +285,38 @@ __global__ void summary_brace_init(const float* in, float* out, int n) {
     float w(2.0f);
     if (i < n) out[i] = v * w;
 }
+
+// Parallel race checking (race.cpp): correct kernels whose blocks meet on device memory, which
+// a check on several workers cannot decide alone. Every block writes the same value to one word
+// (two writes of one value: no race reported).
+__global__ void every_block_sets_flag(int* flag, float* out) {
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+    if (threadIdx.x == 0) *flag = 1;
+}
+
+// The "last block" sum of a threadfence reduction: each block publishes its partial sum, fences,
+// and counts itself done; the block that counts last reads every partial sum (ordered after the
+// others' writes by their fence and atomic).
+__global__ void last_block_sum(const float* in, float* partial, unsigned int* done, float* out) {
+    __shared__ float s[64];
+    __shared__ int last;
+    unsigned int t = threadIdx.x;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (t < k) s[t] += s[t + k];
+        __syncthreads();
+    }
+    if (t == 0) {
+        partial[blockIdx.x] = s[0];
+        __threadfence();
+        unsigned int prev = atomicAdd(done, 1u);
+        last = prev == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last && t == 0) {
+        float sum = 0.0f;
+        for (unsigned int b = 0; b < gridDim.x; ++b) sum += partial[b];
+        out[0] = sum;
+    }
+}

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
+use super::device::Pool;
 use super::ffi;
 
 /// One armed launch at a time in the process: the detector's state is global (its hooks are
@@ -33,8 +34,10 @@ pub(super) struct Found {
 /// `strict` reporting plain reads that race atomic writes too ([`CpuOptions::race_strict`]).
 /// `bounded` are the checked buffers, each alone on its pages: an access to those pages outside
 /// the buffer is out of bounds ([`Found::out_of_bounds`]). `summaries`: take the race variant's
-/// summaries of lane loops ([`CpuOptions::race_summaries`]). Returns false when another launch
-/// holds it (cannot happen while [`ARMED`] is held).
+/// summaries of lane loops ([`CpuOptions::race_summaries`]). The launch runs on `pool`, checked
+/// by `workers` of its workers, each with a contiguous share of the blocks (race.cpp, "Parallel
+/// checking"; see [`rerun`]). Returns false when another launch holds it (cannot happen while
+/// [`ARMED`] is held).
 ///
 /// [`CpuOptions::race_strict`]: crate::runtime::CpuOptions::race_strict
 /// [`CpuOptions::race_summaries`]: crate::runtime::CpuOptions::race_summaries
@@ -44,7 +47,11 @@ pub(super) fn arm(
     wave_size: u32,
     strict: bool,
     summaries: bool,
+    pool: &Pool,
+    workers: usize,
 ) -> bool {
+    // Safety: sets which pool's workers check the next launch armed; the detector is not armed.
+    unsafe { ffi::rk_race_set_workers(pool.0, workers.max(1) as u32) };
     // Safety: sets a flag of the detector, which is not armed (ARMED is held by the caller).
     unsafe { ffi::rk_race_set_strict(u32::from(strict)) };
     // Safety: likewise.
@@ -71,10 +78,34 @@ thread_local! {
     static LAST_SUMMARIES: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
 }
 
+thread_local! {
+    /// How the last race-detected launch this thread made was checked: on how many workers
+    /// first, and whether it was then checked again on one.
+    static LAST_WORKERS: std::cell::Cell<(usize, bool)> = const { std::cell::Cell::new((1, false)) };
+}
+
+/// See [`race_parallel_stats`](crate::runtime::race_parallel_stats).
+pub fn last_workers() -> (usize, bool) {
+    LAST_WORKERS.with(|c| c.get())
+}
+
+pub(super) fn set_last_workers(workers: usize, again: bool) {
+    LAST_WORKERS.with(|c| c.set((workers, again)));
+}
+
 /// How many summaries the last race-detected launch of this thread took, and whether they were
 /// replayed as hooked accesses.
 pub fn last_summaries() -> (u64, bool) {
     LAST_SUMMARIES.with(|c| c.get())
+}
+
+/// After a launch checked on several workers (`failed`: it returned an error): true when it must
+/// be checked again on one worker (something was found, or the workers' blocks met on device
+/// memory, or it failed). Device memory is then as it was before the launch and the detector
+/// disarmed without reports; false: nothing was found and nothing could be missed ([`disarm`]).
+pub(super) fn rerun(failed: bool) -> bool {
+    // Safety: the detector was armed for the launch that just ran (ARMED held by the caller).
+    unsafe { ffi::rk_race_rerun(u32::from(failed)) != 0 }
 }
 
 /// Disarm the detector and take its reports.

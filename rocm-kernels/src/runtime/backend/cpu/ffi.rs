@@ -173,6 +173,8 @@ extern "C" {
     pub fn rk_race_out_of_bounds(out: *mut RkRaceReport) -> u32;
     pub fn rk_race_end(out: *mut RkRaceReport, max: u32, total: *mut u64) -> u32;
     pub fn rk_race_barrier_pc(thread: u32) -> u64;
+    pub fn rk_race_set_workers(pool: *const RkPool, n: u32);
+    pub fn rk_race_rerun(failed: u32) -> u32;
 }
 
 /// The text of a NUL-terminated C buffer.

@@ -4,18 +4,20 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
-use super::device::Shared;
+use super::device::{Pool, Shared};
 use super::launch::CpuFunction;
 use super::{detector, ffi, race};
 use crate::runtime::{CpuExec, FaultSite, Result, RuntimeError};
 
 impl CpuFunction {
     /// [`CpuOptions::race_check`] with the kernel's race variant: one run of the instrumented
-    /// entry on a fresh one-worker pool, with the race detector armed over the device's memory
-    /// (`detector`, `cpu-runtime/race.cpp`): the region form where the variant has one (a
-    /// block's waves switching only at barriers, as in a plain launch), else (or with
-    /// [`CpuExec::Fibers`]) per-thread fibers. A fault of the run comes first; else any race
-    /// found fails the launch.
+    /// entry on a fresh pool of the device's worker count, each worker checking a contiguous
+    /// share of the blocks, with the race detector armed over the device's memory (`detector`,
+    /// `cpu-runtime/race.cpp`): the region form where the variant has one (whole blocks, all
+    /// waves in step), else (or with [`CpuExec::Fibers`]) per-thread fibers. Where the workers
+    /// found anything or their blocks met on device memory, device memory is put back and the
+    /// launch checked again on one worker, so reports do not depend on the worker count. A
+    /// fault of the run comes first; else any race found fails the launch.
     ///
     /// [`CpuExec::Fibers`]: crate::runtime::CpuExec::Fibers
     ///
@@ -29,9 +31,12 @@ impl CpuFunction {
         strict: bool,
     ) -> Result<()> {
         let summaries = self.shared.options.race_summaries;
+        // Checked on every worker of the device, each with its share of the blocks; checked
+        // again on one where that cannot decide (detector::rerun).
+        let workers = self.shared.threads.max(1);
         let pool = self
             .shared
-            .new_pool(1)
+            .new_pool(workers)
             .map_err(|reason| Shared::pool_error(&reason))?;
         desc.entry = race_entry;
         let form = if self.shared.options.exec == CpuExec::Fibers {
@@ -68,10 +73,36 @@ impl CpuFunction {
         } else {
             &no_bounds
         };
-        if !detector::arm(&checked, bounded, desc.wave_size, strict, summaries) {
-            return Err(self.invalid("the race detector is in use by another launch".into()));
+        let arm = |pool: &Pool, workers: usize| {
+            if detector::arm(
+                &checked,
+                bounded,
+                desc.wave_size,
+                strict,
+                summaries,
+                pool,
+                workers,
+            ) {
+                Ok(())
+            } else {
+                Err(self.invalid("the race detector is in use by another launch".into()))
+            }
+        };
+        arm(&pool, workers)?;
+        let mut run = self.run(pool.0, &desc);
+        // A launch that ran out of time is not run again (it would only take as long again).
+        let timed_out = matches!(run, Err(RuntimeError::Timeout { .. }));
+        let again = workers > 1 && !timed_out && detector::rerun(run.is_err());
+        detector::set_last_workers(workers, again);
+        if again {
+            drop(pool);
+            let one = self
+                .shared
+                .new_pool(1)
+                .map_err(|reason| Shared::pool_error(&reason))?;
+            arm(&one, 1)?;
+            run = self.run(one.0, &desc);
         }
-        let run = self.run(pool.0, &desc);
         let found = detector::disarm();
         for &(plain, race, bytes, _) in &self.globals {
             std::ptr::copy_nonoverlapping(race as *const u8, plain as *mut u8, bytes);
