@@ -146,7 +146,7 @@ struct PageCache {
     uintptr_t lo = 0, hi = 0;
     uintptr_t skip_lo = 0, skip_hi = 0;  // bytes of the window never checked (rk_cur)
     uint8_t space = 0;
-    bool saved = false;  // written without saving it first (parallel checking: before_write)
+    bool saved = false;  // writes need no save_page first (parallel checking: before_write)
 };
 
 constexpr uint32_t MAX_THREADS = 1024;
@@ -1170,7 +1170,10 @@ namespace {
 // before its first write (save_page: the first worker to write it copies it, others wait).
 
 struct Saved {
-    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // device memory, page-aligned, disjoint, sorted
+    // Device memory: its bytes (what is put back: other bytes of its pages may be the host's) and
+    // its pages, each disjoint and sorted.
+    std::vector<std::pair<uintptr_t, uintptr_t>> bytes;
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;
     std::vector<size_t> first;                          // index of each span's first page
     size_t pages = 0;
     uint8_t *state = nullptr;  // per page: 0 not saved, 1 being saved, 2 saved
@@ -1181,25 +1184,32 @@ struct Saved {
 Saved saved;
 
 // Device memory [ranges] to save pages of: false when the copies cannot be had.
+// Sort and merge overlapping (or touching) intervals.
+void merge_spans(std::vector<std::pair<uintptr_t, uintptr_t>> &v) {
+    std::sort(v.begin(), v.end());
+    size_t kept = 0;
+    for (const auto &sp : v) {
+        if (kept && sp.first <= v[kept - 1].second) {
+            if (sp.second > v[kept - 1].second) v[kept - 1].second = sp.second;
+        } else {
+            v[kept++] = sp;
+        }
+    }
+    v.resize(kept);
+}
+
 bool prepare_saved(const rk_race_range *ranges, uint32_t count) {
+    saved.bytes.clear();
     saved.spans.clear();
     saved.first.clear();
     for (uint32_t i = 0; i < count; ++i) {
         if (!ranges[i].len) continue;
-        const uintptr_t lo = uintptr_t(ranges[i].start) & ~(PAGE - 1);
-        const uintptr_t hi = (uintptr_t(ranges[i].start + ranges[i].len) + PAGE - 1) & ~(PAGE - 1);
-        saved.spans.emplace_back(lo, hi);
+        const uintptr_t lo = uintptr_t(ranges[i].start), hi = uintptr_t(ranges[i].start + ranges[i].len);
+        saved.bytes.emplace_back(lo, hi);
+        saved.spans.emplace_back(lo & ~(PAGE - 1), (hi + PAGE - 1) & ~(PAGE - 1));
     }
-    std::sort(saved.spans.begin(), saved.spans.end());
-    size_t kept = 0;
-    for (const auto &sp : saved.spans) {
-        if (kept && sp.first <= saved.spans[kept - 1].second) {
-            if (sp.second > saved.spans[kept - 1].second) saved.spans[kept - 1].second = sp.second;
-        } else {
-            saved.spans[kept++] = sp;
-        }
-    }
-    saved.spans.resize(kept);
+    merge_spans(saved.bytes);
+    merge_spans(saved.spans);
     saved.pages = 0;
     for (const auto &sp : saved.spans) {
         saved.first.push_back(saved.pages);
@@ -1253,16 +1263,24 @@ void save_page(uintptr_t page) {
     }
 }
 
-// Put every saved page back.
+// Put the device memory of every saved page back.
 void restore_saved() {
-    for (size_t k = 0; k < saved.spans.size(); ++k) {
-        const uintptr_t lo = saved.spans[k].first;
-        const size_t n = (saved.spans[k].second - lo) / PAGE;
-        for (size_t j = 0; j < n; ++j) {
-            const size_t i = saved.first[k] + j;
-            if (saved.state[i] == 2) memcpy(reinterpret_cast<void *>(lo + j * PAGE), saved.backup + i * PAGE, PAGE);
+    for (const auto &[lo, hi] : saved.bytes)
+        for (uintptr_t p = lo & ~(PAGE - 1); p < hi; p += PAGE) {
+            const size_t i = saved_index(p);
+            if (i == SIZE_MAX || saved.state[i] != 2) continue;
+            const uintptr_t a = lo > p ? lo : p, b = hi < p + PAGE ? hi : p + PAGE;
+            memcpy(reinterpret_cast<void *>(a), saved.backup + i * PAGE + (a - p), b - a);
         }
-    }
+}
+
+// After a launch: past a quarter GiB, the kernel may take the saved copies' memory back (it then
+// reads as zero; the next launch copies over it either way).
+void release_saved() {
+#ifdef MADV_FREE
+    if (saved.backup && saved.backup_pages * PAGE > (size_t(256) << 20))
+        madvise(saved.backup, saved.backup_pages * PAGE, MADV_FREE);
+#endif
 }
 
 // The workers' states (states[0] checks launches on one worker), and the launch armed.
@@ -1502,6 +1520,7 @@ extern "C" uint32_t rk_race_rerun(uint32_t failed) {
     if (!again) again = workers_met();
     if (!again) return 0;
     restore_saved();
+    release_saved();
     for (uint32_t w = 0; w < workers; ++w) {
         tS = states[w];
         disarm_state();
@@ -1556,6 +1575,7 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
     }
     tS = &idle;
     if (total) *total = all;
+    if (workers > 1) release_saved();
     advance_serials();
     armed = false;
     armed_pool.store(nullptr, std::memory_order_release);
