@@ -20,7 +20,7 @@ use rocm_protocol::{read_events, TrialEvent, TrialOutcome};
 use crate::cargo_flags::CargoFlags;
 use crate::cli::{FormatArgs, GlobalArgs};
 use crate::exit::{self, CommandError};
-use crate::harness::{child_stdout, TestHarness, Workspace};
+use crate::harness::{child_stdout, HarnessTargets, TestHarness, Workspace};
 use crate::output::Output;
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +42,11 @@ pub struct TestArgs {
 
     #[command(flatten)]
     pub cargo: CargoFlags,
+
+    /// Only run these rocm-test harnesses (their `[[test]]` names), as `cargo test --test NAME`
+    /// (repeatable or comma separated; default: every rocm-test harness of the selected packages)
+    #[arg(long = "test", value_name = "NAME", value_delimiter = ',')]
+    pub test: Vec<String>,
 
     /// Only run trials of these backends: cpu, amd, nvidia (repeatable or comma separated)
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
@@ -100,6 +105,43 @@ pub struct TestArgs {
     pub args: Vec<String>,
 }
 
+/// The harnesses `--test` names (all when it names none); a name that is no rocm-test harness of
+/// the selected packages is an input error that lists those there are.
+fn only_tests<T>(
+    harnesses: Vec<(HarnessTargets, T)>,
+    names: &[String],
+) -> anyhow::Result<Vec<(HarnessTargets, T)>> {
+    if names.is_empty() {
+        return Ok(harnesses);
+    }
+    let known: Vec<String> = harnesses
+        .iter()
+        .flat_map(|(h, _)| {
+            h.tests
+                .iter()
+                .map(move |t| format!("{} ({})", t, h.package))
+        })
+        .collect();
+    if let Some(missing) = names
+        .iter()
+        .find(|n| !harnesses.iter().any(|(h, _)| h.tests.contains(n)))
+    {
+        return Err(CommandError::NoHarness(format!(
+            "no rocm-test harness named `{missing}`: the selected packages have {} (a plain \
+             `cargo test` target is run by `cargo test --test {missing}`)",
+            known.join(", ")
+        ))
+        .into());
+    }
+    Ok(harnesses
+        .into_iter()
+        .filter_map(|(mut h, extra)| {
+            h.tests.retain(|t| names.contains(t));
+            (!h.tests.is_empty()).then_some((h, extra))
+        })
+        .collect())
+}
+
 /// What `cargo rocm test` does besides running the harnesses.
 #[derive(Debug, clap::Subcommand)]
 pub enum TestAction {
@@ -125,6 +167,7 @@ pub fn run(global: &GlobalArgs, args: TestArgs, out: &Output) -> anyhow::Result<
             }
         )
     })?;
+    let harnesses = only_tests(harnesses, &args.test)?;
 
     let target_dir = ws.target_dir(args.cargo.target_dir.as_deref());
     let results = target_dir.join("rocm").join("test");
@@ -301,6 +344,46 @@ mod tests {
         Wrap::try_parse_from(std::iter::once("test").chain(v.iter().copied()))
             .unwrap()
             .t
+    }
+
+    #[test]
+    fn test_selects_harnesses_by_name_and_refuses_unknown_ones() {
+        let a = parse(&["--test", "kernels", "--test", "more,other"]);
+        assert_eq!(a.test, ["kernels", "more", "other"]);
+        let h = |package: &str, tests: &[&str]| {
+            (
+                HarnessTargets {
+                    package: package.into(),
+                    tests: tests.iter().map(|t| t.to_string()).collect(),
+                    rocm_test: "rocm-test".into(),
+                },
+                (),
+            )
+        };
+        let all = || vec![h("a", &["kernels", "slow"]), h("b", &["other"])];
+        let names = |v: &[(HarnessTargets, ())]| -> Vec<String> {
+            v.iter()
+                .flat_map(|(h, _)| h.tests.iter().map(|t| format!("{}/{t}", h.package)))
+                .collect()
+        };
+        assert_eq!(
+            names(&only_tests(all(), &[]).unwrap()),
+            ["a/kernels", "a/slow", "b/other"]
+        );
+        assert_eq!(
+            names(&only_tests(all(), &["slow".into()]).unwrap()),
+            ["a/slow"]
+        );
+        let err = only_tests(all(), &["kernels".into(), "nope".into()]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("`nope`") && text.contains("kernels (a), slow (a), other (b)"),
+            "{text}"
+        );
+        assert!(matches!(
+            err.downcast_ref::<CommandError>(),
+            Some(CommandError::NoHarness(_))
+        ));
     }
 
     #[test]

@@ -8,7 +8,19 @@ use harness_common::*;
 #[testkit::test(needs = [CXX])]
 fn example_crate_passes() {
     let repo = repo();
-    let out = cargo_rocm(&["test", "-p", "basic", "--backend", "cpu"], &repo);
+    // `--test NAME` picks the harness, as `cargo test --test NAME` does.
+    let out = cargo_rocm(
+        &[
+            "test",
+            "-p",
+            "basic",
+            "--test",
+            "kernels",
+            "--backend",
+            "cpu",
+        ],
+        &repo,
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("rocm-test summary"), "{stdout}");
@@ -33,6 +45,15 @@ fn example_crate_passes() {
         passed,
         format!("{trials} passed, 0 failed, 0 skipped"),
         "{totals}"
+    );
+    // A name that is no rocm-test harness: exit 5, naming the harnesses there are.
+    let out = cargo_rocm(&["test", "-p", "basic", "--test", "kernel"], &repo);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("no rocm-test harness named `kernel`")
+            && stderr.contains("kernels (basic)"),
+        "{stderr}"
     );
 }
 
