@@ -203,9 +203,10 @@ struct PageList {
 PageList **plist_slot(uintptr_t addr);
 
 struct State {
-    // The page table (entry_of) and the summaries' page lists (plist_slot), first levels.
-    uintptr_t *l1[uintptr_t(1) << L1_BITS] = {};
-    PageList **plists[uintptr_t(1) << L1_BITS] = {};
+    // The page table's (entry_of) and the summaries' page lists' (plist_slot) first levels,
+    // mapped on first use (zero, and resident only where touched: one per worker).
+    uintptr_t **l1 = nullptr;
+    PageList ***plists = nullptr;
     PageList *no_plist = nullptr;
     bool armed = false;
     // Checking blocks [lo, hi) of a launch checked on several workers (parallel), which saves
@@ -323,10 +324,17 @@ inline State &st() { return *tS; }
 // One level of a radix table over pages: a slot per page, `L1_BITS` then `L2_BITS` of the page
 // number, second levels mapped (zero) on first use.
 template <class T>
-T *radix_slot(T **top, uintptr_t addr, bool create) {
+T *radix_slot(T **&top, uintptr_t addr, bool create) {
     const uintptr_t page = addr >> PAGE_BITS;
     const uintptr_t i1 = page >> L2_BITS;
     if (i1 >= (uintptr_t(1) << L1_BITS)) return nullptr;
+    if (!top) {
+        if (!create) return nullptr;
+        void *m = mmap(nullptr, sizeof(T *) << L1_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m == MAP_FAILED) return nullptr;
+        top = static_cast<T **>(m);
+    }
     T *l2 = top[i1];
     if (!l2) {
         if (!create) return nullptr;
