@@ -55,6 +55,7 @@
 
 #if defined(__x86_64__) && defined(__linux__)
 
+#include <emmintrin.h>
 #include <link.h>
 #include <sys/mman.h>
 
@@ -324,7 +325,7 @@ inline State &st() { return *tS; }
 // One level of a radix table over pages: a slot per page, `L1_BITS` then `L2_BITS` of the page
 // number, second levels mapped (zero) on first use.
 template <class T>
-T *radix_slot(T **&top, uintptr_t addr, bool create) {
+__attribute__((always_inline)) inline T *radix_slot(T **&top, uintptr_t addr, bool create) {
     const uintptr_t page = addr >> PAGE_BITS;
     const uintptr_t i1 = page >> L2_BITS;
     if (i1 >= (uintptr_t(1) << L1_BITS)) return nullptr;
@@ -1094,12 +1095,9 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         for_pages(r, [&](uintptr_t p, uintptr_t lo, uintptr_t hi) {
             bool created;
             PageList &l = pages.get(p, created);
-            if (global && S.par && (r.flags & F_WRITE)) {
-                uintptr_t *e = entry_of(p, false);
-                if (e) before_write(p, e);
-            }
+            uintptr_t *e = created || (global && S.par && (r.flags & F_WRITE)) ? entry_of(p, false) : nullptr;
+            if (e && global && S.par && (r.flags & F_WRITE)) before_write(p, e);
             if (created) {
-                uintptr_t *e = entry_of(p, false);
                 if (e) *e |= SUM_BIT;
                 // A hooked access to the page must see the bit (pages it has cached skip it).
                 if (!global) cached(p) = PageCache{};
@@ -1263,7 +1261,19 @@ void save_page(uintptr_t page) {
         uint8_t v = __atomic_load_n(state, __ATOMIC_ACQUIRE);
         if (v == 2) return;
         if (v == 0 && __atomic_compare_exchange_n(state, &v, uint8_t(1), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            memcpy(saved.backup + i * PAGE, reinterpret_cast<const void *>(page), PAGE);
+            // Streaming stores: the copy is read back only if the launch is checked again, and
+            // should not take the cache from the kernel (nor read the copy's lines first).
+            const __m128i *from = reinterpret_cast<const __m128i *>(page);
+            __m128i *to = reinterpret_cast<__m128i *>(saved.backup + i * PAGE);
+            for (size_t k = 0; k < PAGE / sizeof(__m128i); k += 4) {
+                const __m128i a = _mm_load_si128(from + k), b = _mm_load_si128(from + k + 1),
+                              c = _mm_load_si128(from + k + 2), d = _mm_load_si128(from + k + 3);
+                _mm_stream_si128(to + k, a);
+                _mm_stream_si128(to + k + 1, b);
+                _mm_stream_si128(to + k + 2, c);
+                _mm_stream_si128(to + k + 3, d);
+            }
+            _mm_sfence();
             __atomic_store_n(state, uint8_t(2), __ATOMIC_RELEASE);
             return;
         }
