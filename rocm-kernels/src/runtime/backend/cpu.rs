@@ -43,8 +43,10 @@
 //! limit inside a C library call (e.g. `printf`) may leave that library's locks held.
 //!
 //! Race check ([`CpuOptions::race_check`]): with the kernel's race variant (instrumented by the
-//! build, `rocm-cpu-frontend/src/race.rs`), one run on a fresh one-worker pool, per-thread
-//! fibers, with the race detector of `cpu-runtime/race.cpp` armed (module `detector`):
+//! build, `rocm-cpu-frontend/src/race.rs`), one run on a fresh pool of the device's workers, each
+//! checking a contiguous share of the blocks (region forms as whole blocks, else per-thread
+//! fibers), with the race detector of `cpu-runtime/race.cpp` armed (module `detector`), and once
+//! more on one worker from device memory put back where the workers cannot decide alone:
 //! [`RuntimeError::DataRace`] names the memory, both threads and both source lines. Without a race
 //! variant, or with [`RaceMethod::TwoOrders`] (module `race`): the launch runs twice from the same
 //! device memory, the threads of each block in order and then in `RK_ORDER_REVERSED` (last to
