@@ -210,10 +210,8 @@ struct State {
     PageList ***plists = nullptr;
     PageList *no_plist = nullptr;
     bool armed = false;
-    // Checking blocks [lo, hi) of a launch checked on several workers (parallel), which saves
-    // each device page before its first write (save_page) and keeps what it touched (`foot`).
-    bool par = false;
-    std::vector<uintptr_t> foot;  // device pages with hooked accesses this launch (Shadow::stamp)
+    // Parallel checking: the device pages with hooked accesses this launch (Shadow::stamp).
+    std::vector<uintptr_t> foot;
     bool strict = false;  // report plain reads racing atomic writes too (rk_race_set_strict)
     uint32_t wave_size = 64;
     // Block serial numbers: first_serial + the block's linear id (this launch's are all at least
@@ -321,6 +319,11 @@ inline State &st() { return *tS; }
 // `S` was the one global state when a launch was checked on one worker; the code reads it as
 // before, now the running worker's.
 #define S st()
+
+// How many workers check the launch armed (or last armed). With several, each saves a device
+// page before its first write (save_page) and keeps what it touched (`foot`, Shadow's masks).
+uint32_t workers = 1;
+inline bool parallel() { return workers > 1; }
 
 // One level of a radix table over pages: a slot per page, `L1_BITS` then `L2_BITS` of the page
 // number, second levels mapped (zero) on first use.
@@ -629,7 +632,7 @@ inline void before_write(uintptr_t page, uintptr_t *e) {
 inline void check_in_page(Shadow *sh, uintptr_t lo, uintptr_t stop, uint8_t space, uint8_t flags, uint64_t pc,
                           const Who &tid) {
     if (space != RK_RACE_GLOBAL) S.gen_shared_serial = tid.serial;
-    else if (S.par) mark_foot(sh, lo, stop, flags);
+    else if (parallel()) mark_foot(sh, lo, stop, flags);
     for (uintptr_t a = lo; a < stop;) {
         const uintptr_t granule = a & ~uintptr_t(GRANULE - 1);
         const uintptr_t gend = granule + GRANULE < stop ? granule + GRANULE : stop;
@@ -710,10 +713,10 @@ void check_range(uintptr_t addr, uintptr_t end, uint8_t flags, uint64_t pc, cons
         if (w.space && w.lo < w.hi) {
             sh = shadow_of(e);
             if (!sh) return;
-            if (S.par && w.space == RK_RACE_GLOBAL && (flags & F_WRITE)) before_write(page, e);
+            if (parallel() && w.space == RK_RACE_GLOBAL && (flags & F_WRITE)) before_write(page, e);
         }
         // Remember the page for the next access (most land on the page of the one before).
-        const bool saved = !S.par || w.space != RK_RACE_GLOBAL || (e && (*e & SAVED_BIT));
+        const bool saved = !parallel() || w.space != RK_RACE_GLOBAL || (e && (*e & SAVED_BIT));
         cached(page) = PageCache{page, sh, w.lo, w.hi, w.skip_lo, w.skip_hi, w.space, saved};
         if (sh && lo < stop) check_in_page(sh, lo, stop, w.space, flags, pc, tid);
         addr = page_end;
@@ -1067,6 +1070,8 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         auto &recs = global ? S.grecs : S.srecs;
         auto &pages = global ? S.gpages : S.spages;
         auto &last = global ? S.glast : S.slast;
+        // Parallel checking: device pages a write summary covers are saved before the loop runs.
+        const bool save = global && parallel() && (r.flags & F_WRITE);
         uint32_t id;
         auto lt = std::find_if(last.begin(), last.end(), [&](const std::pair<uint64_t, uint32_t> &e) { return e.first == r.pc; });
         bool merged = false;
@@ -1095,8 +1100,8 @@ extern "C" uint32_t rk_race_sum_commit(void) {
         for_pages(r, [&](uintptr_t p, uintptr_t lo, uintptr_t hi) {
             bool created;
             PageList &l = pages.get(p, created);
-            uintptr_t *e = created || (global && S.par && (r.flags & F_WRITE)) ? entry_of(p, false) : nullptr;
-            if (e && global && S.par && (r.flags & F_WRITE)) before_write(p, e);
+            uintptr_t *e = created || save ? entry_of(p, false) : nullptr;
+            if (e && save) before_write(p, e);
             if (created) {
                 if (e) *e |= SUM_BIT;
                 // A hooked access to the page must see the bit (pages it has cached skip it).
@@ -1303,8 +1308,7 @@ void release_saved() {
 
 // The workers' states (states[0] checks launches on one worker), and the launch armed.
 std::vector<State *> states;
-uint32_t workers = 1;         // of the launch armed (or last armed)
-uint32_t next_workers = 1;    // of the next (rk_race_set_workers)
+uint32_t next_workers = 1;  // of the next launch armed (rk_race_set_workers)
 const void *next_pool = nullptr;
 std::atomic<const void *> armed_pool{nullptr};  // the pool whose workers check the armed launch
 bool armed = false;
@@ -1387,7 +1391,6 @@ bool workers_met() {
 void disarm_state() {
     if (!S.pending.empty()) flush_pending();
     S.armed = false;
-    S.par = false;
     S.sum_on = false;
     forget_summaries(true);
     forget_pages();
@@ -1436,6 +1439,19 @@ void advance_serials() {
         w->spare.clear();
     }
     next_serial = 1;
+}
+
+// Disarm every worker's state (keeping what each found, for the reports) and end the launch.
+void disarm_launch() {
+    for (uint32_t w = 0; w < workers; ++w) {
+        tS = states[w];
+        disarm_state();
+    }
+    tS = &idle;
+    if (parallel()) release_saved();
+    advance_serials();
+    armed = false;
+    armed_pool.store(nullptr, std::memory_order_release);
 }
 
 }  // namespace
@@ -1487,7 +1503,6 @@ extern "C" uint32_t rk_race_begin(const rk_race_range *ranges, uint32_t count, u
         S.strict = cfg_strict;
         S.sum_allowed = cfg_summaries;
         S.sum_on = S.sum_allowed;
-        S.par = n > 1;
         S.foot.clear();
         forget_pages();
         for (uint32_t i = 0; i < count; ++i) set_space(ranges[i].start, ranges[i].start + ranges[i].len, RK_RACE_GLOBAL);
@@ -1538,15 +1553,7 @@ extern "C" uint32_t rk_race_rerun(uint32_t failed) {
     if (!again) again = workers_met();
     if (!again) return 0;
     restore_saved();
-    release_saved();
-    for (uint32_t w = 0; w < workers; ++w) {
-        tS = states[w];
-        disarm_state();
-    }
-    tS = &idle;
-    advance_serials();
-    armed = false;
-    armed_pool.store(nullptr, std::memory_order_release);
+    disarm_launch();
     return 1;
 }
 
@@ -1569,11 +1576,11 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
         if (total) *total = 0;
         return 0;
     }
+    disarm_launch();
     uint32_t n = 0;
     uint64_t all = 0;
     for (uint32_t w = 0; w < workers; ++w) {
         tS = states[w];
-        disarm_state();
         for (const Race &r : S.races) {
             if (n >= max) break;
             rk_race_report &o = out[n++];
@@ -1593,10 +1600,6 @@ extern "C" uint32_t rk_race_end(rk_race_report *out, uint32_t max, uint64_t *tot
     }
     tS = &idle;
     if (total) *total = all;
-    if (workers > 1) release_saved();
-    advance_serials();
-    armed = false;
-    armed_pool.store(nullptr, std::memory_order_release);
     return n;
 }
 

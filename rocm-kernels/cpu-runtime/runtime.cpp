@@ -1050,18 +1050,12 @@ void work(Worker *w, Launch *l) {
     // A launch the race detector checks on several workers: this worker's share, in order.
     uint64_t share_lo = 0, share_hi = 0;
     const bool share = rk_race_worker(w->pool, w->index, l->blocks, &share_lo, &share_hi) != 0;
+    const uint64_t limit = share ? share_hi : l->blocks;
     while (!l->stop.load(std::memory_order_relaxed)) {
-        uint64_t first;
-        if (share) {
-            first = share_lo;
-            share_lo = share_lo + chunk < share_hi ? share_lo + chunk : share_hi;
-            if (first >= share_hi) break;
-        } else {
-            first = l->next.fetch_add(chunk, std::memory_order_relaxed);
-        }
-        if (first >= l->blocks) break;
-        uint64_t end = first + chunk < l->blocks ? first + chunk : l->blocks;
-        if (share && end > share_hi) end = share_hi;
+        const uint64_t first = share ? share_lo : l->next.fetch_add(chunk, std::memory_order_relaxed);
+        if (first >= limit) break;
+        const uint64_t end = first + chunk < limit ? first + chunk : limit;
+        share_lo = end;
         if (l->desc->whole_blocks && l->order.empty()) {
             if (!run_blocks(w, first, end)) l->stop = true;
             continue;

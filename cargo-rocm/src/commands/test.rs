@@ -114,18 +114,14 @@ fn only_tests<T>(
     if names.is_empty() {
         return Ok(harnesses);
     }
-    let known: Vec<String> = harnesses
-        .iter()
-        .flat_map(|(h, _)| {
-            h.tests
-                .iter()
-                .map(move |t| format!("{} ({})", t, h.package))
-        })
-        .collect();
     if let Some(missing) = names
         .iter()
         .find(|n| !harnesses.iter().any(|(h, _)| h.tests.contains(n)))
     {
+        let known: Vec<String> = harnesses
+            .iter()
+            .flat_map(|(h, _)| h.tests.iter().map(move |t| format!("{t} ({})", h.package)))
+            .collect();
         return Err(CommandError::NoHarness(format!(
             "no rocm-test harness named `{missing}`: the selected packages have {} (a plain \
              `cargo test` target is run by `cargo test --test {missing}`)",

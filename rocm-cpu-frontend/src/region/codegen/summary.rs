@@ -522,11 +522,7 @@ impl Ex<'_, '_, '_, '_, '_> {
                 self.i = close + 1;
                 return self.unary();
             }
-            self.i = i + 1;
-            let c = self.expr(0)?;
-            if self.i != close {
-                return None;
-            }
+            let c = self.s.class(src, i + 1, close)?;
             self.i = close + 1;
             return Some(c);
         }
@@ -542,11 +538,7 @@ impl Ex<'_, '_, '_, '_, '_> {
                         return None;
                     }
                     let close = src.close(gt + 1).filter(|&c| c < self.end)?;
-                    self.i = gt + 2;
-                    let c = self.expr(0)?;
-                    if self.i != close {
-                        return None;
-                    }
+                    let c = self.s.class(src, gt + 2, close)?;
                     self.i = close + 1;
                     return Some(c);
                 }

@@ -13,8 +13,8 @@ use std::sync::{Mutex, OnceLock};
 use super::device::Pool;
 use super::ffi;
 
-/// One armed launch at a time in the process: the detector's state is global (its hooks are
-/// called from instrumented code, with no context to pass).
+/// One armed launch at a time in the process: the detector's states are global (its hooks are
+/// called from instrumented code, with no context to pass; each worker finds its own).
 pub(super) static ARMED: Mutex<()> = Mutex::new(());
 
 /// Reports taken from one launch.
@@ -76,9 +76,6 @@ thread_local! {
     /// What the summaries did in the last race-detected launch this thread made (see
     /// [`race_summary_stats`](crate::runtime::race_summary_stats)).
     static LAST_SUMMARIES: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
-}
-
-thread_local! {
     /// How the last race-detected launch this thread made was checked: on how many workers
     /// first, and whether it was then checked again on one.
     static LAST_WORKERS: std::cell::Cell<(usize, bool)> = const { std::cell::Cell::new((1, false)) };

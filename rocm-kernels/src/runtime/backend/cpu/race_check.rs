@@ -34,10 +34,12 @@ impl CpuFunction {
         // Checked on every worker of the device, each with its share of the blocks; checked
         // again on one where that cannot decide (detector::rerun).
         let workers = self.shared.threads.max(1);
-        let pool = self
-            .shared
-            .new_pool(workers)
-            .map_err(|reason| Shared::pool_error(&reason))?;
+        let new_pool = |threads: usize| {
+            self.shared
+                .new_pool(threads)
+                .map_err(|reason| Shared::pool_error(&reason))
+        };
+        let pool = new_pool(workers)?;
         desc.entry = race_entry;
         let form = if self.shared.options.exec == CpuExec::Fibers {
             ffi::RK_ENTRY_THREADS
@@ -96,10 +98,7 @@ impl CpuFunction {
         detector::set_last_workers(workers, again);
         if again {
             drop(pool);
-            let one = self
-                .shared
-                .new_pool(1)
-                .map_err(|reason| Shared::pool_error(&reason))?;
+            let one = new_pool(1)?;
             arm(&one, 1)?;
             run = self.run(one.0, &desc);
         }
